@@ -1,0 +1,177 @@
+/* elm.h: libelm, the OpenELM inference engine (public API).
+ *
+ * Synchronous, in the spirit of llama.h: opaque handles, params structs with
+ * *_default_params(), negative status codes, out-parameters set only on
+ * success, *_free(NULL) is a no-op.  The engine never prints, never exits and
+ * never touches the terminal: errors come back as a status plus a message in a
+ * caller-provided buffer.
+ *
+ * Threads: an elm_model is immutable after load and may be read from any
+ * thread.  An elm_ctx and an elm_sampler belong to one thread at a time (in
+ * the application, the worker thread of elm_worker.h).
+ */
+#ifndef ELMCHAT_ENGINE_ELM_H
+#define ELMCHAT_ENGINE_ELM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/elm_tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum elm_status {
+    ELM_OK = 0,
+    ELM_E_INVALID = -1,     /* bad argument (programmer or user input) */
+    ELM_E_IO = -2,          /* open/read/mmap failed */
+    ELM_E_FORMAT = -3,      /* file is not what it claims to be */
+    ELM_E_NOMEM = -4,
+    ELM_E_UNSUPPORTED = -5, /* valid file, feature we do not implement */
+    ELM_E_MISMATCH = -6,    /* state/snapshot belongs to another model/prefix */
+    ELM_E_ABORTED = -7,     /* abort callback asked to stop */
+    ELM_E_CONTEXT_FULL = -8,
+} elm_status;
+
+/* Static string, any thread. */
+const char *elm_status_str(elm_status status);
+
+/* Size of the error buffers that the API fills (a longer buffer is fine). */
+#define ELM_ERR_MAX 512
+
+/* ------------------------------------------------------------------ model */
+
+typedef struct elm_model elm_model;
+
+enum elm_dtype {
+    ELM_DTYPE_F32 = 0,
+    ELM_DTYPE_F16,
+    ELM_DTYPE_BF16,
+    ELM_DTYPE_Q8_0,
+    ELM_DTYPE_Q4_0,
+    ELM_DTYPE_Q4_K,
+    ELM_DTYPE_Q5_K,
+    ELM_DTYPE_Q6_K,
+};
+const char *elm_dtype_name(enum elm_dtype dtype); /* "f32", "bf16", ... */
+
+struct elm_model_params {
+    int n_threads; /* compute threads; <= 0 means all online cores */
+    /* Optional progress callback, 0..1, called from the loading thread. */
+    void (*progress_cb)(float fraction, void *user);
+    void *progress_user;
+};
+struct elm_model_params elm_model_default_params(void);
+
+/* Load a Hugging Face folder (config.json + model.safetensors or
+ * model.safetensors.index.json + shards) or a .gguf file.  The tokenizer is
+ * looked up next to the weights (tokenizer.model, then tokenizer.json) or in
+ * the GGUF; a model without one still loads (elm_model_tokenizer() is NULL).
+ * On failure *out is untouched and err holds "FILE: TENSOR: what is wrong". */
+elm_status elm_model_load(const char *path, const struct elm_model_params *params,
+                          elm_model **out, char *err, size_t err_size);
+void elm_model_free(elm_model *model);
+
+#define ELM_MAX_LAYERS 128
+
+struct elm_model_info {
+    int n_layers;
+    int model_dim;
+    int head_dim;
+    int n_vocab;
+    int n_ctx_train;      /* max_context_length */
+    int num_gqa_groups;
+    int ffn_dim_divisor;
+    float rope_theta;
+    float rms_eps;
+    int bos_id, eos_id;
+    int n_query_heads[ELM_MAX_LAYERS];
+    int n_kv_heads[ELM_MAX_LAYERS];
+    int ffn_dim[ELM_MAX_LAYERS];
+    float ffn_multipliers[ELM_MAX_LAYERS];
+    enum elm_dtype dtype; /* dominant weight type */
+    uint64_t n_params;
+    uint64_t weight_bytes;
+    uint64_t fingerprint; /* hash of config + tensor table (+ data sample) */
+    char name[128];       /* folder or file base name */
+    char path[4096];      /* as given to elm_model_load */
+};
+/* Borrowed, valid until elm_model_free. */
+const struct elm_model_info *elm_model_get_info(const elm_model *model);
+
+/* Borrowed, valid until elm_model_free; NULL when the model has none. */
+const elm_tokenizer *elm_model_tokenizer(const elm_model *model);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct elm_ctx elm_ctx;
+
+/* Return true to stop the current elm_decode (polled between layers). */
+typedef bool (*elm_abort_cb)(void *user);
+
+struct elm_ctx_params {
+    int n_ctx;     /* <= 0: the model's n_ctx_train (2048) */
+    int n_threads; /* <= 0: the model's setting */
+    elm_abort_cb abort_cb;
+    void *abort_user;
+};
+struct elm_ctx_params elm_ctx_default_params(void);
+
+/* The ctx borrows the model: free the ctx first. */
+elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *params,
+                       elm_ctx **out, char *err, size_t err_size);
+void elm_ctx_free(elm_ctx *ctx);
+
+#define ELM_DECODE_ALL_LOGITS 1u
+
+/* Append n tokens at position n_past and run the model.  n > 1 is a batched
+ * prefill (BLIS GEMM), n == 1 a decode step.  logits (may be NULL) receives
+ * n_vocab floats for the last token, or n * n_vocab (row per token) with
+ * ELM_DECODE_ALL_LOGITS.  On ELM_E_ABORTED or any error n_past is unchanged.
+ * ELM_E_CONTEXT_FULL when n_past + n > n_ctx. */
+elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
+                      unsigned flags);
+
+int elm_ctx_n_past(const elm_ctx *ctx);
+int elm_ctx_n_ctx(const elm_ctx *ctx);
+const elm_model *elm_ctx_model(const elm_ctx *ctx);
+/* The n_past token ids in the cache; borrowed until the next call on ctx. */
+const int32_t *elm_ctx_tokens(const elm_ctx *ctx);
+
+/* Rewind the cache to its first n_keep tokens (0 <= n_keep <= n_past). */
+elm_status elm_ctx_truncate(elm_ctx *ctx, int n_keep);
+
+/* Snapshot of the KV cache: magic, version, model fingerprint, token ids,
+ * K/V rows [0, n_past) per layer.  Load fails with ELM_E_MISMATCH when the
+ * file belongs to another model; the ctx is then unchanged. */
+elm_status elm_state_save(const elm_ctx *ctx, const char *path, char *err, size_t err_size);
+elm_status elm_state_load(elm_ctx *ctx, const char *path, char *err, size_t err_size);
+
+/* ---------------------------------------------------------------- sampler */
+
+/* Fixed chain: repetition penalty (HF semantics) -> top-k -> top-p -> min-p
+ * -> temperature -> draw.  temperature <= 0 is greedy (ties: lowest id). */
+struct elm_sampler_params {
+    float temperature;    /* 0 = greedy */
+    int top_k;            /* <= 0: off */
+    float top_p;          /* >= 1: off */
+    float min_p;          /* <= 0: off */
+    float repeat_penalty; /* 1: off; HF: logit/p if > 0 else logit*p */
+    int repeat_last_n;    /* < 0: the whole history (HF), 0: off */
+    uint64_t seed;
+};
+struct elm_sampler_params elm_sampler_default_params(void);
+
+typedef struct elm_sampler elm_sampler;
+elm_sampler *elm_sampler_new(const struct elm_sampler_params *params); /* NULL on OOM */
+void elm_sampler_free(elm_sampler *sampler);
+/* logits is modified in place.  history: the tokens the penalty applies to. */
+int32_t elm_sampler_sample(elm_sampler *sampler, float *logits, int n_vocab,
+                           const int32_t *history, int n_history);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,62 @@
+/* elm_tokenizer.h: the LLaMA-2 SentencePiece BPE tokenizer (part of libelm).
+ *
+ * Encoding follows the SentencePiece library exactly: dummy prefix, ' ' ->
+ * U+2581, merges by highest piece score (leftmost on ties), byte fallback,
+ * no normalization.  User text is never parsed for special tokens: BOS/EOS
+ * enter only as ids.  A loaded tokenizer is immutable: any thread may use it.
+ */
+#ifndef ELMCHAT_ENGINE_ELM_TOKENIZER_H
+#define ELMCHAT_ENGINE_ELM_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct elm_tokenizer elm_tokenizer;
+
+/* tokenizer.model (SentencePiece protobuf) or tokenizer.json (Hugging Face),
+ * chosen by content.  Returns 0 or a negative elm_status; err names the file
+ * and the problem. */
+int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size);
+void elm_tokenizer_free(elm_tokenizer *tok);
+
+int elm_tokenizer_n_vocab(const elm_tokenizer *tok);
+int32_t elm_tokenizer_bos(const elm_tokenizer *tok);
+int32_t elm_tokenizer_eos(const elm_tokenizer *tok);
+/* The piece text of an id (borrowed), NULL when out of range. */
+const char *elm_tokenizer_piece(const elm_tokenizer *tok, int32_t id);
+
+/* Encode len bytes of text (any bytes; invalid UTF-8 handled as SentencePiece
+ * does).  *ids is owned by the caller (free()).  Empty text gives 0 ids
+ * (plus BOS when add_bos). */
+int elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, bool add_bos,
+                 int32_t **ids, size_t *n_ids);
+
+/* Decode ids to UTF-8 text; *text is owned by the caller (free()), NUL
+ * terminated, *len excludes the NUL. */
+int elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids,
+                   char **text, size_t *len);
+
+/* Streaming decode: releases text only on complete UTF-8 sequences; the
+ * concatenation of everything released (plus elm_detok_stream_flush) equals
+ * elm_detokenize of the same ids.  Caller-embedded state. */
+struct elm_detok_stream {
+    const elm_tokenizer *tok;
+    bool started;          /* something was output (leading space dropped) */
+    unsigned char pending[8];
+    int n_pending;
+};
+void elm_detok_stream_init(struct elm_detok_stream *s, const elm_tokenizer *tok);
+/* Writes at most out_size-1 bytes + NUL into out; returns the byte count
+ * (out_size >= 64 always suffices for one id). */
+size_t elm_detok_stream_push(struct elm_detok_stream *s, int32_t id, char *out, size_t out_size);
+size_t elm_detok_stream_flush(struct elm_detok_stream *s, char *out, size_t out_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
