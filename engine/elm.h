@@ -104,6 +104,26 @@ const struct elm_model_info *elm_model_get_info(const elm_model *model);
 /* Borrowed, valid until elm_model_free; NULL when the model has none. */
 const elm_tokenizer *elm_model_tokenizer(const elm_model *model);
 
+/* --------------------------------------------------------------- quantize */
+
+struct elm_quantize_params {
+    enum elm_dtype type; /* F32, F16, BF16, Q8_0 or Q4_0 */
+    /* Optional progress callback, 0..1, called from the calling thread. */
+    void (*progress_cb)(float fraction, void *user);
+    void *progress_user;
+};
+struct elm_quantize_params elm_quantize_default_params(void); /* q8_0 */
+
+/* Write the model at in_path (anything elm_model_load takes) to out_path as
+ * the OpenELM GGUF that llama.cpp's converter makes: same keys, tensor names
+ * and shapes, alignment 32, 2-D weights in params->type (q4_0 keeps the tied
+ * embedding in q8_0; a row length the block does not divide falls back to
+ * f16), norms in f32, the model's vocabulary (tokenizer.ggml.model "llama",
+ * or "no_vocab" when the model has no tokenizer).  out_path is written
+ * through out_path.tmp and a rename. */
+elm_status elm_quantize(const char *in_path, const char *out_path,
+                        const struct elm_quantize_params *params, char *err, size_t err_size);
+
 /* ---------------------------------------------------------------- context */
 
 typedef struct elm_ctx elm_ctx;

@@ -30,6 +30,29 @@ int32_t elm_tokenizer_eos(const elm_tokenizer *tok);
 /* The piece text of an id (borrowed), NULL when out of range. */
 const char *elm_tokenizer_piece(const elm_tokenizer *tok, int32_t id);
 
+/* Piece types, numbered as in SentencePiece's ModelProto. */
+enum elm_piece_type {
+    ELM_PIECE_NORMAL = 1,
+    ELM_PIECE_UNKNOWN = 2,
+    ELM_PIECE_CONTROL = 3,
+    ELM_PIECE_USER_DEFINED = 4,
+    ELM_PIECE_UNUSED = 5,
+    ELM_PIECE_BYTE = 6,
+};
+/* Score and type of an id (0 and -1 when out of range). */
+float elm_tokenizer_score(const elm_tokenizer *tok, int32_t id);
+int elm_tokenizer_type(const elm_tokenizer *tok, int32_t id);
+
+/* A tokenizer from a vocabulary held elsewhere (e.g. GGUF metadata): n
+ * NUL-terminated pieces (borrowed, copied), their scores and types
+ * (enum elm_piece_type; NULL types: BYTE for "<0xNN>", CONTROL for "<s>" and
+ * "</s>", UNKNOWN for "<unk>", NORMAL otherwise).  unk/bos/eos are ids or -1.
+ * name is used in error messages. */
+int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, const int32_t *types,
+                             int n, int32_t unk_id, int32_t bos_id, int32_t eos_id,
+                             bool byte_fallback, bool add_dummy_prefix, const char *name,
+                             elm_tokenizer **out, char *err, size_t err_size);
+
 /* Encode len bytes of text (any bytes; invalid UTF-8 handled as SentencePiece
  * does).  *ids is owned by the caller (free()).  Empty text gives 0 ids
  * (plus BOS when add_bos). */

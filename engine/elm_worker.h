@@ -2,10 +2,35 @@
  * elm_ctx; other threads post requests and read events (after mpv's client
  * API).  Every function here may be called from any thread unless noted;
  * the usual caller is the UI thread, which never calls elm_decode itself.
+ * Only one thread may read events (elm_worker_next_event).
  *
  * Wake-up: elm_worker_wake_fd() becomes readable when events are queued.
- * Drain it with elm_worker_drain_wake(), then call elm_worker_next_event()
- * until it returns false.
+ * Drain it with elm_worker_drain_wake() first, then call
+ * elm_worker_next_event() until it returns false (one wake-up may stand for
+ * many events).
+ *
+ * Replies: requests run one at a time, in the order posted, and every event
+ * echoes the id that elm_worker_post returned.  Each request except SHUTDOWN
+ * gets exactly one final event:
+ *   LOAD_MODEL   LOAD_PROGRESS*, then MODEL_READY or ERROR
+ *   GENERATE     PREFILL_PROGRESS*, TOKEN*, then DONE (always, even on
+ *                failure: reason ELM_DONE_ERROR with status and text)
+ *   TRUNCATE, SAVE_STATE, LOAD_STATE, FREE_CTX
+ *                DONE (reason ELM_DONE_OK) or ERROR
+ * DONE and ERROR are never dropped.  TOKEN events of one request merge when
+ * the reader is slow (ids and text concatenated); progress events replace
+ * an unread one of the same request.  n_past in DONE/ERROR is the number of
+ * tokens in the slot's cache afterwards (its ctx for the current model).
+ *
+ * Slots: a slot (any int >= 0, one per conversation) has its own elm_ctx
+ * per model, created on first use.  The cache of a slot may be dropped at
+ * any time under the memory budget (then n_past is 0 on the next GENERATE):
+ * use ELM_GEN_SYNC and the worker re-prefills only what is missing.
+ *
+ * Models: LOAD_MODEL runs on the worker; the current model keeps its slots
+ * until the new one is loaded, and a failed load leaves it current.  The
+ * previous models and their caches are kept while mem_budget allows, so
+ * loading the same path again is instant (no disk access, caches intact).
  */
 #ifndef ELMCHAT_ENGINE_ELM_WORKER_H
 #define ELMCHAT_ENGINE_ELM_WORKER_H
@@ -28,11 +53,19 @@ enum elm_request_type {
     ELM_REQ_TRUNCATE,       /* ctx slot, n_keep */
     ELM_REQ_SAVE_STATE,     /* ctx slot, path */
     ELM_REQ_LOAD_STATE,     /* ctx slot, path */
-    ELM_REQ_FREE_CTX,       /* ctx slot */
+    ELM_REQ_FREE_CTX,       /* ctx slot: drop its caches for every model */
     ELM_REQ_SHUTDOWN,
 };
 
 #define ELM_MAX_STOP_IDS 8
+
+/* GENERATE flags. */
+enum {
+    /* tokens is the whole sequence the cache must hold (the session's
+     * truth): the worker keeps the longest common prefix already cached,
+     * truncates the rest and prefills only what differs.  n_keep ignored. */
+    ELM_GEN_SYNC = 1u << 0,
+};
 
 struct elm_request {
     enum elm_request_type type;
@@ -41,13 +74,21 @@ struct elm_request {
     int32_t *tokens;           /* GENERATE: appended before sampling; copied */
     int n_tokens;
     int n_keep;                /* TRUNCATE; GENERATE: truncate to this first if >= 0 */
-    int max_tokens;            /* GENERATE: 0 = prefill only */
+    int max_tokens;            /* GENERATE: 0 = prefill only (DONE reason OK) */
     struct elm_sampler_params sampler;
-    int32_t stop_ids[ELM_MAX_STOP_IDS];
+    int32_t stop_ids[ELM_MAX_STOP_IDS]; /* GENERATE: besides the model's EOS */
     int n_stop_ids;
     int n_ctx;                 /* LOAD_MODEL: context length, <= 0 default */
     int n_threads;             /* LOAD_MODEL: <= 0 default */
+    unsigned flags;            /* GENERATE: ELM_GEN_* */
+    uint64_t mem_budget;       /* LOAD_MODEL: bytes for models + caches kept
+                                  (0: half the physical memory) */
 };
+
+/* A request of that type with the defaults: n_keep -1 (no truncation),
+ * max_tokens 256, elm_sampler_default_params(), everything else 0/NULL.
+ * Start from this rather than from {0} (n_keep 0 would empty the cache). */
+struct elm_request elm_request_default(enum elm_request_type type);
 
 enum elm_event_type {
     ELM_EV_LOAD_PROGRESS = 1,
@@ -59,38 +100,54 @@ enum elm_event_type {
 };
 
 enum elm_done_reason {
-    ELM_DONE_EOS = 1,
-    ELM_DONE_LENGTH,
-    ELM_DONE_STOP,
-    ELM_DONE_CANCELLED,
-    ELM_DONE_ERROR,
-    ELM_DONE_CONTEXT_FULL,
+    ELM_DONE_EOS = 1,      /* the model's EOS was sampled */
+    ELM_DONE_LENGTH,       /* max_tokens sampled */
+    ELM_DONE_STOP,         /* one of stop_ids was sampled */
+    ELM_DONE_CANCELLED,    /* elm_worker_cancel (or shutdown) */
+    ELM_DONE_ERROR,        /* status and text say why */
+    ELM_DONE_CONTEXT_FULL, /* nothing more fits; the cache holds n_past */
+    ELM_DONE_OK,           /* TRUNCATE, SAVE/LOAD_STATE, FREE_CTX, prefill-only GENERATE */
 };
 
+/* GENERATE and the cache: every sampled id is reported in TOKEN events; the
+ * last one (EOS, stop id, the max_tokens-th, or one sampled just before a
+ * cancel) is not fed to the model, so the cache holds n_past tokens: the
+ * prompt, then the first n_past - prompt generated ids.  With ELM_GEN_SYNC
+ * simply send the session's whole sequence next time. */
 struct elm_event {
     enum elm_event_type type;
     uint64_t request_id;
+    enum elm_request_type request_type;
     int slot;
     float progress;            /* LOAD_PROGRESS, PREFILL_PROGRESS: 0..1 */
     int32_t *ids;              /* TOKEN: the token ids (owned by the event) */
     int n_ids;
-    char *text;                /* TOKEN: UTF-8 text; ERROR: message (owned) */
+    char *text;                /* TOKEN: UTF-8 text; ERROR, DONE(ERROR): message (owned) */
     enum elm_done_reason reason;
-    elm_status status;
-    int n_past;                /* DONE */
+    elm_status status;         /* ERROR, DONE(ERROR) */
+    int n_past;                /* DONE, ERROR: tokens in the slot's cache */
+    int n_ctx;                 /* DONE, ERROR, MODEL_READY: cache capacity */
     double prefill_tps, decode_tps; /* DONE */
-    int n_prefilled, n_generated;   /* DONE */
+    int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
+    int n_reused;                   /* DONE: tokens found already cached */
+    struct elm_model_info *info;    /* MODEL_READY: a copy (owned) */
 };
-void elm_event_fini(struct elm_event *ev); /* frees ids and text */
+void elm_event_fini(struct elm_event *ev); /* frees ids, text, info */
 
-/* Start the thread.  NULL on failure (err filled). */
+/* Start the thread (with SIGINT, SIGTERM, SIGWINCH, SIGHUP, SIGQUIT,
+ * SIGTSTP blocked in it).  NULL on failure (err filled). */
 elm_worker *elm_worker_new(char *err, size_t err_size);
-/* Cancel, post SHUTDOWN, join, free everything.  NULL is a no-op. */
+/* Cancel, post SHUTDOWN, join, free everything.  NULL is a no-op.
+ * Returns within one layer of compute (a model load in progress finishes). */
 void elm_worker_free(elm_worker *w);
 
-/* Copy req into the queue; returns its id (> 0), or 0 on OOM. */
+/* Copy req into the queue; returns its id (> 0, increasing), or 0 on OOM or
+ * after SHUTDOWN. */
 uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req);
-/* Out of band: lands within one layer of the running request. */
+/* Out of band: every GENERATE posted before this call ends with DONE
+ * {CANCELLED}: the running one within one layer (a prefill keeps the chunks
+ * already computed, n_past says how far), queued ones without computing.
+ * Requests posted after the call are not affected. */
 void elm_worker_cancel(elm_worker *w);
 
 int elm_worker_wake_fd(const elm_worker *w);

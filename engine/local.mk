@@ -5,5 +5,31 @@ engine_libelm_a_SOURCES = \
 	engine/elm.h \
 	engine/elm_tokenizer.h \
 	engine/elm_worker.h \
+	engine/elm_worker.c \
 	engine/status.c \
 	engine/sampler.c
+# The tokenizer (SentencePiece BPE; tokenizer.model and tokenizer.json).
+engine_libelm_a_SOURCES += \
+	engine/tokenizer.c engine/tokenizer_impl.h \
+	engine/sp_model.c \
+	engine/tokenizer_json.c
+# Model loading, the forward pass, the KV cache (the engine proper).
+engine_libelm_a_SOURCES += \
+	engine/model.c engine/model.h \
+	engine/config.c \
+	engine/error.c \
+	engine/jsonfile.c engine/jsonfile.h \
+	engine/safetensors.c engine/safetensors.h \
+	engine/kernels.c engine/kernels.h \
+	engine/threadpool.c engine/threadpool.h \
+	engine/gemm.c engine/gemm.h \
+	engine/ctx.c engine/ctx.h \
+	engine/forward.c \
+	engine/state.c
+# GGUF files and the quantized weight types (read, bind, write, quantize).
+engine_libelm_a_SOURCES += \
+	engine/gguf.c engine/gguf.h \
+	engine/gguf_model.c \
+	engine/gguf_write.c \
+	engine/gguf_quantize.c \
+	engine/quant.c engine/quant.h

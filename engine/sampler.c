@@ -1,7 +1,25 @@
-/* sampler.c: the sampler chain. */
+/* sampler.c: the sampler chain of elm.h: repetition penalty (HF semantics)
+ * -> top-k -> top-p -> min-p -> temperature -> draw, with a seeded PRNG. */
 #include "config.h"
 
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine/elm.h"
+
+struct cand {
+    float logit;
+    int32_t id;
+};
+
+struct elm_sampler {
+    struct elm_sampler_params p;
+    uint64_t rng[4];        /* xoshiro256** */
+    struct cand *cands;     /* [cap] */
+    unsigned char *seen;    /* [cap] penalty marks */
+    int cap;
+};
 
 struct elm_sampler_params elm_sampler_default_params(void)
 {
@@ -15,4 +33,191 @@ struct elm_sampler_params elm_sampler_default_params(void)
         .seed = 0,
     };
     return p;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t next_u64(uint64_t *s)
+{
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static double next_unit(uint64_t *s)
+{
+    return (double)(next_u64(s) >> 11) * 0x1p-53;
+}
+
+elm_sampler *elm_sampler_new(const struct elm_sampler_params *params)
+{
+    elm_sampler *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->p = params ? *params : elm_sampler_default_params();
+    uint64_t seed = s->p.seed;
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = splitmix64(&seed);
+    return s;
+}
+
+void elm_sampler_free(elm_sampler *s)
+{
+    if (!s)
+        return;
+    free(s->cands);
+    free(s->seen);
+    free(s);
+}
+
+/* Larger logit first; equal logits by lower id, so every order is total. */
+static int by_logit(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+/* HF RepetitionPenaltyLogitsProcessor: each distinct id of the history once. */
+static void penalize(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
+                     int n_history)
+{
+    float pen = s->p.repeat_penalty;
+    if (pen == 1.0f || s->p.repeat_last_n == 0 || !history || n_history <= 0)
+        return;
+    int first = 0;
+    if (s->p.repeat_last_n > 0 && n_history > s->p.repeat_last_n)
+        first = n_history - s->p.repeat_last_n;
+    memset(s->seen, 0, (size_t)n_vocab);
+    for (int i = first; i < n_history; i++) {
+        int32_t id = history[i];
+        if (id < 0 || id >= n_vocab || s->seen[id])
+            continue;
+        s->seen[id] = 1;
+        float v = logits[id];
+        logits[id] = v > 0 ? v / pen : v * pen;
+    }
+}
+
+static int32_t argmax(const float *logits, int n)
+{
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (logits[i] > logits[best] || (isnan(logits[best]) && !isnan(logits[i])))
+            best = i;
+    return best;
+}
+
+/* Keep the k best candidates of n, sorted (quickselect, then sort k). */
+static int keep_top(struct cand *c, int n, int k)
+{
+    if (k <= 0 || k >= n) {
+        qsort(c, (size_t)n, sizeof *c, by_logit);
+        return n;
+    }
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        struct cand pivot = c[(lo + hi) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (by_logit(&c[i], &pivot) < 0)
+                i++;
+            while (by_logit(&c[j], &pivot) > 0)
+                j--;
+            if (i <= j) {
+                struct cand t = c[i];
+                c[i++] = c[j];
+                c[j--] = t;
+            }
+        }
+        if (k - 1 <= j)
+            hi = j;
+        else if (k - 1 >= i)
+            lo = i;
+        else
+            break;
+    }
+    qsort(c, (size_t)k, sizeof *c, by_logit);
+    return k;
+}
+
+int32_t elm_sampler_sample(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
+                           int n_history)
+{
+    if (!s || !logits || n_vocab <= 0)
+        return -1;
+    if (n_vocab > s->cap) {
+        struct cand *c = realloc(s->cands, (size_t)n_vocab * sizeof *c);
+        if (c)
+            s->cands = c;
+        unsigned char *seen = realloc(s->seen, (size_t)n_vocab);
+        if (seen)
+            s->seen = seen;
+        if (!c || !seen)
+            return -1;
+        s->cap = n_vocab;
+    }
+    penalize(s, logits, n_vocab, history, n_history);
+    if (!(s->p.temperature > 0.0f))
+        return argmax(logits, n_vocab);
+
+    struct cand *c = s->cands;
+    for (int i = 0; i < n_vocab; i++)
+        c[i] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
+    int n = keep_top(c, n_vocab, s->p.top_k);
+    if (isinf(c[0].logit))
+        return c[0].id; /* +inf wins outright; all -inf leaves nothing to weigh */
+
+    /* top-p and min-p on the probabilities at temperature 1 (the fixed order). */
+    float mx = c[0].logit;
+    double total = 0.0;
+    for (int i = 0; i < n; i++)
+        total += exp((double)c[i].logit - mx);
+    if (s->p.top_p < 1.0f) {
+        double cum = 0.0;
+        for (int i = 0; i < n; i++) {
+            cum += exp((double)c[i].logit - mx) / total;
+            if (cum >= s->p.top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (s->p.min_p > 0.0f) {
+        /* p_i >= min_p * p_max  <=>  logit_i >= max + log(min_p) */
+        double cut = mx + log((double)s->p.min_p);
+        int keep = 1;
+        while (keep < n && c[keep].logit >= cut)
+            keep++;
+        n = keep;
+    }
+
+    double inv_t = 1.0 / s->p.temperature, sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += exp(((double)c[i].logit - mx) * inv_t);
+    double u = next_unit(s->rng) * sum, cum = 0.0;
+    for (int i = 0; i < n; i++) {
+        cum += exp(((double)c[i].logit - mx) * inv_t);
+        if (u < cum)
+            return c[i].id;
+    }
+    return c[n - 1].id;
 }

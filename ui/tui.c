@@ -1,14 +1,463 @@
-/* tui.c: entry point of the interactive chat. */
+/* tui.c: the interactive chat: options, the curses windows, signals and
+ * the poll() main loop (tty + self-pipe + worker wake fd).
+ *
+ * Resize: we own SIGWINCH through the self-pipe (STYLE.md B.10 5b), so the
+ * loop has one uniform wait; bursts are coalesced and resizeterm() is
+ * called from the loop.  Input: bytes are read from the tty with read(2)
+ * (a paste arrives in large chunks; wgetch would also refresh the window
+ * implicitly) and fed to readline through input.c's FIFO. */
 #include "config.h"
 
 #include "ui/tui.h"
 
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "src/cli.h"
+#include "src/paths.h"
+#include "src/xalloc.h"
+#include "ui/chat.h"
+#include "ui/draw.h"
+#include "ui/input.h"
+#include "ui/layout.h"
+#include "ui/screen.h"
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) {
+        /* pipe full: a byte for this signal is already pending */
+    }
+    errno = saved;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* ------------------------------------------------------------- the screen */
+
+struct tui {
+    struct chat chat;
+    WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
+    struct ui_layout layout;
+    int input_rows;
+    bool full_redraw;
+    FILE *latency_log;
+    double key_time; /* when the last keystroke was read (latency log) */
+};
+
+static struct tui *the_tui; /* for the fatal hook */
+
+static void del_windows(struct tui *t)
+{
+    WINDOW **ws[] = {&t->w_transcript, &t->w_status, &t->w_input, &t->w_sessions};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+        if (*ws[i])
+            delwin(*ws[i]);
+        *ws[i] = NULL;
+    }
+}
+
+static WINDOW *make_win(struct ui_rect r)
+{
+    if (r.h <= 0 || r.w <= 0)
+        return NULL;
+    WINDOW *w = newwin(r.h, r.w, r.y, r.x);
+    if (w)
+        leaveok(w, TRUE);
+    return w;
+}
+
+/* Recompute every rectangle and recreate the windows. */
+static void relayout(struct tui *t)
+{
+    int want = input_rows_wanted(COLS);
+    t->input_rows = want;
+    layout_compute(LINES, COLS, want, t->chat.show_sessions, &t->layout);
+    del_windows(t);
+    t->w_transcript = make_win(t->layout.transcript);
+    t->w_status = make_win(t->layout.status);
+    t->w_sessions = make_win(t->layout.sessions);
+    t->w_input = make_win(t->layout.input);
+    if (t->w_input) {
+        leaveok(t->w_input, FALSE);
+        keypad(t->w_input, FALSE);
+        nodelay(t->w_input, TRUE);
+    }
+    input_set_window(t->w_input, LINES);
+    transcript_set_width(&t->chat.tr, t->layout.transcript.w, t->layout.transcript.h);
+    t->full_redraw = true;
+}
+
+static void draw(struct tui *t)
+{
+    double now = chat_now();
+    struct status_info st;
+    chat_status(&t->chat, &st, now);
+    /* The input may have grown or shrunk. */
+    int want = input_rows_wanted(COLS);
+    int clamped = want > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : want;
+    int cur = t->input_rows > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : t->input_rows;
+    if (clamped != cur)
+        relayout(t);
+    if (t->full_redraw) {
+        wnoutrefresh(stdscr);
+    }
+    if (t->chat.changed || t->full_redraw) {
+        const char *label = t->chat.demo ? "demo model" : t->chat.model_name;
+        draw_transcript(t->w_transcript, &t->chat.tr, label);
+        if (t->w_sessions)
+            draw_sessions(t->w_sessions, t->chat.session_list, t->chat.n_session_list,
+                          chat_session_name(&t->chat));
+    }
+    draw_status(t->w_status, &st);
+    input_draw(st.busy);
+    doupdate();
+    t->chat.changed = false;
+    t->full_redraw = false;
+    if (t->latency_log && t->key_time > 0) {
+        fprintf(t->latency_log, "%.3f\n", (chat_now() - t->key_time) * 1e3);
+        fflush(t->latency_log);
+        t->key_time = 0;
+    }
+}
+
+static void fatal_hook(void)
+{
+    if (the_tui) {
+        chat_save_all(&the_tui->chat);
+    }
+    screen_end();
+}
+
+/* --------------------------------------------------------------- callbacks */
+
+static void on_line(char *line, void *user)
+{
+    struct tui *t = user;
+    chat_submit(&t->chat, line);
+}
+
+static char **on_names(enum cmd_arg_kind kind, void *user)
+{
+    struct tui *t = user;
+    return chat_names(&t->chat, kind);
+}
+
+static void on_matches(const char *const *m, int n, void *user)
+{
+    struct tui *t = user;
+    char buf[400];
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len + 2 < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "  " : "", m[i]);
+    chat_notice(&t->chat, false, "%s", buf);
+}
+
+static void on_action(enum input_action a, void *user)
+{
+    struct tui *t = user;
+    int h = t->layout.transcript.h;
+    int page = h > 2 ? h - 2 : 1;
+    switch (a) {
+    case IA_SCROLL_UP:
+        transcript_scroll(&t->chat.tr, page, h);
+        break;
+    case IA_SCROLL_DOWN:
+        transcript_scroll(&t->chat.tr, -page, h);
+        break;
+    case IA_SCROLL_TOP:
+        transcript_scroll_home(&t->chat.tr, h);
+        break;
+    case IA_SCROLL_BOTTOM:
+        transcript_scroll_end(&t->chat.tr);
+        break;
+    case IA_CANCEL:
+        if (t->chat.generating)
+            chat_cancel(&t->chat);
+        else
+            input_clear_line();
+        break;
+    case IA_TOGGLE_SESSIONS:
+        t->chat.show_sessions = !t->chat.show_sessions;
+        chat_refresh_session_list(&t->chat);
+        relayout(t);
+        return;
+    case IA_REDRAW:
+        clearok(curscr, TRUE);
+        t->full_redraw = true;
+        break;
+    }
+    t->chat.changed = true;
+}
+
+/* ---------------------------------------------------------------- options */
+
+static void usage_hint(void)
+{
+    fprintf(stderr, "Try 'elmchat --help' for more information.\n");
+}
+
+static int parse_options(int argc, char **argv, struct chat_options *o)
+{
+    static const struct option longopts[] = {
+        {"model", 1, NULL, 'm'},   {"template", 1, NULL, 't'}, {"session", 1, NULL, 's'},
+        {"system", 1, NULL, 'S'},  {"max-tokens", 1, NULL, 'n'}, CLI_COMMON_LONGOPTS,
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    cli_common_init(&o->common);
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":m:t:s:n:", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            o->common.model = optarg;
+            break;
+        case 't':
+            o->template_name = optarg;
+            break;
+        case 's':
+            o->session_name = optarg;
+            break;
+        case 'S':
+            o->system = optarg;
+            break;
+        case 'n':
+            if (cli_common_option(&o->common, NULL, OPT_MAX_TOKENS, optarg) < 0)
+                return EXIT_USAGE;
+            break;
+        case ':':
+            return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
+        case '?':
+            return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
+        default: {
+            int r = cli_common_option(&o->common, NULL, ch, optarg);
+            if (r < 0)
+                return EXIT_USAGE;
+            if (r == 0) {
+                usage_hint();
+                return EXIT_USAGE;
+            }
+        }
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+/* ------------------------------------------------------------- main loop */
+
+static void handle_signals(struct tui *t, bool *resize, bool *leave)
+{
+    unsigned char buf[64];
+    ssize_t n;
+    while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0) {
+        for (ssize_t i = 0; i < n; i++) {
+            switch (buf[i]) {
+            case SIGWINCH:
+                *resize = true;
+                break;
+            case SIGINT:
+                if (t->chat.generating)
+                    chat_cancel(&t->chat);
+                else if (!input_line_empty())
+                    input_clear_line();
+                else
+                    chat_notice(&t->chat, false, "Ctrl-D or /quit leaves");
+                t->chat.changed = true;
+                break;
+            case SIGTSTP:
+                screen_suspend();
+                *resize = true;
+                t->full_redraw = true;
+                break;
+            case SIGTERM:
+            case SIGHUP:
+            case SIGQUIT:
+                *leave = true;
+                break;
+            }
+        }
+    }
+}
+
+/* A lone ESC at the end of what was read (nothing follows within a
+ * moment) stops a reply.  Otherwise ESC belongs to readline (Alt keys,
+ * arrows, vi mode). */
+static bool trailing_escape(const char *buf, size_t n, int fd)
+{
+    if (n == 0 || buf[n - 1] != '\033' || (n >= 2 && buf[n - 2] == '\033'))
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 30) == 0;
+}
+
+static int run(struct tui *t)
+{
+    int tty = STDIN_FILENO;
+    int wake = elm_worker_wake_fd(t->chat.worker);
+    bool leave = false;
+    input_set_tty_fd(tty);
+    relayout(t);
+    while (!t->chat.quit && !leave) {
+        draw(t);
+        struct pollfd fds[3] = {
+            {.fd = tty, .events = POLLIN},
+            {.fd = sig_pipe[0], .events = POLLIN},
+            {.fd = wake, .events = POLLIN},
+        };
+        /* Wake up for the notice to expire and the busy display. */
+        int timeout = t->chat.notice[0] ? 250 : -1;
+        int r = poll(fds, 3, timeout);
+        if (r < 0 && errno != EINTR) {
+            chat_notice(&t->chat, true, "poll: %s", strerror(errno));
+            break;
+        }
+        if (r <= 0) {
+            t->chat.changed = true;
+            continue;
+        }
+        bool resize = false;
+        if (fds[1].revents & POLLIN)
+            handle_signals(t, &resize, &leave);
+        if (leave)
+            break;
+        if (fds[2].revents & POLLIN)
+            chat_poll_events(&t->chat);
+        if (fds[0].revents & (POLLHUP | POLLERR) && !(fds[0].revents & POLLIN)) {
+            leave = true; /* the terminal went away: same as SIGHUP */
+            break;
+        }
+        if (fds[0].revents & POLLIN) {
+            char buf[4096];
+            ssize_t n = read(tty, buf, sizeof buf);
+            if (n == 0) {
+                leave = true;
+                break;
+            }
+            if (n > 0) {
+                if (t->latency_log)
+                    t->key_time = chat_now();
+                size_t len = (size_t)n;
+                bool esc = t->chat.generating && trailing_escape(buf, len, tty);
+                if (esc)
+                    len--;
+                if (len)
+                    input_feed(buf, len);
+                if (esc)
+                    chat_cancel(&t->chat);
+            }
+        }
+        if (resize) {
+            /* Coalesce a burst: read the size once, after the last signal. */
+            screen_resize();
+            clearok(curscr, TRUE);
+            relayout(t);
+        }
+    }
+    return leave ? 1 : 0;
+}
 
 int tui_main(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "elmchat: the interactive chat is not implemented yet\n");
-    return 2;
+    struct chat_options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc)
+        return rc;
+
+    /* Wide-character drawing needs a UTF-8 locale; main() set LC_CTYPE. */
+    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0 && !setlocale(LC_CTYPE, "C.UTF-8")) {
+        cli_error("the chat needs a UTF-8 locale (LANG=C.UTF-8 works)");
+        return EXIT_RUNTIME;
+    }
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        cli_error("the chat needs a terminal (for scripts: elmchat run)");
+        return EXIT_RUNTIME;
+    }
+
+    /* Before curses starts, so that ncurses leaves SIGWINCH and SIGTSTP to
+     * us; before the worker starts, which blocks them in its thread. */
+    if (pipe(sig_pipe) != 0) {
+        cli_error("pipe: %s", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    for (int i = 0; i < 2; i++) {
+        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    install_signals();
+
+    struct tui *t = x_calloc(1, sizeof *t);
+    char err[2048];
+    if (!chat_init(&t->chat, &o, err, sizeof err)) {
+        cli_error("%s", err);
+        chat_fini(&t->chat);
+        free(t);
+        return EXIT_RUNTIME;
+    }
+    const char *lat = getenv("ELMCHAT_LATENCY_LOG");
+    if (lat && *lat)
+        t->latency_log = fopen(lat, "a");
+
+    char *state_dir = paths_dir(PATHS_STATE, NULL);
+    paths_mkdir_p(state_dir);
+    char *history = x_asprintf("%s/history", state_dir);
+    free(state_dir);
+
+    if (!screen_init(err, sizeof err)) {
+        cli_error("%s", err);
+        chat_fini(&t->chat);
+        free(history);
+        free(t);
+        return EXIT_RUNTIME;
+    }
+    the_tui = t;
+    x_set_fatal_hook(fatal_hook);
+
+    struct input_hooks hooks = {on_line, on_names, on_matches, on_action, t};
+    input_init(NULL, &hooks, history);
+    free(history);
+
+    int status = run(t);
+
+    /* Shutdown order (STYLE.md B.9): save, stop the worker, readline, curses. */
+    chat_fini(&t->chat);
+    input_fini();
+    del_windows(t);
+    the_tui = NULL;
+    x_set_fatal_hook(NULL);
+    screen_end();
+    if (t->latency_log)
+        fclose(t->latency_log);
+    free(t);
+    (void)status;
+    return EXIT_OK;
 }

@@ -1,0 +1,33 @@
+/* ctx.h: the mutable state of one conversation (engine-internal). */
+#ifndef ELMCHAT_ENGINE_CTX_H
+#define ELMCHAT_ENGINE_CTX_H
+
+#include <stdint.h>
+
+#include "engine/gemm.h"
+#include "engine/model.h"
+
+struct elm_threadpool;
+
+struct elm_ctx {
+    const struct elm_model *model; /* borrowed */
+    int n_ctx, n_past, n_threads;
+    int n_batch; /* tokens per prefill chunk */
+    elm_abort_cb abort_cb;
+    void *abort_user;
+    int32_t *tokens; /* [n_ctx] ids of the cached positions */
+    float **k_cache; /* [n_layers] of [n_ctx, nkv * hd], keys after QK-norm and RoPE */
+    float **v_cache; /* [n_layers] of [n_ctx, nkv * hd] */
+    float *rope_cos, *rope_sin; /* [n_ctx, hd / 2] */
+    struct elm_threadpool *pool;
+    struct elm_gemm_tile tile;
+    /* Activations of one chunk of up to n_batch tokens. */
+    float *x;      /* [n_batch, d] residual stream */
+    float *h;      /* [n_batch, d] normed */
+    float *qkv;    /* [n_batch, max (nq + 2 nkv) hd] */
+    float *att;    /* [n_batch, max nq hd] */
+    float *ffn;    /* [n_batch, max 2 ff] */
+    float *scores; /* [n_threads, n_ctx] attention weights per thread */
+};
+
+#endif

@@ -1,0 +1,264 @@
+/* forward.c: the OpenELM forward pass (OPENELM.md §2) over a chunk of tokens,
+ * and elm_decode on top of it.  Activations are f32; n > 1 tokens go through
+ * BLIS GEMM, a single token through the matvec kernels on the ctx's pool. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "engine/ctx.h"
+#include "engine/gemm.h"
+#include "engine/kernels.h"
+#include "engine/quant.h"
+#include "engine/threadpool.h"
+
+/* out = x * rsqrt(mean(x^2) + eps) * w; the sum in double (cheap, and it
+ * keeps the f32 engine close to the float64 reference). */
+static void rmsnorm(const float *x, const float *w, float *out, int n, float eps)
+{
+    double ss = 0.0;
+    for (int i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float r = (float)(1.0 / sqrt(ss / n + (double)eps));
+    for (int i = 0; i < n; i++)
+        out[i] = (x[i] * r) * w[i];
+}
+
+/* Rotate-half RoPE: pairs (j, j + hd/2). */
+static void rope(float *v, const float *cosv, const float *sinv, int half)
+{
+    for (int j = 0; j < half; j++) {
+        float x0 = v[j], x1 = v[j + half];
+        v[j] = x0 * cosv[j] - x1 * sinv[j];
+        v[j + half] = x1 * cosv[j] + x0 * sinv[j];
+    }
+}
+
+/* ------------------------------------------------------------ pool jobs */
+
+struct matvec_job {
+    const struct elm_matrix *w;
+    const float *x;
+    float *y;
+    bool accumulate;
+};
+
+static void matvec_task(void *arg, int ith, int nth)
+{
+    const struct matvec_job *j = arg;
+    long b, e;
+    elm_split((long)j->w->rows, ith, nth, 16, &b, &e);
+    if (e > b)
+        elm_matvec_rows(j->w, j->x, j->y + b, b, e, j->accumulate);
+}
+
+struct rows_job {
+    const float *src; /* [n, d] */
+    float *dst;
+    const float *w;
+    int n, d;
+    float eps;
+};
+
+static void rmsnorm_task(void *arg, int ith, int nth)
+{
+    const struct rows_job *j = arg;
+    long b, e;
+    elm_split(j->n, ith, nth, 1, &b, &e);
+    for (long t = b; t < e; t++)
+        rmsnorm(j->src + t * j->d, j->w, j->dst + t * j->d, j->d, j->eps);
+}
+
+struct swiglu_job {
+    float *y; /* [n, 2 ff]: gate | up; silu(gate) * up goes over gate */
+    int n, ff;
+};
+
+static void swiglu_task(void *arg, int ith, int nth)
+{
+    const struct swiglu_job *j = arg;
+    long total = (long)j->n * j->ff, b, e;
+    elm_split(total, ith, nth, 16, &b, &e);
+    for (long k = b; k < e; k++) {
+        long t = k / j->ff, i = k % j->ff;
+        float *row = j->y + t * 2 * j->ff;
+        float g = row[i];
+        row[i] = g / (1.0f + expf(-g)) * row[j->ff + i];
+    }
+}
+
+struct attn_job {
+    struct elm_ctx *c;
+    const struct elm_layer *l;
+    const float *k, *v; /* cache of this layer */
+    int n, pos0;
+};
+
+/* One (token, query head) pair at a time: softmax(q k^T / sqrt(hd)) v over
+ * the positions up to the token's own.  Query head h uses kv head h / grp. */
+static void attn_task(void *arg, int ith, int nth)
+{
+    const struct attn_job *j = arg;
+    const struct elm_layer *l = j->l;
+    struct elm_ctx *c = j->c;
+    int hd = c->model->info.head_dim, grp = l->nq / l->nkv;
+    size_t row_qkv = (size_t)(l->nq + 2 * l->nkv) * hd, row_kv = (size_t)l->nkv * hd;
+    size_t row_att = (size_t)l->nq * hd;
+    float scale = 1.0f / sqrtf((float)hd);
+    float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
+    long b, e;
+    elm_split((long)j->n * l->nq, ith, nth, 1, &b, &e);
+    for (long pair = b; pair < e; pair++) {
+        int t = (int)(pair / l->nq), h = (int)(pair % l->nq), kvh = h / grp;
+        int n_keys = j->pos0 + t + 1;
+        const float *q = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
+        float *out = c->att + (size_t)t * row_att + (size_t)h * hd;
+        float mx = -INFINITY;
+        for (int s = 0; s < n_keys; s++) {
+            float sc = elm_dot_f32(q, j->k + (size_t)s * row_kv + (size_t)kvh * hd, (size_t)hd) *
+                       scale;
+            scores[s] = sc;
+            mx = sc > mx ? sc : mx;
+        }
+        double sum = 0.0;
+        for (int s = 0; s < n_keys; s++) {
+            scores[s] = expf(scores[s] - mx);
+            sum += scores[s];
+        }
+        float inv = (float)(1.0 / sum);
+        memset(out, 0, (size_t)hd * sizeof *out);
+        for (int s = 0; s < n_keys; s++)
+            elm_axpy_f32(scores[s] * inv, j->v + (size_t)s * row_kv + (size_t)kvh * hd, out,
+                         (size_t)hd);
+    }
+}
+
+/* ---------------------------------------------------------------- layers */
+
+/* C[m, W.rows] (+)= A[m, W.cols] x W^T */
+static void matmul(struct elm_ctx *c, const float *a, long lda, int m, const struct elm_matrix *w,
+                   float *out, long ldc, bool accumulate)
+{
+    if (m == 1) {
+        struct matvec_job job = {.w = w, .x = a, .y = out, .accumulate = accumulate};
+        elm_threadpool_run(c->pool, matvec_task, &job);
+    } else {
+        elm_gemm(a, lda, m, w, out, ldc, accumulate, c->n_threads, c->pool, &c->tile);
+    }
+}
+
+static void norm_rows(struct elm_ctx *c, const float *src, float *dst, const float *w, int n)
+{
+    const struct elm_model_info *in = &c->model->info;
+    struct rows_job job = {.src = src, .dst = dst, .w = w, .n = n, .d = in->model_dim,
+                           .eps = in->rms_eps};
+    if (n == 1)
+        rmsnorm_task(&job, 0, 1);
+    else
+        elm_threadpool_run(c->pool, rmsnorm_task, &job);
+}
+
+/* QK-norm and RoPE on the fresh rows, then K and V into the cache. */
+static void qk_rope_store(struct elm_ctx *c, int li, int n, int pos0)
+{
+    const struct elm_model_info *in = &c->model->info;
+    const struct elm_layer *l = &c->model->layers[li];
+    int hd = in->head_dim, half = hd / 2;
+    size_t row_qkv = (size_t)(l->nq + 2 * l->nkv) * hd, row_kv = (size_t)l->nkv * hd;
+    for (int t = 0; t < n; t++) {
+        int p = pos0 + t;
+        const float *cs = c->rope_cos + (size_t)p * half, *sn = c->rope_sin + (size_t)p * half;
+        float *q = c->qkv + (size_t)t * row_qkv;
+        float *k = q + (size_t)l->nq * hd, *v = k + row_kv;
+        for (int h = 0; h < l->nq; h++) {
+            rmsnorm(q + h * hd, l->q_norm, q + h * hd, hd, in->rms_eps);
+            rope(q + h * hd, cs, sn, half);
+        }
+        float *kc = c->k_cache[li] + (size_t)p * row_kv, *vc = c->v_cache[li] + (size_t)p * row_kv;
+        for (int h = 0; h < l->nkv; h++) {
+            rmsnorm(k + h * hd, l->k_norm, kc + h * hd, hd, in->rms_eps);
+            rope(kc + h * hd, cs, sn, half);
+        }
+        memcpy(vc, v, row_kv * sizeof *vc);
+    }
+}
+
+static void layer(struct elm_ctx *c, int li, int n, int pos0)
+{
+    const struct elm_model_info *in = &c->model->info;
+    const struct elm_layer *l = &c->model->layers[li];
+    int d = in->model_dim, hd = in->head_dim;
+    long row_qkv = (long)(l->nq + 2 * l->nkv) * hd, row_att = (long)l->nq * hd;
+
+    norm_rows(c, c->x, c->h, l->attn_norm, n);
+    matmul(c, c->h, d, n, &l->qkv, c->qkv, row_qkv, false);
+    qk_rope_store(c, li, n, pos0);
+    struct attn_job aj = {.c = c, .l = l, .k = c->k_cache[li], .v = c->v_cache[li], .n = n,
+                          .pos0 = pos0};
+    elm_threadpool_run(c->pool, attn_task, &aj);
+    matmul(c, c->att, row_att, n, &l->out, c->x, d, true);
+
+    norm_rows(c, c->x, c->h, l->ffn_norm, n);
+    matmul(c, c->h, d, n, &l->proj1, c->ffn, 2L * l->ff, false);
+    struct swiglu_job sj = {.y = c->ffn, .n = n, .ff = l->ff};
+    elm_threadpool_run(c->pool, swiglu_task, &sj);
+    matmul(c, c->ffn, 2L * l->ff, n, &l->proj2, c->x, d, true);
+}
+
+/* n <= n_batch tokens at positions pos0..; logits for the last token, or a
+ * row per token when all. */
+static elm_status chunk(struct elm_ctx *c, const int32_t *tokens, int n, int pos0, float *logits,
+                        bool all)
+{
+    const struct elm_model *m = c->model;
+    const struct elm_model_info *in = &m->info;
+    int d = in->model_dim;
+    size_t row_bytes = elm_row_size(m->embed.dtype, d); /* block types too (quant.h) */
+    for (int t = 0; t < n; t++)
+        elm_to_f32((const char *)m->embed.data + (size_t)tokens[t] * row_bytes,
+                   m->embed.dtype, c->x + (size_t)t * d, (size_t)d);
+    for (int li = 0; li < in->n_layers; li++) {
+        if (c->abort_cb && c->abort_cb(c->abort_user))
+            return ELM_E_ABORTED;
+        layer(c, li, n, pos0);
+    }
+    if (!logits)
+        return ELM_OK;
+    if (all) {
+        norm_rows(c, c->x, c->h, m->final_norm, n);
+        matmul(c, c->h, d, n, &m->embed, logits, in->n_vocab, false);
+    } else {
+        norm_rows(c, c->x + (size_t)(n - 1) * d, c->h, m->final_norm, 1);
+        matmul(c, c->h, d, 1, &m->embed, logits, in->n_vocab, false);
+    }
+    return ELM_OK;
+}
+
+elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits, unsigned flags)
+{
+    if (!ctx || !tokens || n <= 0)
+        return ELM_E_INVALID;
+    const struct elm_model_info *in = &ctx->model->info;
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= in->n_vocab)
+            return ELM_E_INVALID;
+    if (n > ctx->n_ctx - ctx->n_past)
+        return ELM_E_CONTEXT_FULL;
+    bool all = flags & ELM_DECODE_ALL_LOGITS;
+    for (int done = 0; done < n;) {
+        int k = n - done < ctx->n_batch ? n - done : ctx->n_batch;
+        bool last = done + k == n;
+        float *out = NULL;
+        if (logits && all)
+            out = logits + (size_t)done * (size_t)in->n_vocab;
+        else if (logits && last)
+            out = logits;
+        elm_status st = chunk(ctx, tokens + done, k, ctx->n_past + done, out, all);
+        if (st)
+            return st; /* n_past unchanged: rows past it are never read */
+        done += k;
+    }
+    memcpy(ctx->tokens + ctx->n_past, tokens, (size_t)n * sizeof *tokens);
+    ctx->n_past += n;
+    return ELM_OK;
+}

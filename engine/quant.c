@@ -1,0 +1,537 @@
+/* quant.c: ggml's block layouts (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), their
+ * dequantization, Q8_0/Q4_0 quantization, 16-bit float conversion, and dot
+ * products of a quantized row with an f32 vector.
+ *
+ * Layouts, as GGUF files store them (all little-endian, no padding):
+ *   Q8_0  [d:f16][q:int8 x32]                       w = d * q
+ *   Q4_0  [d:f16][q:u8 x16]                         w[j] = d * ((q[j] & 15) - 8),
+ *                                                   w[j + 16] = d * ((q[j] >> 4) - 8)
+ *   Q4_K  [d:f16][dmin:f16][scales:u8 x12][q:u8 x128]
+ *         8 sub-blocks of 32 with 6-bit scale s and min m packed in scales;
+ *         w = d * s * q - dmin * m, q a nibble (64 weights per 32 bytes of q:
+ *         low nibbles first, then high nibbles)
+ *   Q5_K  [d][dmin][scales x12][qh:u8 x32][q:u8 x128] as Q4_K, plus a fifth
+ *         bit from qh (bit 2i for the low half of chunk i, 2i + 1 the high)
+ *   Q6_K  [ql:u8 x128][qh:u8 x64][scales:int8 x16][d:f16]
+ *         16 sub-blocks of 16, w = d * scale * (q6 - 32)
+ * Bytes are read through memcpy: blocks sit at any byte offset.
+ */
+#include "config.h"
+
+#include "engine/quant.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86_KERNELS 1
+#endif
+
+/* ------------------------------------------------------------ sizes */
+
+size_t elm_quant_block_elems(enum elm_dtype dtype)
+{
+    switch (dtype) {
+    case ELM_DTYPE_F32:
+    case ELM_DTYPE_F16:
+    case ELM_DTYPE_BF16: return 1;
+    case ELM_DTYPE_Q8_0:
+    case ELM_DTYPE_Q4_0: return 32;
+    case ELM_DTYPE_Q4_K:
+    case ELM_DTYPE_Q5_K:
+    case ELM_DTYPE_Q6_K: return ELM_QK_K;
+    }
+    return 0;
+}
+
+size_t elm_quant_block_bytes(enum elm_dtype dtype)
+{
+    switch (dtype) {
+    case ELM_DTYPE_F32: return 4;
+    case ELM_DTYPE_F16:
+    case ELM_DTYPE_BF16: return 2;
+    case ELM_DTYPE_Q8_0: return ELM_Q8_0_BYTES;
+    case ELM_DTYPE_Q4_0: return ELM_Q4_0_BYTES;
+    case ELM_DTYPE_Q4_K: return ELM_Q4_K_BYTES;
+    case ELM_DTYPE_Q5_K: return ELM_Q5_K_BYTES;
+    case ELM_DTYPE_Q6_K: return ELM_Q6_K_BYTES;
+    }
+    return 0;
+}
+
+size_t elm_row_size(enum elm_dtype dtype, int64_t cols)
+{
+    size_t be = elm_quant_block_elems(dtype);
+    if (!be || cols < 0 || (uint64_t)cols % be)
+        return 0;
+    return (size_t)((uint64_t)cols / be) * elm_quant_block_bytes(dtype);
+}
+
+bool elm_dtype_is_quant(enum elm_dtype dtype)
+{
+    return elm_quant_block_elems(dtype) > 1;
+}
+
+/* ----------------------------------------------------- 16-bit floats */
+
+float elm_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    float f;
+    if (exp == 0) {
+        f = (float)man * 0x1p-24f; /* zero or subnormal: exact */
+        memcpy(&bits, &f, sizeof bits);
+        bits |= sign;
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t elm_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) /* NaN: keep it quiet and NaN */
+        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    if (ax >= 0x477ff000u) /* >= 65520 rounds to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* below 2^-14: a subnormal half (or zero) */
+        float v;
+        memcpy(&v, &ax, sizeof v);
+        return (uint16_t)(sign | (uint16_t)nearbyintf(v * 0x1p24f));
+    }
+    uint32_t h = ((((ax >> 23) - 112u) << 10) | ((ax >> 13) & 0x3ffu));
+    uint32_t rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++; /* a carry into the exponent is the right result */
+    return (uint16_t)(sign | h);
+}
+
+float elm_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t elm_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static inline float half_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return elm_f16_to_f32(h);
+}
+
+static inline void put_half(uint8_t *p, float f)
+{
+    uint16_t h = elm_f32_to_f16(f);
+    memcpy(p, &h, sizeof h);
+}
+
+/* ----------------------------------------------------- dequantization */
+
+static void deq_q8_0(const uint8_t *b, float *y)
+{
+    float d = half_at(b);
+    for (int i = 0; i < 32; i++)
+        y[i] = d * (float)(int8_t)b[2 + i];
+}
+
+static void deq_q4_0(const uint8_t *b, float *y)
+{
+    float d = half_at(b);
+    const uint8_t *q = b + 2;
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)((q[j] & 15) - 8);
+        y[j + 16] = d * (float)((q[j] >> 4) - 8);
+    }
+}
+
+/* Sub-block j (0..7) of the 12 packed bytes: 6-bit scale and min.  The
+ * first four keep both in the low 6 bits of bytes j and j + 4; the last four
+ * put their low 4 bits in byte j + 4 and their top 2 bits in the spare high
+ * bits of bytes j - 4 (scale) and j (min). */
+static inline void k_scale_min(int j, const uint8_t *s, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
+static void deq_q4_k(const uint8_t *b, float *y)
+{
+    float d = half_at(b), dmin = half_at(b + 2);
+    const uint8_t *sc = b + 4, *q = b + 16;
+    for (int j = 0; j < 4; j++) {
+        int s1, m1, s2, m2;
+        k_scale_min(2 * j, sc, &s1, &m1);
+        k_scale_min(2 * j + 1, sc, &s2, &m2);
+        float d1 = d * (float)s1, o1 = dmin * (float)m1;
+        float d2 = d * (float)s2, o2 = dmin * (float)m2;
+        for (int l = 0; l < 32; l++) {
+            y[64 * j + l] = d1 * (float)(q[32 * j + l] & 15) - o1;
+            y[64 * j + 32 + l] = d2 * (float)(q[32 * j + l] >> 4) - o2;
+        }
+    }
+}
+
+static void deq_q5_k(const uint8_t *b, float *y)
+{
+    float d = half_at(b), dmin = half_at(b + 2);
+    const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
+    for (int j = 0; j < 4; j++) {
+        int s1, m1, s2, m2;
+        k_scale_min(2 * j, sc, &s1, &m1);
+        k_scale_min(2 * j + 1, sc, &s2, &m2);
+        float d1 = d * (float)s1, o1 = dmin * (float)m1;
+        float d2 = d * (float)s2, o2 = dmin * (float)m2;
+        unsigned u1 = 1u << (2 * j), u2 = 2u << (2 * j);
+        for (int l = 0; l < 32; l++) {
+            int lo = (q[32 * j + l] & 15) + ((qh[l] & u1) ? 16 : 0);
+            int hi = (q[32 * j + l] >> 4) + ((qh[l] & u2) ? 16 : 0);
+            y[64 * j + l] = d1 * (float)lo - o1;
+            y[64 * j + 32 + l] = d2 * (float)hi - o2;
+        }
+    }
+}
+
+static void deq_q6_k(const uint8_t *b, float *y)
+{
+    float d = half_at(b + 208);
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *sc = (const int8_t *)(b + 192);
+    for (int n = 0; n < 2; n++) {
+        for (int l = 0; l < 32; l++) {
+            int is = l / 16;
+            int q1 = ((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32;
+            int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[l] = d * (float)sc[is] * (float)q1;
+            y[l + 32] = d * (float)sc[is + 2] * (float)q2;
+            y[l + 64] = d * (float)sc[is + 4] * (float)q3;
+            y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+        }
+        y += 128;
+        ql += 64;
+        qh += 32;
+        sc += 8;
+    }
+}
+
+typedef void (*deq_fn)(const uint8_t *block, float *y);
+
+static deq_fn deq_for(enum elm_dtype dtype)
+{
+    switch (dtype) {
+    case ELM_DTYPE_Q8_0: return deq_q8_0;
+    case ELM_DTYPE_Q4_0: return deq_q4_0;
+    case ELM_DTYPE_Q4_K: return deq_q4_k;
+    case ELM_DTYPE_Q5_K: return deq_q5_k;
+    case ELM_DTYPE_Q6_K: return deq_q6_k;
+    default: return NULL;
+    }
+}
+
+void elm_dequantize(const void *src, enum elm_dtype dtype, float *dst, int64_t n)
+{
+    const uint8_t *p = src;
+    switch (dtype) {
+    case ELM_DTYPE_F32: memcpy(dst, src, (size_t)n * sizeof *dst); return;
+    case ELM_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, sizeof h);
+            dst[i] = elm_f16_to_f32(h);
+        }
+        return;
+    case ELM_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, sizeof h);
+            dst[i] = elm_bf16_to_f32(h);
+        }
+        return;
+    default: break;
+    }
+    deq_fn deq = deq_for(dtype);
+    size_t be = elm_quant_block_elems(dtype), bb = elm_quant_block_bytes(dtype);
+    if (!deq)
+        return;
+    for (int64_t i = 0; i < n / (int64_t)be; i++)
+        deq(p + (size_t)i * bb, dst + (size_t)i * be);
+}
+
+/* ------------------------------------------------------- quantization */
+
+/* ggml's quantize_row_q8_0_ref: d = max|x| / 127, q = round(x / d). */
+static void quant_q8_0(const float *x, uint8_t *b)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < 32; i++)
+        amax = fmaxf(amax, fabsf(x[i]));
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int i = 0; i < 32; i++)
+        b[2 + i] = (uint8_t)(int8_t)roundf(x[i] * id);
+}
+
+/* ggml's quantize_row_q4_0_ref: the value of largest magnitude maps to -8,
+ * so its sign decides the direction of d. */
+static void quant_q4_0(const float *x, uint8_t *b)
+{
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < 32; i++) {
+        if (amax < fabsf(x[i])) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    }
+    float d = max / -8.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int j = 0; j < 16; j++) {
+        int lo = (int)(int8_t)(x[j] * id + 8.5f), hi = (int)(int8_t)(x[j + 16] * id + 8.5f);
+        lo = lo > 15 ? 15 : lo;
+        hi = hi > 15 ? 15 : hi;
+        b[2 + j] = (uint8_t)(lo | (hi << 4));
+    }
+}
+
+bool elm_quantize_row(const float *src, enum elm_dtype dtype, void *dst, int64_t n)
+{
+    uint8_t *p = dst;
+    switch (dtype) {
+    case ELM_DTYPE_F32: memcpy(dst, src, (size_t)n * sizeof *src); return true;
+    case ELM_DTYPE_F16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = elm_f32_to_f16(src[i]);
+            memcpy(p + 2 * i, &h, sizeof h);
+        }
+        return true;
+    case ELM_DTYPE_BF16:
+        for (int64_t i = 0; i < n; i++) {
+            uint16_t h = elm_f32_to_bf16(src[i]);
+            memcpy(p + 2 * i, &h, sizeof h);
+        }
+        return true;
+    case ELM_DTYPE_Q8_0:
+        for (int64_t i = 0; i < n / 32; i++)
+            quant_q8_0(src + 32 * i, p + ELM_Q8_0_BYTES * i);
+        return true;
+    case ELM_DTYPE_Q4_0:
+        for (int64_t i = 0; i < n / 32; i++)
+            quant_q4_0(src + 32 * i, p + ELM_Q4_0_BYTES * i);
+        return true;
+    default: return false;
+    }
+}
+
+/* ------------------------------------------------------ dot products */
+
+static float dot_f32(const float *a, const float *b, int n)
+{
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            acc[k] += a[i + k] * b[i + k];
+    for (; i < n; i++)
+        acc[0] += a[i] * b[i];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static float dot_q8_0_generic(const uint8_t *w, const float *x, int64_t n)
+{
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++, w += ELM_Q8_0_BYTES, x += 32) {
+        float s = 0.0f;
+        for (int i = 0; i < 32; i++)
+            s += (float)(int8_t)w[2 + i] * x[i];
+        sum += half_at(w) * s;
+    }
+    return sum;
+}
+
+static float dot_q4_0_generic(const uint8_t *w, const float *x, int64_t n)
+{
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / 32; b++, w += ELM_Q4_0_BYTES, x += 32) {
+        float s = 0.0f;
+        for (int j = 0; j < 16; j++)
+            s += (float)((w[2 + j] & 15) - 8) * x[j] + (float)((w[2 + j] >> 4) - 8) * x[j + 16];
+        sum += half_at(w) * s;
+    }
+    return sum;
+}
+
+/* K-quants: widen one super-block at a time (256 floats on the stack). */
+static float dot_by_blocks(const uint8_t *w, enum elm_dtype dtype, const float *x, int64_t n)
+{
+    deq_fn deq = deq_for(dtype);
+    size_t be = elm_quant_block_elems(dtype), bb = elm_quant_block_bytes(dtype);
+    float buf[ELM_QK_K];
+    float sum = 0.0f;
+    for (int64_t b = 0; b < n / (int64_t)be; b++) {
+        deq(w + (size_t)b * bb, buf);
+        sum += dot_f32(buf, x + (size_t)b * be, (int)be);
+    }
+    return sum;
+}
+
+#ifdef HAVE_X86_KERNELS
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+AVX2 static inline float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+AVX2 static inline __m256 i8x8(__m128i v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+}
+
+AVX2 static inline float half_avx2(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* Sum of 32 int8 weights times 32 floats (two 16-byte loads). */
+AVX2 static inline __m256 dot32_i8(__m128i q0, __m128i q1, const float *x)
+{
+    __m256 s = _mm256_mul_ps(i8x8(q0), _mm256_loadu_ps(x));
+    s = _mm256_fmadd_ps(i8x8(_mm_srli_si128(q0, 8)), _mm256_loadu_ps(x + 8), s);
+    s = _mm256_fmadd_ps(i8x8(q1), _mm256_loadu_ps(x + 16), s);
+    return _mm256_fmadd_ps(i8x8(_mm_srli_si128(q1, 8)), _mm256_loadu_ps(x + 24), s);
+}
+
+AVX2 static float dot_q8_0_avx2(const uint8_t *w, const float *x, int64_t n)
+{
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    int64_t nb = n / 32, b = 0;
+    for (; b + 2 <= nb; b += 2, w += 2 * ELM_Q8_0_BYTES, x += 64) {
+        __m256 s0 = dot32_i8(_mm_loadu_si128((const __m128i *)(const void *)(w + 2)),
+                             _mm_loadu_si128((const __m128i *)(const void *)(w + 18)), x);
+        const uint8_t *w1 = w + ELM_Q8_0_BYTES;
+        __m256 s1 = dot32_i8(_mm_loadu_si128((const __m128i *)(const void *)(w1 + 2)),
+                             _mm_loadu_si128((const __m128i *)(const void *)(w1 + 18)), x + 32);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_avx2(w)), s0, acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_avx2(w1)), s1, acc1);
+    }
+    for (; b < nb; b++, w += ELM_Q8_0_BYTES, x += 32) {
+        __m256 s = dot32_i8(_mm_loadu_si128((const __m128i *)(const void *)(w + 2)),
+                            _mm_loadu_si128((const __m128i *)(const void *)(w + 18)), x);
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_avx2(w)), s, acc0);
+    }
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
+AVX2 static float dot_q4_0_avx2(const uint8_t *w, const float *x, int64_t n)
+{
+    const __m128i mask = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    int64_t nb = n / 32;
+    for (int64_t b = 0; b < nb; b++, w += ELM_Q4_0_BYTES, x += 32) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(w + 2));
+        __m128i lo = _mm_sub_epi8(_mm_and_si128(v, mask), eight);
+        __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), mask), eight);
+        __m256 s = dot32_i8(lo, hi, x);
+        if (b & 1)
+            acc1 = _mm256_fmadd_ps(_mm256_set1_ps(half_avx2(w)), s, acc1);
+        else
+            acc0 = _mm256_fmadd_ps(_mm256_set1_ps(half_avx2(w)), s, acc0);
+    }
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+#endif
+
+typedef float (*qdot_fn)(const uint8_t *w, const float *x, int64_t n);
+
+static struct {
+    qdot_fn q8_0, q4_0;
+} kq = {dot_q8_0_generic, dot_q4_0_generic};
+
+static pthread_once_t kq_once = PTHREAD_ONCE_INIT;
+static bool kq_generic;
+
+static void kq_pick(void)
+{
+#ifdef HAVE_X86_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")) {
+        kq.q8_0 = dot_q8_0_avx2;
+        kq.q4_0 = dot_q4_0_avx2;
+    }
+#endif
+}
+
+void elm_quant_force_generic(bool on)
+{
+    kq_generic = on;
+}
+
+float elm_quant_dot(const void *w, enum elm_dtype dtype, const float *x, int64_t n)
+{
+    pthread_once(&kq_once, kq_pick);
+    switch (dtype) {
+    case ELM_DTYPE_Q8_0: return (kq_generic ? dot_q8_0_generic : kq.q8_0)(w, x, n);
+    case ELM_DTYPE_Q4_0: return (kq_generic ? dot_q4_0_generic : kq.q4_0)(w, x, n);
+    case ELM_DTYPE_Q4_K:
+    case ELM_DTYPE_Q5_K:
+    case ELM_DTYPE_Q6_K: return dot_by_blocks(w, dtype, x, n);
+    default: break;
+    }
+    /* Dense types (not the decode path: kernels.c has those). */
+    float buf[256], sum = 0.0f;
+    size_t es = elm_quant_block_bytes(dtype);
+    for (int64_t i = 0; i < n; i += 256) {
+        int k = n - i < 256 ? (int)(n - i) : 256;
+        elm_dequantize((const uint8_t *)w + (size_t)i * es, dtype, buf, k);
+        sum += dot_f32(buf, x + i, k);
+    }
+    return sum;
+}
+
+void elm_quant_matvec_rows(const void *w, enum elm_dtype dtype, int64_t cols, const float *x,
+                           float *y, int64_t r0, int64_t r1, bool accumulate)
+{
+    size_t rs = elm_row_size(dtype, cols);
+    const uint8_t *base = w;
+    for (int64_t r = r0; r < r1; r++) {
+        float v = elm_quant_dot(base + (size_t)r * rs, dtype, x, cols);
+        if (accumulate)
+            y[r - r0] += v;
+        else
+            y[r - r0] = v;
+    }
+}

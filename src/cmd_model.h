@@ -1,0 +1,17 @@
+/* cmd_model.h: loading a model and a context for the engine subcommands
+ * (info, logits, generate, bench).  Errors are printed; NULL means exit 1. */
+#ifndef ELMCHAT_SRC_CMD_MODEL_H
+#define ELMCHAT_SRC_CMD_MODEL_H
+
+#include <stdint.h>
+
+#include "engine/elm.h"
+
+/* MODEL as for -m (NULL: the bundled default).  Owned: elm_model_free. */
+elm_model *cmd_load_model(const char *arg, int n_threads);
+/* Owned: elm_ctx_free. */
+elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads);
+/* Usage error (exit 2) when an id is outside the model's vocabulary. */
+int cmd_check_ids(const char *cmd, const elm_model *model, const int32_t *ids, size_t n);
+
+#endif

@@ -1,0 +1,94 @@
+/* paths.c: XDG base directories (spec 0.8) and mkdir -p. */
+#include "config.h"
+
+#include "src/paths.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/xalloc.h"
+
+static const struct {
+    const char *var, *fallback;
+} xdg[] = {
+    [PATHS_CONFIG] = {"XDG_CONFIG_HOME", ".config"},
+    [PATHS_DATA] = {"XDG_DATA_HOME", ".local/share"},
+    [PATHS_STATE] = {"XDG_STATE_HOME", ".local/state"},
+    [PATHS_CACHE] = {"XDG_CACHE_HOME", ".cache"},
+};
+
+static const char *home_dir(void)
+{
+    const char *home = getenv("HOME");
+    if (home && *home)
+        return home;
+    struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_dir && *pw->pw_dir)
+        return pw->pw_dir;
+    return ".";
+}
+
+char *paths_dir(enum paths_kind kind, const char *sub)
+{
+    const char *v = getenv(xdg[kind].var);
+    char *base;
+    /* The spec: a relative path in these variables is invalid, ignore it. */
+    if (v && v[0] == '/')
+        base = x_asprintf("%s/elmchat", v);
+    else
+        base = x_asprintf("%s/%s/elmchat", home_dir(), xdg[kind].fallback);
+    if (!sub || !*sub)
+        return base;
+    char *full = x_asprintf("%s/%s", base, sub);
+    free(base);
+    return full;
+}
+
+int paths_mkdir_p(const char *path)
+{
+    if (!*path)
+        return -EINVAL;
+    char *p = x_strdup(path);
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s)
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+            rc = -errno;
+            break;
+        }
+        *s = c;
+        if (!c)
+            break;
+    }
+    if (!rc) {
+        struct stat st;
+        if (stat(p, &st) < 0)
+            rc = -errno;
+        else if (!S_ISDIR(st.st_mode))
+            rc = -ENOTDIR;
+    }
+    free(p);
+    return rc;
+}
+
+char *paths_exe_dir(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = '\0';
+    return x_strdup(exe);
+}

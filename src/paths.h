@@ -1,0 +1,23 @@
+/* paths.h: the XDG folders of elmchat (DESIGN.md §7) and mkdir -p.
+ * Any thread (reads the environment only). */
+#ifndef ELMCHAT_SRC_PATHS_H
+#define ELMCHAT_SRC_PATHS_H
+
+#include <stdbool.h>
+
+enum paths_kind {
+    PATHS_CONFIG = 0, /* $XDG_CONFIG_HOME or ~/.config */
+    PATHS_DATA,       /* $XDG_DATA_HOME or ~/.local/share */
+    PATHS_STATE,      /* $XDG_STATE_HOME or ~/.local/state */
+    PATHS_CACHE,      /* $XDG_CACHE_HOME or ~/.cache */
+};
+
+/* BASE/elmchat[/sub] (owned).  A relative XDG value is ignored, as the spec
+ * says; without HOME the fallback is the passwd entry, then ".". */
+char *paths_dir(enum paths_kind kind, const char *sub);
+/* mkdir -p with mode 0700 for the folders it creates.  0 or -errno. */
+int paths_mkdir_p(const char *path);
+/* The folder holding the running program (owned), NULL when unknown. */
+char *paths_exe_dir(void);
+
+#endif

@@ -1,0 +1,681 @@
+/* session.c: conversations in memory and in their YAML files. */
+#include "config.h"
+
+#include "src/session.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <yaml.h>
+
+#include "src/paths.h"
+#include "src/store.h"
+#include "src/utf8.h"
+#include "src/xalloc.h"
+#include "src/yamldoc.h"
+
+/* In template.c: the `sampling:` mapping shared by all our files. */
+bool sampling_load(struct ydoc *d, yaml_node_t *n, struct sampling *s);
+
+#define EXTRA_MAX_DEPTH 32
+#define EXTRA_MAX_NODES 100000
+
+/* ------------------------------------------------ unknown keys, kept as is */
+
+struct xnode {
+    yaml_node_type_t type;
+    char *value; /* scalar */
+    size_t len;
+    yaml_scalar_style_t style;
+    struct xnode **kids; /* sequence items; mapping: key, value, key, value... */
+    size_t n_kids;
+};
+
+struct session_extra {
+    char **keys;
+    struct xnode **vals;
+    size_t n;
+};
+
+static void xnode_free(struct xnode *x)
+{
+    if (!x)
+        return;
+    for (size_t i = 0; i < x->n_kids; i++)
+        xnode_free(x->kids[i]);
+    free(x->kids);
+    free(x->value);
+    free(x);
+}
+
+static void extra_free(struct session_extra *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->n; i++) {
+        free(e->keys[i]);
+        xnode_free(e->vals[i]);
+    }
+    free(e->keys);
+    free(e->vals);
+    free(e);
+}
+
+/* Copy a node (aliases become copies; depth and size are bounded so that
+ * a hostile file cannot blow up). */
+static struct xnode *xnode_copy(struct ydoc *d, yaml_node_t *n, int depth, size_t *budget)
+{
+    if (depth > EXTRA_MAX_DEPTH || *budget == 0) {
+        ydoc_fail(d, n, "unknown field nested too deeply or too large to keep");
+        return NULL;
+    }
+    (*budget)--;
+    struct xnode *x = x_calloc(1, sizeof *x);
+    x->type = n->type;
+    if (n->type == YAML_SCALAR_NODE) {
+        x->value = x_malloc(n->data.scalar.length + 1);
+        memcpy(x->value, n->data.scalar.value, n->data.scalar.length);
+        x->value[n->data.scalar.length] = '\0';
+        x->len = n->data.scalar.length;
+        x->style = n->data.scalar.style;
+        return x;
+    }
+    size_t count;
+    if (n->type == YAML_SEQUENCE_NODE)
+        count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+    else
+        count = 2 * (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+    x->kids = x_calloc(count ? count : 1, sizeof *x->kids);
+    for (size_t i = 0; i < count; i++) {
+        int index;
+        if (n->type == YAML_SEQUENCE_NODE)
+            index = n->data.sequence.items.start[i];
+        else if (i % 2 == 0)
+            index = n->data.mapping.pairs.start[i / 2].key;
+        else
+            index = n->data.mapping.pairs.start[i / 2].value;
+        struct xnode *k = xnode_copy(d, ydoc_node(d, index), depth + 1, budget);
+        if (!k) {
+            xnode_free(x);
+            return NULL;
+        }
+        x->kids[x->n_kids++] = k;
+    }
+    return x;
+}
+
+static bool extra_add(struct ydoc *d, struct session_extra **pe, const char *key, yaml_node_t *v,
+                      size_t *budget)
+{
+    struct xnode *x = xnode_copy(d, v, 0, budget);
+    if (!x)
+        return false;
+    struct session_extra *e = *pe;
+    if (!e)
+        e = *pe = x_calloc(1, sizeof *e);
+    e->keys = x_reallocarray(e->keys, e->n + 1, sizeof *e->keys);
+    e->vals = x_reallocarray(e->vals, e->n + 1, sizeof *e->vals);
+    e->keys[e->n] = x_strdup(key);
+    e->vals[e->n++] = x;
+    return true;
+}
+
+/* ------------------------------------------------------------ in memory */
+
+struct session *session_new(const char *name)
+{
+    struct session *s = x_calloc(1, sizeof *s);
+    s->version = SESSION_FORMAT_VERSION;
+    s->name = x_strdup(name ? name : "");
+    s->created = s->updated = time(NULL);
+    s->sampling.p = elm_sampler_default_params();
+    return s;
+}
+
+static void message_fini(struct message *m)
+{
+    free(m->content);
+    extra_free(m->extra);
+    memset(m, 0, sizeof *m);
+}
+
+void session_free(struct session *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_msgs; i++)
+        message_fini(&s->msgs[i]);
+    free(s->msgs);
+    free(s->name);
+    free(s->model);
+    free(s->template_name);
+    free(s->system);
+    extra_free(s->extra);
+    free(s);
+}
+
+struct message *session_append(struct session *s, enum role role, const char *content)
+{
+    if (s->n_msgs == s->cap_msgs) {
+        s->cap_msgs = s->cap_msgs ? 2 * s->cap_msgs : 16;
+        s->msgs = x_reallocarray(s->msgs, s->cap_msgs, sizeof *s->msgs);
+    }
+    struct message *m = &s->msgs[s->n_msgs++];
+    memset(m, 0, sizeof *m);
+    m->role = role;
+    m->content = x_strdup(content ? content : "");
+    m->time = time(NULL);
+    return m;
+}
+
+void session_set_content(struct session *s, size_t i, const char *content)
+{
+    if (i >= s->n_msgs)
+        return;
+    free(s->msgs[i].content);
+    s->msgs[i].content = x_strdup(content ? content : "");
+}
+
+void session_truncate(struct session *s, size_t n_keep)
+{
+    while (s->n_msgs > n_keep)
+        message_fini(&s->msgs[--s->n_msgs]);
+}
+
+struct template_msg *session_template_msgs(const struct session *s, bool in_context_only,
+                                           size_t *n)
+{
+    struct template_msg *v = x_calloc(s->n_msgs ? s->n_msgs : 1, sizeof *v);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        if (in_context_only && s->msgs[i].out_of_context)
+            continue;
+        if (s->msgs[i].role == ROLE_SYSTEM)
+            continue;
+        v[k].role = s->msgs[i].role;
+        v[k++].content = s->msgs[i].content;
+    }
+    *n = k;
+    return v;
+}
+
+bool session_name_valid(const char *name)
+{
+    if (!name || !*name || name[0] == '.' || strlen(name) > 200)
+        return false;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p == '/' || *p < 0x20 || *p == 0x7F)
+            return false;
+    return utf8_valid(name, strlen(name), NULL);
+}
+
+char *session_path_for(const char *name)
+{
+    if (!session_name_valid(name))
+        return NULL;
+    char *dir = paths_dir(PATHS_DATA, "sessions");
+    char *path = x_asprintf("%s/%s.yaml", dir, name);
+    free(dir);
+    return path;
+}
+
+/* --------------------------------------------------------------- writing */
+
+struct outbuf {
+    char *s;
+    size_t n, cap;
+};
+
+static int write_handler(void *data, unsigned char *buffer, size_t size)
+{
+    struct outbuf *b = data;
+    if (b->n + size + 1 > b->cap) {
+        b->cap = (b->n + size + 1) * 2;
+        b->s = x_realloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->n, buffer, size);
+    b->n += size;
+    b->s[b->n] = '\0';
+    return 1;
+}
+
+static void emit(yaml_emitter_t *e, yaml_event_t *ev)
+{
+    if (!yaml_emitter_emit(e, ev))
+        x_fatal("YAML emitter: %s", e->problem ? e->problem : "error");
+}
+
+/* A scalar; text that is not UTF-8 is written with U+FFFD. */
+static void emit_scalar(yaml_emitter_t *e, const char *s, size_t len, yaml_scalar_style_t style)
+{
+    char *clean = NULL;
+    if (!utf8_valid(s, len, NULL)) {
+        clean = utf8_sanitize(s, len);
+        s = clean;
+        len = strlen(clean);
+    }
+    yaml_event_t ev;
+    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)len, 1, 1, style))
+        x_fatal("out of memory");
+    emit(e, &ev);
+    free(clean);
+}
+
+static void emit_str(yaml_emitter_t *e, const char *s)
+{
+    emit_scalar(e, s, strlen(s), YAML_ANY_SCALAR_STYLE);
+}
+
+/* A string value that must read back as a string (never a number or bool). */
+static void emit_text(yaml_emitter_t *e, const char *s)
+{
+    emit_scalar(e, s, strlen(s), YAML_LITERAL_SCALAR_STYLE);
+}
+
+static void emit_quoted(yaml_emitter_t *e, const char *s)
+{
+    emit_scalar(e, s, strlen(s), YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+}
+
+static void emit_plain(yaml_emitter_t *e, const char *s)
+{
+    emit_scalar(e, s, strlen(s), YAML_PLAIN_SCALAR_STYLE);
+}
+
+static void emit_map_start(yaml_emitter_t *e, bool flow)
+{
+    yaml_event_t ev;
+    yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                        flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+    emit(e, &ev);
+}
+
+static void emit_map_end(yaml_emitter_t *e)
+{
+    yaml_event_t ev;
+    yaml_mapping_end_event_initialize(&ev);
+    emit(e, &ev);
+}
+
+static void emit_time(yaml_emitter_t *e, const char *key, time_t t)
+{
+    char buf[64];
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, sizeof buf, "1970-01-01T00:00:00Z");
+    emit_str(e, key);
+    emit_plain(e, buf);
+}
+
+static void emit_xnode(yaml_emitter_t *e, const struct xnode *x)
+{
+    yaml_event_t ev;
+    if (x->type == YAML_SCALAR_NODE) {
+        emit_scalar(e, x->value, x->len, x->style);
+    } else if (x->type == YAML_SEQUENCE_NODE) {
+        yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_ANY_SEQUENCE_STYLE);
+        emit(e, &ev);
+        for (size_t i = 0; i < x->n_kids; i++)
+            emit_xnode(e, x->kids[i]);
+        yaml_sequence_end_event_initialize(&ev);
+        emit(e, &ev);
+    } else {
+        emit_map_start(e, false);
+        for (size_t i = 0; i < x->n_kids; i++)
+            emit_xnode(e, x->kids[i]);
+        emit_map_end(e);
+    }
+}
+
+static void emit_extra(yaml_emitter_t *e, const struct session_extra *x)
+{
+    for (size_t i = 0; x && i < x->n; i++) {
+        emit_str(e, x->keys[i]);
+        emit_xnode(e, x->vals[i]);
+    }
+}
+
+static void emit_float(yaml_emitter_t *e, const char *key, double v)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.9g", v);
+    emit_str(e, key);
+    emit_plain(e, buf);
+}
+
+static void emit_long(yaml_emitter_t *e, const char *key, long long v)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%lld", v);
+    emit_str(e, key);
+    emit_plain(e, buf);
+}
+
+static void emit_bool(yaml_emitter_t *e, const char *key, bool v)
+{
+    emit_str(e, key);
+    emit_plain(e, v ? "true" : "false");
+}
+
+static void emit_sampling(yaml_emitter_t *e, const struct sampling *s)
+{
+    if (!s->set)
+        return;
+    emit_str(e, "sampling");
+    emit_map_start(e, false);
+    if (s->set & SAMPLING_TEMPERATURE)
+        emit_float(e, "temperature", s->p.temperature);
+    if (s->set & SAMPLING_TOP_K)
+        emit_long(e, "top_k", s->p.top_k);
+    if (s->set & SAMPLING_TOP_P)
+        emit_float(e, "top_p", s->p.top_p);
+    if (s->set & SAMPLING_MIN_P)
+        emit_float(e, "min_p", s->p.min_p);
+    if (s->set & SAMPLING_REPEAT_PENALTY)
+        emit_float(e, "repeat_penalty", s->p.repeat_penalty);
+    if (s->set & SAMPLING_REPEAT_LAST_N)
+        emit_long(e, "repeat_last_n", s->p.repeat_last_n);
+    if (s->set & SAMPLING_SEED)
+        emit_long(e, "seed", (long long)s->p.seed);
+    if (s->set & SAMPLING_MAX_TOKENS)
+        emit_long(e, "max_tokens", s->max_tokens);
+    emit_map_end(e);
+}
+
+char *session_to_yaml(const struct session *s, size_t *len)
+{
+    yaml_emitter_t e;
+    if (!yaml_emitter_initialize(&e))
+        x_fatal("out of memory");
+    struct outbuf b = {0};
+    yaml_emitter_set_output(&e, write_handler, &b);
+    yaml_emitter_set_unicode(&e, 1);
+    yaml_emitter_set_width(&e, -1);
+    yaml_emitter_set_indent(&e, 2);
+    yaml_emitter_set_break(&e, YAML_LN_BREAK);
+    yaml_event_t ev;
+    yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+    emit(&e, &ev);
+    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+    emit(&e, &ev);
+    emit_map_start(&e, false);
+
+    emit_long(&e, "elmchat_session", SESSION_FORMAT_VERSION);
+    emit_str(&e, "name");
+    emit_quoted(&e, s->name);
+    emit_time(&e, "created", s->created);
+    emit_time(&e, "updated", s->updated);
+    if (s->model) {
+        emit_str(&e, "model");
+        emit_quoted(&e, s->model);
+    }
+    if (s->template_name) {
+        emit_str(&e, "template");
+        emit_quoted(&e, s->template_name);
+    }
+    if (s->system) {
+        emit_str(&e, "system");
+        emit_text(&e, s->system);
+    }
+    emit_sampling(&e, &s->sampling);
+    emit_extra(&e, s->extra);
+
+    emit_str(&e, "messages");
+    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+    emit(&e, &ev);
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        const struct message *m = &s->msgs[i];
+        emit_map_start(&e, false);
+        emit_str(&e, "role");
+        emit_plain(&e, role_name(m->role));
+        if (m->time)
+            emit_time(&e, "time", m->time);
+        if (m->interrupted)
+            emit_bool(&e, "interrupted", true);
+        if (m->out_of_context)
+            emit_bool(&e, "out_of_context", true);
+        if (m->pinned)
+            emit_bool(&e, "pinned", true);
+        emit_extra(&e, m->extra);
+        emit_str(&e, "content");
+        emit_text(&e, m->content);
+        emit_map_end(&e);
+    }
+    yaml_sequence_end_event_initialize(&ev);
+    emit(&e, &ev);
+    /* Last: a file cut short anywhere lacks it (see session.h). */
+    emit_bool(&e, "end", true);
+
+    emit_map_end(&e);
+    yaml_document_end_event_initialize(&ev, 1);
+    emit(&e, &ev);
+    yaml_stream_end_event_initialize(&ev);
+    emit(&e, &ev);
+    yaml_emitter_delete(&e);
+    *len = b.n;
+    return b.s;
+}
+
+int session_save(struct session *s, const char *path, char *err, size_t err_size)
+{
+    time_t old = s->updated;
+    s->updated = time(NULL);
+    size_t len;
+    char *text = session_to_yaml(s, &len);
+    int rc = store_write_atomic(path, text, len, err, err_size);
+    free(text);
+    if (rc < 0)
+        s->updated = old;
+    return rc;
+}
+
+/* --------------------------------------------------------------- reading */
+
+static bool get_time(struct ydoc *d, yaml_node_t *n, const char *what, time_t *out)
+{
+    const char *v;
+    if (!ydoc_str(d, n, what, &v, NULL))
+        return false;
+    struct tm tm = {0};
+    char z = 0;
+    int used = 0;
+    if (sscanf(v, "%4d-%2d-%2dT%2d:%2d:%2d%c%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &z, &used) != 7 ||
+        z != 'Z' || v[used] || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+        tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+        return ydoc_fail(d, n, "%s: expected a UTC time like 2026-01-31T12:00:00Z", what);
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    *out = timegm(&tm);
+    return true;
+}
+
+static bool load_message(struct ydoc *d, yaml_node_t *n, struct session *s, size_t index,
+                         size_t *budget)
+{
+    char what[64];
+    snprintf(what, sizeof what, "messages[%zu]", index);
+    if (!ydoc_expect(d, n, YAML_MAPPING_NODE, what) || !ydoc_check_keys(d, n))
+        return false;
+    struct message *m = session_append(s, ROLE_USER, "");
+    m->time = 0;
+    bool have_role = false, have_content = false;
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        const char *key = ydoc_key(d, p);
+        yaml_node_t *v = ydoc_node(d, p->value);
+        snprintf(what, sizeof what, "messages[%zu].%s", index, key);
+        bool okay = true;
+        if (strcmp(key, "role") == 0) {
+            const char *r;
+            okay = ydoc_str(d, v, what, &r, NULL);
+            if (okay && !role_parse(r, &m->role))
+                return ydoc_fail(d, v, "%s: expected user, assistant or system", what);
+            have_role = true;
+        } else if (strcmp(key, "content") == 0) {
+            char *c = ydoc_strdup(d, v, what);
+            okay = c != NULL;
+            if (okay) {
+                free(m->content);
+                m->content = c;
+                have_content = true;
+            }
+        } else if (strcmp(key, "time") == 0) {
+            okay = get_time(d, v, what, &m->time);
+        } else if (strcmp(key, "interrupted") == 0) {
+            okay = ydoc_bool(d, v, what, &m->interrupted);
+        } else if (strcmp(key, "out_of_context") == 0) {
+            okay = ydoc_bool(d, v, what, &m->out_of_context);
+        } else if (strcmp(key, "pinned") == 0) {
+            okay = ydoc_bool(d, v, what, &m->pinned);
+        } else {
+            okay = extra_add(d, &m->extra, key, v, budget);
+        }
+        if (!okay)
+            return false;
+    }
+    if (!have_role)
+        return ydoc_fail(d, n, "messages[%zu]: missing key 'role'", index);
+    if (!have_content)
+        return ydoc_fail(d, n, "messages[%zu]: missing key 'content'", index);
+    return true;
+}
+
+static bool load_session(struct ydoc *d, struct session *s)
+{
+    yaml_node_t *root = ydoc_root(d);
+    if (!ydoc_check_keys(d, root))
+        return false;
+    size_t budget = EXTRA_MAX_NODES;
+    yaml_node_t *version = NULL, *end = NULL, *msgs = NULL;
+    bool have_name = false;
+    /* The version first: a newer file is refused before anything else. */
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++)
+        if (strcmp(ydoc_key(d, p), "elmchat_session") == 0)
+            version = ydoc_node(d, p->value);
+    if (!version)
+        return ydoc_fail(d, root, "not an elmchat session (no 'elmchat_session' version key)");
+    long v;
+    if (!ydoc_int(d, version, "elmchat_session", 1, 1000000, &v))
+        return false;
+    if (v > SESSION_FORMAT_VERSION)
+        return ydoc_fail(d, version,
+                         "session format version %ld is newer than this elmchat reads (%d): "
+                         "upgrade elmchat; the file was not changed",
+                         v, SESSION_FORMAT_VERSION);
+    s->version = (int)v;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        const char *key = ydoc_key(d, p);
+        yaml_node_t *n = ydoc_node(d, p->value);
+        bool okay = true;
+        if (strcmp(key, "elmchat_session") == 0) {
+            continue;
+        } else if (strcmp(key, "name") == 0) {
+            char *x = ydoc_strdup(d, n, "name");
+            okay = x != NULL;
+            if (okay) {
+                free(s->name);
+                s->name = x;
+                have_name = true;
+            }
+        } else if (strcmp(key, "created") == 0) {
+            okay = get_time(d, n, "created", &s->created);
+        } else if (strcmp(key, "updated") == 0) {
+            okay = get_time(d, n, "updated", &s->updated);
+        } else if (strcmp(key, "model") == 0) {
+            okay = (s->model = ydoc_strdup(d, n, "model")) != NULL;
+        } else if (strcmp(key, "template") == 0) {
+            okay = (s->template_name = ydoc_strdup(d, n, "template")) != NULL;
+        } else if (strcmp(key, "system") == 0) {
+            okay = (s->system = ydoc_strdup(d, n, "system")) != NULL;
+        } else if (strcmp(key, "sampling") == 0) {
+            okay = sampling_load(d, n, &s->sampling);
+        } else if (strcmp(key, "messages") == 0) {
+            msgs = n;
+            okay = ydoc_expect(d, n, YAML_SEQUENCE_NODE, "messages");
+            for (yaml_node_item_t *it = n->data.sequence.items.start;
+                 okay && it < n->data.sequence.items.top; it++)
+                okay = load_message(d, ydoc_node(d, *it), s,
+                                    (size_t)(it - n->data.sequence.items.start), &budget);
+        } else if (strcmp(key, "end") == 0) {
+            end = n;
+            bool t;
+            okay = ydoc_bool(d, n, "end", &t);
+            if (okay && !t)
+                okay = ydoc_fail(d, n, "end: expected true");
+            if (okay && p + 1 != root->data.mapping.pairs.top)
+                okay = ydoc_fail(d, ydoc_node(d, p->key), "'end' must be the last key");
+        } else {
+            okay = extra_add(d, &s->extra, key, n, &budget);
+        }
+        if (!okay)
+            return false;
+    }
+    if (!have_name)
+        return ydoc_fail(d, root, "missing key 'name'");
+    if (!msgs)
+        return ydoc_fail(d, root, "missing key 'messages'");
+    if (!end)
+        return ydoc_fail(d, NULL,
+                         "the file is cut short (no final 'end: true'); it was not changed");
+    return true;
+}
+
+struct session *session_from_yaml(const char *text, size_t len, const char *name, char *err,
+                                  size_t err_size)
+{
+    struct ydoc d;
+    struct session *s = NULL;
+    if (ydoc_load(&d, name, text, len, err, err_size)) {
+        s = session_new("");
+        s->created = s->updated = 0;
+        if (!load_session(&d, s)) {
+            session_free(s);
+            s = NULL;
+        }
+    }
+    ydoc_fini(&d);
+    return s;
+}
+
+struct session *session_load(const char *path, char *err, size_t err_size)
+{
+    char *text;
+    size_t len;
+    if (store_read_file(path, SESSION_MAX_FILE_SIZE, &text, &len, err, err_size) < 0)
+        return NULL;
+    struct session *s = session_from_yaml(text, len, path, err, err_size);
+    free(text);
+    return s;
+}
+
+/* -------------------------------------------------------------- markdown */
+
+char *session_to_markdown(const struct session *s)
+{
+    struct outbuf b = {0};
+    char *head = x_asprintf("# %s\n", s->name);
+    write_handler(&b, (unsigned char *)head, strlen(head));
+    free(head);
+    if (s->system && *s->system) {
+        const char *h = "\n**System**\n\n";
+        write_handler(&b, (unsigned char *)h, strlen(h));
+        write_handler(&b, (unsigned char *)s->system, strlen(s->system));
+        write_handler(&b, (unsigned char *)"\n", 1);
+    }
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        const struct message *m = &s->msgs[i];
+        const char *who = m->role == ROLE_USER ? "User"
+                          : m->role == ROLE_ASSISTANT ? "Assistant" : "System";
+        char *h = x_asprintf("\n**%s**%s\n\n", who, m->interrupted ? " (interrupted)" : "");
+        write_handler(&b, (unsigned char *)h, strlen(h));
+        free(h);
+        write_handler(&b, (unsigned char *)m->content, strlen(m->content));
+        write_handler(&b, (unsigned char *)"\n", 1);
+    }
+    return b.s;
+}

@@ -1,0 +1,18 @@
+/* store.h: atomic file writes (DESIGN.md §7).  Any thread. */
+#ifndef ELMCHAT_SRC_STORE_H
+#define ELMCHAT_SRC_STORE_H
+
+#include <stddef.h>
+
+/* Replace path with data: write a temp file in the same folder (mode 0600),
+ * fsync it, rename it over path, fsync the folder.  A crash at any moment
+ * leaves the old file or the new one.  0 or -errno; err names the file and
+ * the step; on failure the temp file is removed and path is untouched. */
+int store_write_atomic(const char *path, const void *data, size_t len, char *err,
+                       size_t err_size);
+/* Read a whole file (owned, NUL added; *len excludes it).  0, -errno, or
+ * -EFBIG when larger than max_size. */
+int store_read_file(const char *path, size_t max_size, char **data, size_t *len, char *err,
+                    size_t err_size);
+
+#endif

@@ -1,0 +1,10 @@
+# Templates, sessions, store, config (tests for src/{template,session,store,config_file}.c).
+check_PROGRAMS += tests/test-template
+tests_test_template_SOURCES = tests/test-template.c
+tests_test_template_LDADD = tests/libtap.a $(ELM_CORE_LIBS)
+TESTS += tests/test-template
+
+check_PROGRAMS += tests/test-session
+tests_test_session_SOURCES = tests/test-session.c
+tests_test_session_LDADD = tests/libtap.a $(ELM_CORE_LIBS)
+TESTS += tests/test-session

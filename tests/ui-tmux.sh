@@ -1,0 +1,127 @@
+# ui-tmux.sh: helpers for the TUI integration tests (sourced, not run).
+# Each test drives the real binary ($ELMCHAT, bundled demo model) inside a
+# private tmux server, with private XDG folders, and prints TAP.
+#
+#   ui_init                 skip_all unless tmux is there; temp dir, XDG env
+#   ui_start W H [ARGS]     start elmchat in a W x H pane
+#   ui_wait TEXT [SECS]     until the pane shows TEXT (fixed string)
+#   ui_screen               the pane's text
+#   ui_keys KEYS...         tmux send-keys
+#   ui_exited [SECS]        until elmchat has exited; $UI_EXIT holds its status
+#   ok COND DESC / ui_done  TAP
+
+n=0
+failed=0
+ok() {  # ok "shell condition" "description"
+    n=$((n + 1))
+    if eval "$1"; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        failed=1
+        if [ -n "$UI_SOCK" ]; then
+            ui_screen | sed 's/^/#   | /'
+        fi
+    fi
+}
+diag() { echo "# $*"; }
+
+ui_init() {
+    TMUX_CMD=${TMUX_BIN:-tmux}
+    [ "$TMUX_CMD" = no ] && TMUX_CMD=tmux
+    if ! command -v "$TMUX_CMD" >/dev/null 2>&1; then
+        echo "1..0 # SKIP tmux is not installed"
+        exit 0
+    fi
+    ELMCHAT=${ELMCHAT:-./elmchat}
+    if [ ! -x "$ELMCHAT" ]; then
+        echo "1..0 # SKIP no elmchat binary at $ELMCHAT"
+        exit 0
+    fi
+    UI_DIR=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-ui-XXXXXX")
+    UI_SOCK="$UI_DIR/tmux.sock"
+    trap 'ui_cleanup' EXIT
+    unset TMUX
+    mkdir -p "$UI_DIR/config" "$UI_DIR/data" "$UI_DIR/state" "$UI_DIR/cache"
+}
+
+ui_cleanup() {
+    "$TMUX_CMD" -S "$UI_SOCK" kill-server 2>/dev/null
+    if [ "$failed" = 0 ]; then rm -rf "$UI_DIR"; else echo "# kept $UI_DIR"; fi
+}
+
+# The pane runs elmchat, then records its status and the tty modes, then
+# stays open so that the screen after exit can be captured.
+ui_start() {
+    w=$1; h=$2; shift 2
+    rm -f "$UI_DIR/exit" "$UI_DIR/stty"
+    # The shell shares elmchat's process group: keep Ctrl-C from killing it.
+    cat > "$UI_DIR/run.sh" <<EOS
+trap '' INT QUIT
+echo \$\$ > '$UI_DIR/shell.pid'
+XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data' \
+XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache' \
+HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color \
+BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_LATENCY_LOG='$UI_DIR/latency' \
+'$ELMCHAT' $* 2>'$UI_DIR/stderr'
+echo \$? > '$UI_DIR/exit.tmp'
+stty -a > '$UI_DIR/stty' 2>&1
+mv '$UI_DIR/exit.tmp' '$UI_DIR/exit'
+exec sleep 600
+EOS
+    [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"
+    "$TMUX_CMD" -S "$UI_SOCK" -f /dev/null new-session -d -x "$w" -y "$h" "sh '$UI_DIR/run.sh'"
+    "$TMUX_CMD" -S "$UI_SOCK" set-option -g status off >/dev/null
+}
+
+ui_screen() { "$TMUX_CMD" -S "$UI_SOCK" capture-pane -p 2>/dev/null; }
+ui_keys() { "$TMUX_CMD" -S "$UI_SOCK" send-keys "$@"; }
+ui_tmux() { "$TMUX_CMD" -S "$UI_SOCK" "$@"; }
+
+ui_wait() {  # TEXT [SECS]: true once the screen shows TEXT
+    limit=$(( ${2:-10} * 20 ))
+    i=0
+    while [ $i -lt $limit ]; do
+        ui_screen | grep -qF -- "$1" && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+ui_wait_gone() {  # TEXT [SECS]: true once the screen no longer shows TEXT
+    limit=$(( ${2:-10} * 20 ))
+    i=0
+    while [ $i -lt $limit ]; do
+        ui_screen | grep -qF -- "$1" || return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+ui_exited() {  # [SECS]: true once elmchat has exited; sets UI_EXIT
+    limit=$(( ${1:-10} * 20 ))
+    i=0
+    while [ $i -lt $limit ]; do
+        if [ -f "$UI_DIR/exit" ]; then
+            UI_EXIT=$(cat "$UI_DIR/exit")
+            return 0
+        fi
+        sleep 0.05
+        i=$((i + 1))
+    done
+    UI_EXIT=
+    return 1
+}
+
+# The tty after exit: canonical mode and echo back on, no alternate screen.
+ui_tty_sane() {
+    grep -q ' icanon' "$UI_DIR/stty" && grep -q ' echo ' "$UI_DIR/stty" &&
+        [ "$("$TMUX_CMD" -S "$UI_SOCK" display -p '#{alternate_on}')" = 0 ]
+}
+
+ui_done() {
+    echo "1..$n"
+    exit $failed
+}

@@ -1,0 +1,10 @@
+# UI tests: pure units (layout, wrapping, sanitizing, commands) and the
+# tmux integration tests that drive the real binary in a pty.
+check_PROGRAMS += tests/test-ui-layout tests/test-ui-text tests/test-ui-commands
+tests_test_ui_layout_SOURCES = tests/test-ui-layout.c
+tests_test_ui_layout_LDADD = tests/libtap.a $(ELM_UI_LIBS)
+tests_test_ui_text_SOURCES = tests/test-ui-text.c
+tests_test_ui_text_LDADD = tests/libtap.a $(ELM_UI_LIBS)
+tests_test_ui_commands_SOURCES = tests/test-ui-commands.c
+tests_test_ui_commands_LDADD = tests/libtap.a $(ELM_UI_LIBS)
+TESTS += tests/test-ui-layout tests/test-ui-text tests/test-ui-commands

@@ -1,0 +1,94 @@
+/* commands.h: the slash commands of the chat: parsing, validation, help and
+ * completion candidates.  Pure: no curses, no readline.  UI thread only. */
+#ifndef ELMCHAT_UI_COMMANDS_H
+#define ELMCHAT_UI_COMMANDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum cmd_id {
+    CMD_HELP = 1,
+    CMD_NEW,
+    CMD_SESSIONS,
+    CMD_SWITCH,
+    CMD_MODEL,
+    CMD_TEMPLATE,
+    CMD_SYSTEM,
+    CMD_SET,
+    CMD_SAVE,
+    CMD_LOAD,
+    CMD_EXPORT,
+    CMD_RETRY,
+    CMD_UNDO,
+    CMD_CLEAR,
+    CMD_INFO,
+    CMD_QUIT,
+};
+
+/* What an argument completes to. */
+enum cmd_arg_kind { ARG_NONE, ARG_TEXT, ARG_SESSION, ARG_MODEL, ARG_TEMPLATE, ARG_PARAM, ARG_FILE };
+
+enum cmd_param {
+    PARAM_TEMPERATURE = 1,
+    PARAM_TOP_K,
+    PARAM_TOP_P,
+    PARAM_MIN_P,
+    PARAM_REPEAT_PENALTY,
+    PARAM_SEED,
+    PARAM_MAX_TOKENS,
+};
+
+struct cmd_info {
+    const char *name;  /* without the slash */
+    enum cmd_id id;
+    enum cmd_arg_kind arg;
+    int arg_required;  /* 1: required, 0: optional, -1: none allowed */
+    const char *usage; /* "/switch NAME" */
+    const char *help;
+};
+extern const struct cmd_info cmd_table[];
+extern const size_t cmd_table_len;
+
+struct cmd {
+    enum cmd_id id;
+    char *arg;                /* owned (free with cmd_fini); NULL when none */
+    enum cmd_param param;     /* CMD_SET */
+    double value;             /* CMD_SET: the value (floats) */
+    long long ivalue;         /* CMD_SET: the value (integers: top-k, seed, max-tokens) */
+};
+void cmd_fini(struct cmd *c);
+
+enum cmd_parse_result {
+    CMD_NOT_A_COMMAND, /* plain text: send it (*text_start says from where) */
+    CMD_OK,
+    CMD_ERROR,         /* err holds a one-line hint; nothing is sent */
+};
+
+/* Parse one submitted line.  A line is a command when it starts with '/';
+ * "//text" sends "/text" as plain text (*text_start = 1); leading spaces
+ * before the slash are allowed.  Unique prefixes of command names work
+ * ("/h" is /help). */
+enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_start, char *err,
+                                size_t err_size);
+
+/* PARAM names for /set, by enum; NULL at the end. */
+extern const char *const cmd_param_names[];
+/* Parse and range-check a /set value; false with a hint in err. */
+bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char *err,
+                     size_t err_size);
+
+/* Completion.  line[0, point) is the text before the cursor.  Says what
+ * the word being completed is: *kind, and [*word_start, point) its prefix.
+ * ARG_NONE with *word_start = 0 and a leading '/' means a command name. */
+enum cmd_complete_what { COMPLETE_NOTHING, COMPLETE_COMMAND, COMPLETE_ARG };
+enum cmd_complete_what cmd_complete_context(const char *line, size_t point, size_t *word_start,
+                                            enum cmd_arg_kind *kind);
+/* The i-th candidate (i from 0) among names[] that starts with prefix, or
+ * NULL when exhausted. */
+const char *cmd_complete_from(const char *const *names, size_t n_names, const char *prefix,
+                              size_t *state);
+/* Command names ("/help", ...) matching prefix (with its slash); iterate
+ * with *state = 0 first.  Static strings. */
+const char *cmd_complete_command(const char *prefix, size_t *state);
+
+#endif

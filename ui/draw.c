@@ -1,0 +1,285 @@
+/* draw.c: the transcript, status bar and session list (see draw.h). */
+#include "config.h"
+
+#include "ui/draw.h"
+
+#include <curses.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ui/sanitize.h"
+#include "ui/screen.h"
+
+/* Draw n bytes of sanitized UTF-8 at the cursor, at most max_cols columns. */
+static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
+{
+    int cols = 0;
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = u8_decode(s + i, n - i, &cp);
+        if (k == 0)
+            break;
+        int cw = u8_cp_width(cp);
+        if (cw < 0)
+            cp = U8_REPLACEMENT, cw = 1;
+        if (cols + cw > max_cols)
+            break;
+        wchar_t wc = (wchar_t)cp;
+        waddnwstr(w, &wc, 1);
+        cols += cw;
+        i += k;
+    }
+    return cols;
+}
+
+static const char *role_label(const struct tr_msg *m, const char *assistant)
+{
+    switch (m->role) {
+    case TR_USER:
+        return "you";
+    case TR_ASSISTANT:
+        return assistant && *assistant ? assistant : "assistant";
+    case TR_SYSTEM:
+        return "system";
+    case TR_INFO:
+        return "elmchat";
+    case TR_ERROR:
+        return "error";
+    }
+    return "";
+}
+
+static enum screen_attr role_attr(enum tr_role r)
+{
+    switch (r) {
+    case TR_USER:
+        return SA_USER;
+    case TR_ASSISTANT:
+        return SA_ASSISTANT;
+    case TR_SYSTEM:
+        return SA_SYSTEM;
+    case TR_INFO:
+        return SA_INFO;
+    case TR_ERROR:
+        return SA_ERROR;
+    }
+    return SA_NORMAL;
+}
+
+void draw_transcript(void *vwin, struct transcript *t, const char *assistant_label)
+{
+    WINDOW *w = vwin;
+    if (!w)
+        return;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    size_t first = transcript_first_visible(t, h);
+    for (int y = 0; y < h && first + (size_t)y < t->n_lines; y++) {
+        const struct tr_line *l = &t->lines[first + (size_t)y];
+        const struct tr_msg *m = &t->msgs[l->msg];
+        wmove(w, y, 0);
+        if (l->kind == TRL_HEADER) {
+            int a = screen_attr(role_attr(m->role));
+            wattrset(w, a);
+            char *label = sanitize_dup(role_label(m, assistant_label), strlen(role_label(m, assistant_label)), NULL);
+            int used = put_text(w, label, strlen(label), wd);
+            free(label);
+            wattrset(w, screen_attr(SA_MARK));
+            const char *mark = m->streaming ? " …" : m->interrupted ? " [interrupted]" : "";
+            if (m->out_of_context)
+                mark = " [out of context]";
+            put_text(w, mark, strlen(mark), wd - used);
+            wattrset(w, A_NORMAL);
+        } else if (l->kind == TRL_BODY) {
+            int a = m->role == TR_INFO ? screen_attr(SA_INFO)
+                    : m->role == TR_ERROR ? screen_attr(SA_ERROR)
+                                          : (int)A_NORMAL;
+            wattrset(w, a);
+            put_text(w, m->text.data + l->off, l->len, wd);
+            wattrset(w, A_NORMAL);
+        }
+    }
+    /* A scrolled view says so in its last row. */
+    if (t->scroll > 0 && h > 0) {
+        char buf[64];
+        snprintf(buf, sizeof buf, " ↓ %zu more (End) ", t->scroll);
+        int len = u8_width(buf, strlen(buf));
+        if (len < wd) {
+            wmove(w, h - 1, wd - len);
+            wattrset(w, screen_attr(SA_STATUS));
+            put_text(w, buf, strlen(buf), len);
+            wattrset(w, A_NORMAL);
+        }
+    }
+    wnoutrefresh(w);
+}
+
+static void cat(char *buf, size_t size, const char *s)
+{
+    size_t n = strlen(buf);
+    if (n < size)
+        snprintf(buf + n, size - n, "%s", s);
+}
+
+int status_format(const struct status_info *s, int width, char *buf, size_t size)
+{
+    char parts[8][160];
+    int np = 0;
+    buf[0] = '\0';
+    if (size == 0)
+        return -1;
+    if (s->notice && *s->notice) {
+        snprintf(parts[np++], sizeof parts[0], "%s", s->notice);
+    } else {
+        snprintf(parts[np++], sizeof parts[0], "%s", s->model ? s->model : "no model");
+        if (s->template_name)
+            snprintf(parts[np++], sizeof parts[0], "%s", s->template_name);
+        if (s->session)
+            snprintf(parts[np++], sizeof parts[0], "%s", s->session);
+    }
+    if (s->n_ctx > 0)
+        snprintf(parts[np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);
+    if (!s->notice && (s->prefill_tps > 0 || s->decode_tps > 0))
+        snprintf(parts[np++], sizeof parts[0], "pp %.0f t/s  tg %.1f t/s", s->prefill_tps,
+                 s->decode_tps);
+    snprintf(parts[np++], sizeof parts[0], "%s", s->state ? s->state : "idle");
+    const char *demo = "DEMO MODEL (random weights): output is noise";
+    /* Drop middle parts until it fits; the state and (on the demo) the
+     * warning are kept longest. */
+    int keep[8];
+    for (int i = 0; i < np; i++)
+        keep[i] = 1;
+    int warn_at = -1;
+    for (int drop = 1; drop < np; drop++) {
+        buf[0] = '\0';
+        cat(buf, size, " ");
+        bool firstp = true;
+        for (int i = 0; i < np; i++) {
+            if (!keep[i])
+                continue;
+            if (!firstp)
+                cat(buf, size, " │ ");
+            cat(buf, size, parts[i]);
+            firstp = false;
+        }
+        cat(buf, size, " ");
+        warn_at = -1;
+        if (s->demo) {
+            warn_at = u8_width(buf, strlen(buf));
+            cat(buf, size, " ");
+            cat(buf, size, demo);
+            cat(buf, size, " ");
+        }
+        if (u8_width(buf, strlen(buf)) <= width)
+            return warn_at;
+        if (s->demo && warn_at <= width) {
+            /* shorten the warning before dropping more */
+            char *d = strstr(buf, demo);
+            if (d) {
+                *d = '\0';
+                cat(buf, size, "DEMO: noise ");
+                if (u8_width(buf, strlen(buf)) <= width)
+                    return warn_at;
+            }
+        }
+        /* drop from the right of the middle: speeds, then template, ... */
+        int victim = -1;
+        static const int order[] = {1, 2, 4, 3, 0};
+        for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+            int v = order[k];
+            if (v < np - 1 && keep[v]) {
+                victim = v;
+                break;
+            }
+        }
+        if (victim < 0)
+            break;
+        keep[victim] = 0;
+    }
+    return warn_at;
+}
+
+void draw_status(void *vwin, const struct status_info *s)
+{
+    WINDOW *w = vwin;
+    if (!w)
+        return;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    if (h <= 0)
+        return;
+    char raw[1024];
+    int warn_at = status_format(s, wd, raw, sizeof raw);
+    char *text = sanitize_dup(raw, strlen(raw), NULL);
+    int base = screen_attr(s->notice && s->notice_error ? SA_STATUS_WARN : SA_STATUS);
+    wbkgdset(w, ' ' | (chtype)(base & ~A_CHARTEXT));
+    werase(w);
+    wmove(w, 0, 0);
+    wattrset(w, base);
+    /* Draw: the part before the warning, the warning highlighted. */
+    size_t len = strlen(text);
+    size_t split = len;
+    if (warn_at >= 0) {
+        /* find the byte offset of column warn_at */
+        int cols = 0;
+        size_t i = 0;
+        while (i < len && cols < warn_at) {
+            uint32_t cp;
+            size_t k = u8_decode(text + i, len - i, &cp);
+            if (!k)
+                break;
+            int cw = u8_cp_width(cp);
+            cols += cw > 0 ? cw : 0;
+            i += k;
+        }
+        split = i;
+    }
+    int used = put_text(w, text, split, wd);
+    if (split < len) {
+        wattrset(w, screen_attr(SA_STATUS_WARN));
+        used += put_text(w, text + split, len - split, wd - used);
+    }
+    /* The state (last part) gets the busy colour while working. */
+    if (s->busy && s->state) {
+        const char *st = strstr(text, s->state);
+        if (st && st < text + split) {
+            int col = u8_width(text, (size_t)(st - text));
+            int sw = u8_width(s->state, strlen(s->state));
+            int a = screen_attr(SA_STATUS_BUSY);
+            if (col + sw <= wd)
+                mvwchgat(w, 0, col, sw, (attr_t)(a & ~A_COLOR), (short)PAIR_NUMBER(a), NULL);
+        }
+    }
+    wattrset(w, A_NORMAL);
+    free(text);
+    wnoutrefresh(w);
+}
+
+void draw_sessions(void *vwin, char *const *names, size_t n, const char *current)
+{
+    WINDOW *w = vwin;
+    if (!w)
+        return;
+    int h, wd;
+    getmaxyx(w, h, wd);
+    werase(w);
+    /* a left border column */
+    for (int y = 0; y < h; y++)
+        mvwaddch(w, y, 0, ACS_VLINE);
+    wattrset(w, A_BOLD);
+    mvwaddstr(w, 0, 2, "sessions");
+    wattrset(w, A_NORMAL);
+    for (size_t i = 0; i < n && (int)i + 1 < h; i++) {
+        bool cur = current && strcmp(names[i], current) == 0;
+        wattrset(w, screen_attr(cur ? SA_LIST_CURRENT : SA_LIST));
+        wmove(w, (int)i + 1, 2);
+        char *t = sanitize_dup(names[i], strlen(names[i]), NULL);
+        put_text(w, t, strlen(t), wd - 3);
+        free(t);
+        wattrset(w, A_NORMAL);
+    }
+    wnoutrefresh(w);
+}

@@ -1,0 +1,285 @@
+/* sanitize.c: UTF-8 decoding, widths, and the display filter for untrusted
+ * text (model output, pasted text, file names).  Nothing that goes through
+ * sanitize_append can move the cursor or change the terminal's state. */
+#include "config.h"
+
+#include "ui/sanitize.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "src/xalloc.h"
+
+size_t u8_decode(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned c = p[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    size_t len;
+    uint32_t v, min;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2, v = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3, v = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        *cp = U8_REPLACEMENT;
+        return 1;
+    }
+    for (size_t i = 1; i < len; i++) {
+        if (i >= n)
+            return 0; /* a valid prefix so far: wait for the rest */
+        if ((p[i] & 0xC0) != 0x80) {
+            *cp = U8_REPLACEMENT;
+            return 1;
+        }
+        v = (v << 6) | (p[i] & 0x3F);
+        /* Reject overlongs and out-of-range values as early as the second
+         * byte, so that an impossible prefix never waits for more input. */
+        if (i == 1 && ((len == 3 && c == 0xE0 && p[1] < 0xA0) ||
+                       (len == 3 && c == 0xED && p[1] > 0x9F) ||
+                       (len == 4 && c == 0xF0 && p[1] < 0x90) ||
+                       (len == 4 && c == 0xF4 && p[1] > 0x8F))) {
+            *cp = U8_REPLACEMENT;
+            return 1;
+        }
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
+        *cp = U8_REPLACEMENT;
+        return 1;
+    }
+    *cp = v;
+    return len;
+}
+
+size_t u8_encode(uint32_t cp, char out[4])
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+int u8_cp_width(uint32_t cp)
+{
+    if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0))
+        return -1;
+    if (cp == 0x2028 || cp == 0x2029) /* line/paragraph separators move the cursor in some terminals */
+        return -1;
+    int w = wcwidth((wchar_t)cp);
+    if (w < 0 || w > 2)
+        return -1;
+    return w;
+}
+
+int u8_width(const char *s, size_t n)
+{
+    int cols = 0;
+    size_t i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t k = u8_decode(s + i, n - i, &cp);
+        if (k == 0)
+            break;
+        int w = u8_cp_width(cp);
+        cols += w > 0 ? w : 0;
+        i += k;
+    }
+    return cols;
+}
+
+void sbuf_fini(struct sbuf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+void sbuf_add(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        b->data = x_realloc(b->data, cap);
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+static void add_cp(struct sbuf *out, uint32_t cp)
+{
+    char tmp[4];
+    sbuf_add(out, tmp, u8_encode(cp, tmp));
+}
+
+/* Column of the end of out's last line (for tab stops). */
+static int last_line_width(const struct sbuf *out)
+{
+    if (!out->len)
+        return 0;
+    const char *nl = memrchr(out->data, '\n', out->len);
+    size_t start = nl ? (size_t)(nl - out->data) + 1 : 0;
+    return u8_width(out->data + start, out->len - start);
+}
+
+/* Escape sequences longer than this are dropped even when unfinished. */
+#define MAX_PENDING_ESC 256
+
+enum esc_result { ESC_DONE, ESC_INCOMPLETE };
+
+/* Skip the body of an escape sequence.  s[i] is the first byte after the
+ * introducer: kind 'C' (CSI), 'S' (a string: OSC, DCS, APC, PM, SOS).  Sets
+ * *end to the index after the sequence. */
+static enum esc_result skip_esc_body(const char *s, size_t n, size_t i, int kind, size_t *end)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    if (kind == 'C') {
+        /* parameters 0x30-0x3F, intermediates 0x20-0x2F, final 0x40-0x7E;
+         * anything else ends it early (and is handled as text). */
+        while (i < n && p[i] >= 0x20 && p[i] <= 0x3F)
+            i++;
+        if (i >= n)
+            return ESC_INCOMPLETE;
+        if (p[i] >= 0x40 && p[i] <= 0x7E)
+            i++;
+        *end = i;
+        return ESC_DONE;
+    }
+    /* String: ends with BEL, ESC \, or the C1 ST (U+009C). */
+    while (i < n) {
+        if (p[i] == 0x07) {
+            *end = i + 1;
+            return ESC_DONE;
+        }
+        if (p[i] == 0x1B) {
+            if (i + 1 >= n)
+                return ESC_INCOMPLETE;
+            *end = i + (p[i + 1] == '\\' ? 2 : 1);
+            return ESC_DONE;
+        }
+        if (p[i] == 0xC2 && i + 1 < n && p[i + 1] == 0x9C) {
+            *end = i + 2;
+            return ESC_DONE;
+        }
+        i++;
+    }
+    return ESC_INCOMPLETE;
+}
+
+size_t sanitize_append(struct sbuf *out, const char *s, size_t n, bool final)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    if (!out->data)
+        sbuf_add(out, "", 0);
+    while (i < n) {
+        unsigned c = p[i];
+        if (c == '\n') {
+            sbuf_add(out, "\n", 1);
+            i++;
+            continue;
+        }
+        if (c == '\r') {
+            i++;
+            continue;
+        }
+        if (c == '\t') {
+            int col = last_line_width(out);
+            int pad = 4 - col % 4;
+            sbuf_add(out, "    ", (size_t)pad);
+            i++;
+            continue;
+        }
+        if (c == 0x1B) {
+            size_t end = i + 1;
+            enum esc_result r = ESC_DONE;
+            if (i + 1 >= n) {
+                r = ESC_INCOMPLETE;
+            } else {
+                unsigned d = p[i + 1];
+                if (d == '[')
+                    r = skip_esc_body(s, n, i + 2, 'C', &end);
+                else if (d == ']' || d == 'P' || d == '_' || d == '^' || d == 'X')
+                    r = skip_esc_body(s, n, i + 2, 'S', &end);
+                else if (d >= 0x20 && d <= 0x2F) {
+                    /* ESC intermediates final (e.g. charset designation) */
+                    size_t j = i + 1;
+                    while (j < n && p[j] >= 0x20 && p[j] <= 0x2F)
+                        j++;
+                    if (j >= n)
+                        r = ESC_INCOMPLETE;
+                    else
+                        end = j + (p[j] >= 0x30 && p[j] <= 0x7E ? 1 : 0);
+                } else if (d >= 0x30 && d <= 0x7E)
+                    end = i + 2;
+            }
+            if (r == ESC_INCOMPLETE) {
+                if (!final && n - i < MAX_PENDING_ESC)
+                    return i;
+                end = n; /* unfinished at the end of the text: drop the rest */
+            }
+            i = end;
+            continue;
+        }
+        uint32_t cp;
+        size_t k = u8_decode(s + i, n - i, &cp);
+        if (k == 0) {
+            if (!final)
+                return i;
+            cp = U8_REPLACEMENT;
+            k = 1;
+        }
+        if (cp == 0x9B || cp == 0x9D || cp == 0x90 || cp == 0x9F || cp == 0x9E || cp == 0x98) {
+            /* C1 introducers: drop the whole sequence, like their ESC forms */
+            size_t end;
+            enum esc_result r = skip_esc_body(s, n, i + k, cp == 0x9B ? 'C' : 'S', &end);
+            if (r == ESC_INCOMPLETE) {
+                if (!final && n - i < MAX_PENDING_ESC)
+                    return i;
+                end = n;
+            }
+            i = end;
+            continue;
+        }
+        if (u8_cp_width(cp) < 0)
+            cp = U8_REPLACEMENT;
+        add_cp(out, cp);
+        i += k;
+    }
+    return n;
+}
+
+char *sanitize_dup(const char *s, size_t n, size_t *out_len)
+{
+    struct sbuf b = {0};
+    sanitize_append(&b, s, n, true);
+    if (!b.data)
+        sbuf_add(&b, "", 0);
+    if (out_len)
+        *out_len = b.len;
+    return b.data;
+}

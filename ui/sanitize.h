@@ -1,0 +1,48 @@
+/* sanitize.h: UTF-8 decoding, display widths, and the filter that makes
+ * model (or any untrusted) text safe to draw.  Pure functions: no curses, no
+ * global state except the C library's LC_CTYPE (wcwidth).  Any thread. */
+#ifndef ELMCHAT_UI_SANITIZE_H
+#define ELMCHAT_UI_SANITIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define U8_REPLACEMENT 0xFFFDu
+
+/* Decode the sequence at s (n > 0 bytes available).  Returns the bytes used
+ * (1..4) and sets *cp; an invalid or overlong sequence, a surrogate or a
+ * value above U+10FFFF uses 1 byte and gives U8_REPLACEMENT.  When the bytes
+ * are a valid but incomplete prefix, returns 0 (need more input). */
+size_t u8_decode(const char *s, size_t n, uint32_t *cp);
+/* Encode cp (<= U+10FFFF) into out; returns 1..4. */
+size_t u8_encode(uint32_t cp, char out[4]);
+/* Display columns of one code point: 0 (combining), 1 or 2; -1 for a
+ * control or anything the terminal cannot be trusted to draw. */
+int u8_cp_width(uint32_t cp);
+/* Columns of a sanitized (valid, control-free except '\n') string. */
+int u8_width(const char *s, size_t n);
+
+/* A growable byte buffer (owned; free with sbuf_fini). */
+struct sbuf {
+    char *data; /* NUL terminated when non-NULL */
+    size_t len, cap;
+};
+void sbuf_fini(struct sbuf *b);
+void sbuf_add(struct sbuf *b, const char *s, size_t n);
+
+/* Filter n bytes of untrusted text into out (appended), so that what is
+ * drawn is valid UTF-8 with no C0/C1 control other than '\n':
+ *  - CSI (ESC [ ... final, or U+009B ...), OSC/DCS/APC/PM/SOS strings (up to
+ *    BEL or ST) and two-byte ESC sequences are removed whole;
+ *  - '\t' becomes spaces to the next multiple of 4 columns of the line;
+ *    '\r' is dropped; any other control, an invalid sequence or a code point
+ *    without a sane width becomes U+FFFD.
+ * final: the text is complete; otherwise an incomplete UTF-8 sequence or
+ * escape sequence at the end is left out (it may complete later).  Returns
+ * the number of input bytes consumed (n when final). */
+size_t sanitize_append(struct sbuf *out, const char *s, size_t n, bool final);
+/* Convenience: a new NUL-terminated sanitized copy (owned, free()). */
+char *sanitize_dup(const char *s, size_t n, size_t *out_len);
+
+#endif

@@ -1,0 +1,208 @@
+/* screen.c: curses setup/teardown, colours, stderr capture (see screen.h). */
+#include "config.h"
+
+#include "ui/screen.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <term.h>
+#include <unistd.h>
+
+static SCREEN *scr;
+static bool visual;       /* between newterm and endwin (ulfalizer's rule) */
+static int saved_stderr = -1;
+static FILE *captured;    /* where fd 2 goes while curses is up */
+static int attrs[SA_COUNT];
+static bool paste_on;
+
+static void capture_stderr(void)
+{
+    /* A temp file rather than a pipe: a full pipe would block the writer. */
+    captured = tmpfile();
+    if (!captured)
+        return;
+    fflush(stderr);
+    saved_stderr = dup(STDERR_FILENO);
+    if (saved_stderr < 0 || dup2(fileno(captured), STDERR_FILENO) < 0) {
+        if (saved_stderr >= 0)
+            close(saved_stderr);
+        saved_stderr = -1;
+        fclose(captured);
+        captured = NULL;
+    }
+}
+
+static void replay_stderr(void)
+{
+    if (saved_stderr < 0)
+        return;
+    fflush(stderr);
+    dup2(saved_stderr, STDERR_FILENO);
+    close(saved_stderr);
+    saved_stderr = -1;
+    rewind(captured);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, captured)) > 0)
+        if (fwrite(buf, 1, n, stderr) != n)
+            break;
+    fclose(captured);
+    captured = NULL;
+}
+
+static void setup_attrs(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    bool color = has_colors() && !(nc && *nc);
+    /* Monochrome first; colours replace these when available. */
+    attrs[SA_NORMAL] = A_NORMAL;
+    attrs[SA_USER] = A_BOLD;
+    attrs[SA_ASSISTANT] = A_BOLD;
+    attrs[SA_SYSTEM] = A_BOLD;
+    attrs[SA_INFO] = A_DIM;
+    attrs[SA_ERROR] = A_BOLD;
+    attrs[SA_STATUS] = A_REVERSE;
+    attrs[SA_STATUS_WARN] = A_REVERSE | A_BOLD;
+    attrs[SA_STATUS_BUSY] = A_REVERSE | A_BOLD;
+    attrs[SA_LIST] = A_NORMAL;
+    attrs[SA_LIST_CURRENT] = A_REVERSE;
+    attrs[SA_MARK] = A_DIM;
+    if (!color)
+        return;
+    start_color();
+    use_default_colors();
+    short bg = -1;
+    init_pair(1, COLOR_CYAN, bg);
+    init_pair(2, COLOR_GREEN, bg);
+    init_pair(3, COLOR_YELLOW, bg);
+    init_pair(4, COLOR_RED, bg);
+    init_pair(5, COLOR_WHITE, COLOR_BLUE);
+    init_pair(6, COLOR_BLACK, COLOR_YELLOW);
+    init_pair(7, COLOR_BLACK, COLOR_GREEN);
+    init_pair(8, COLOR_MAGENTA, bg);
+    attrs[SA_USER] = A_BOLD | COLOR_PAIR(1);
+    attrs[SA_ASSISTANT] = A_BOLD | COLOR_PAIR(2);
+    attrs[SA_SYSTEM] = A_BOLD | COLOR_PAIR(3);
+    attrs[SA_INFO] = COLOR_PAIR(3);
+    attrs[SA_ERROR] = A_BOLD | COLOR_PAIR(4);
+    attrs[SA_STATUS] = COLOR_PAIR(5);
+    attrs[SA_STATUS_WARN] = A_BOLD | COLOR_PAIR(6);
+    attrs[SA_STATUS_BUSY] = A_BOLD | COLOR_PAIR(7);
+    attrs[SA_LIST_CURRENT] = A_BOLD | COLOR_PAIR(5);
+    attrs[SA_MARK] = COLOR_PAIR(8);
+}
+
+bool screen_init(char *err, size_t err_size)
+{
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        snprintf(err, err_size, "the chat needs a terminal (try 'elmchat run' for scripts)");
+        return false;
+    }
+    const char *term = getenv("TERM");
+    if (!term || !*term || strcmp(term, "dumb") == 0) {
+        snprintf(err, err_size, "TERM is %s: the chat needs a full-screen terminal",
+                 term && *term ? "dumb" : "not set");
+        return false;
+    }
+    /* The tty size is ours to track (SIGWINCH via the self-pipe): LINES
+     * and COLUMNS in the environment would freeze it. */
+    use_env(FALSE);
+    scr = newterm(NULL, stdout, stdin);
+    if (!scr) {
+        snprintf(err, err_size, "cannot start the terminal '%s' (no terminfo entry?)", term);
+        return false;
+    }
+    set_term(scr);
+    visual = true;
+    capture_stderr();
+    cbreak();
+    noecho();
+    nonl();
+    intrflush(stdscr, FALSE);
+    keypad(stdscr, FALSE);
+    set_escdelay(25);
+    setup_attrs();
+    screen_resize();
+    screen_bracketed_paste(true);
+    return true;
+}
+
+bool screen_active(void)
+{
+    return visual;
+}
+
+void screen_bracketed_paste(bool on)
+{
+    if (!visual || on == paste_on)
+        return;
+    paste_on = on;
+    /* Written straight to the tty, as readline's prep function would. */
+    const char *seq = on ? "\033[?2004h" : "\033[?2004l";
+    fflush(stdout);
+    if (write(STDOUT_FILENO, seq, strlen(seq)) < 0) {
+        /* nothing to do: the terminal is gone */
+    }
+}
+
+void screen_end(void)
+{
+    if (!visual)
+        return;
+    screen_bracketed_paste(false);
+    curs_set(1);
+    endwin();
+    visual = false;
+    delscreen(scr);
+    scr = NULL;
+    replay_stderr();
+}
+
+int screen_attr(enum screen_attr a)
+{
+    return a >= 0 && a < SA_COUNT ? attrs[a] : (int)A_NORMAL;
+}
+
+bool screen_resize(void)
+{
+    struct winsize ws;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_row == 0 || ws.ws_col == 0)
+        return false;
+    if (ws.ws_row == LINES && ws.ws_col == COLS)
+        return false;
+    resizeterm(ws.ws_row, ws.ws_col);
+    return true;
+}
+
+void screen_suspend(void)
+{
+    if (!visual)
+        return;
+    screen_bracketed_paste(false);
+    endwin();
+    /* The default action of SIGTSTP stops us; our handler is back after. */
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTSTP, &sa, &old);
+    sigset_t set, oldset;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTSTP);
+    sigprocmask(SIG_UNBLOCK, &set, &oldset);
+    kill(0, SIGTSTP);
+    sigprocmask(SIG_SETMASK, &oldset, NULL);
+    sigaction(SIGTSTP, &old, NULL);
+    /* Continued. */
+    reset_prog_mode();
+    screen_resize();
+    clearok(curscr, TRUE);
+    refresh();
+    screen_bracketed_paste(true);
+}

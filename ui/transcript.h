@@ -1,0 +1,84 @@
+/* transcript.h: the conversation as drawn: sanitized message text, wrapped
+ * into display lines by columns, and the scroll position.  The messages are
+ * a display copy (the session in src/ is the truth); the wrapped lines are a
+ * disposable cache, rebuilt on resize.  Pure: no curses.  UI thread only. */
+#ifndef ELMCHAT_UI_TRANSCRIPT_H
+#define ELMCHAT_UI_TRANSCRIPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ui/sanitize.h"
+
+/* One wrapped line of s: iterate with wrap_next.  Lines break at '\n', else
+ * after the last space that fits, else before the character that does not
+ * fit (a width-2 character never straddles the edge).  A line always takes
+ * at least one character, so width < 2 still terminates.  Spaces at a soft
+ * break are consumed.  "" is one empty line; "a\n" is "a" and "". */
+struct wrap_iter {
+    const char *s;
+    size_t n, pos;
+    int width;
+    bool done;
+};
+void wrap_init(struct wrap_iter *it, const char *s, size_t n, int width);
+bool wrap_next(struct wrap_iter *it, size_t *off, size_t *len, int *cols);
+
+enum tr_role { TR_USER, TR_ASSISTANT, TR_SYSTEM, TR_INFO, TR_ERROR };
+
+enum tr_line_kind { TRL_HEADER, TRL_BODY, TRL_GAP };
+
+struct tr_line {
+    uint32_t msg;   /* message index */
+    uint32_t off;   /* byte range in the message's text (BODY) */
+    uint32_t len;
+    uint16_t cols;
+    uint8_t kind;   /* enum tr_line_kind */
+};
+
+struct tr_msg {
+    enum tr_role role;
+    struct sbuf text;      /* sanitized, what is drawn */
+    struct sbuf pending;   /* raw bytes not yet sanitizable (streaming) */
+    bool streaming, interrupted, out_of_context;
+    int ref;               /* caller's tag (e.g. the session message index) */
+    size_t first_line, n_lines;
+};
+
+struct transcript {
+    struct tr_msg *msgs;
+    size_t n_msgs, cap_msgs;
+    struct tr_line *lines;
+    size_t n_lines, cap_lines;
+    int width;             /* columns the cache was wrapped for (0: none) */
+    size_t scroll;         /* lines between the view's bottom and the end */
+};
+
+void transcript_init(struct transcript *t);
+void transcript_fini(struct transcript *t);
+
+/* Add a complete message (raw text, sanitized here); returns its index. */
+size_t transcript_add(struct transcript *t, enum tr_role role, const char *text, size_t n,
+                      int ref);
+/* Streaming: start an empty message, append raw chunks, finish it. */
+size_t transcript_begin(struct transcript *t, enum tr_role role, int ref);
+void transcript_append(struct transcript *t, size_t msg, const char *text, size_t n);
+void transcript_finish(struct transcript *t, size_t msg, bool interrupted);
+/* Keep the first n messages. */
+void transcript_truncate(struct transcript *t, size_t n);
+void transcript_clear(struct transcript *t);
+
+/* Re-wrap everything for a new width (no-op when unchanged).  Keeps the
+ * message at the top of a scrolled view in view. */
+void transcript_set_width(struct transcript *t, int width, int height);
+
+/* Scrolling, for a view of height rows.  delta > 0 scrolls back (up). */
+void transcript_scroll(struct transcript *t, long delta, int height);
+void transcript_scroll_home(struct transcript *t, int height);
+void transcript_scroll_end(struct transcript *t);
+/* First line index shown in a view of height rows (lines [first, first+h)
+ * that exist are drawn, top-aligned). */
+size_t transcript_first_visible(const struct transcript *t, int height);
+
+#endif
