@@ -135,7 +135,8 @@ struct elm_event {
 void elm_event_fini(struct elm_event *ev); /* frees ids, text, info */
 
 /* Start the thread (with SIGINT, SIGTERM, SIGWINCH, SIGHUP, SIGQUIT,
- * SIGTSTP blocked in it).  NULL on failure (err filled). */
+ * SIGTSTP, SIGCONT blocked in it and in the compute threads it starts, so
+ * they reach the UI thread).  NULL on failure (err filled). */
 elm_worker *elm_worker_new(char *err, size_t err_size);
 /* Cancel, post SHUTDOWN, join, free everything.  NULL is a no-op.
  * Returns within one layer of compute (a model load in progress finishes). */

@@ -217,6 +217,7 @@ static elm_status chunk(struct elm_ctx *c, const int32_t *tokens, int n, int pos
     for (int t = 0; t < n; t++)
         elm_to_f32((const char *)m->embed.data + (size_t)tokens[t] * row_bytes,
                    m->embed.dtype, c->x + (size_t)t * d, (size_t)d);
+    elm_threadpool_set_spin(c->pool, n == 1);
     for (int li = 0; li < in->n_layers; li++) {
         if (c->abort_cb && c->abort_cb(c->abort_user))
             return ELM_E_ABORTED;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/bench_chat.h"
 #include "src/cli.h"
 #include "src/cmd_model.h"
 #include "src/xalloc.h"
@@ -107,6 +108,9 @@ static void json_string(const char *s)
 
 int cmd_bench(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* `bench --chat`: src/bench_chat.c */
+        if (strcmp(argv[i], "--chat") == 0)
+            return bench_chat_main(argc, argv);
     enum { OPT_JSON = 0x2000 };
     static const struct option opts[] = {
         {"model", 1, NULL, 'm'},       {"n-prompt", 1, NULL, 'p'}, {"n-gen", 1, NULL, 'n'},

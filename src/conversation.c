@@ -120,12 +120,6 @@ static void set_err(char *err, size_t err_size, const char *what, int rc)
         snprintf(err, err_size, "%s: %s", what, elm_status_str((elm_status)rc));
 }
 
-static void cap_cached(struct conversation *cv)
-{
-    if (cv->n_cached > cv->tokens.n)
-        cv->n_cached = cv->tokens.n;
-}
-
 /* ------------------------------------------------------------ life cycle */
 
 void conversation_init(struct conversation *cv, struct session *s, const struct template *tpl,
@@ -152,6 +146,7 @@ void conversation_fini(struct conversation *cv)
     free(cv->spans);
     template_render_fini(&cv->r);
     idvec_fini(&cv->tokens);
+    idvec_fini(&cv->cache);
     memset(cv, 0, sizeof *cv);
 }
 
@@ -282,8 +277,8 @@ static int rebuild(struct conversation *cv, bool gen_prompt, char *err, size_t e
         snap_take(&nv, SNAP_MSG(s->n_msgs));
 
     /* success: swap in */
-    size_t lcp = conv_common_prefix(cv->tokens.v, cv->tokens.n, nv.tokens.v, nv.tokens.n);
-    nv.n_cached = cv->n_cached < lcp ? cv->n_cached : lcp;
+    nv.cache = cv->cache;
+    memset(&cv->cache, 0, sizeof cv->cache);
     nv.policy = cv->policy;
     nv.n_ctx = cv->n_ctx;
     nv.n_dropped_last = cv->n_dropped_last;
@@ -486,7 +481,7 @@ const char *conversation_fill_warning(const struct conversation *cv, char *buf, 
 void conversation_plan(const struct conversation *cv, struct conv_plan *plan)
 {
     plan->n_tokens = (int)cv->tokens.n;
-    size_t reuse = cv->n_cached < cv->tokens.n ? cv->n_cached : cv->tokens.n;
+    size_t reuse = conv_common_prefix(cv->cache.v, cv->cache.n, cv->tokens.v, cv->tokens.n);
     plan->n_reuse = (int)reuse;
     plan->n_compute = (int)(cv->tokens.n - reuse);
     plan->n_dropped = (int)cv->n_dropped_last;
@@ -494,8 +489,11 @@ void conversation_plan(const struct conversation *cv, struct conv_plan *plan)
 
 void conversation_set_cached(struct conversation *cv, int n_past)
 {
-    cv->n_cached = n_past > 0 ? (size_t)n_past : 0;
-    cap_cached(cv);
+    size_t n = n_past > 0 ? (size_t)n_past : 0;
+    if (n > cv->tokens.n)
+        n = cv->tokens.n;
+    idvec_clear(&cv->cache);
+    idvec_append(&cv->cache, cv->tokens.v, n);
 }
 
 void conversation_request(const struct conversation *cv, struct elm_request *req)
@@ -525,7 +523,7 @@ int conversation_render(struct conversation *cv, char *err, size_t err_size)
 
 int conversation_model_changed(struct conversation *cv, int n_ctx, char *err, size_t err_size)
 {
-    cv->n_cached = 0;
+    idvec_clear(&cv->cache);
     if (n_ctx > 0)
         cv->n_ctx = n_ctx;
     if (!cv->rendered) {
@@ -557,7 +555,6 @@ static bool rewind_to(struct conversation *cv, size_t slot, size_t n_msgs)
     session_truncate(cv->s, n_msgs);
     cv->in_reply = cv->r.state == TEMPLATE_IN_REPLY;
     cv->reply_gen = cv->tokens.n;
-    cap_cached(cv);
     return true;
 }
 
@@ -830,7 +827,6 @@ void conversation_reply_keep(struct conversation *cv, size_t n)
 {
     if (cv->in_reply && cv->reply_gen + n < cv->tokens.n)
         cv->tokens.n = cv->reply_gen + n;
-    cap_cached(cv);
 }
 
 enum template_end conversation_end_from_done(enum elm_done_reason reason, bool stop_string)

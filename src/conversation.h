@@ -21,8 +21,8 @@
  * (conversation_request): the worker keeps the longest common prefix it
  * already holds and computes only the rest, so a dropped cache, a model
  * switch or a snapshot that does not match costs time, never correctness.
- * n_cached is the app's view of that prefix (from DONE's n_past), used to
- * tell the user what will be computed.
+ * cache mirrors what the worker holds (from DONE's n_past), so the app
+ * can tell the user what an action will compute (conversation_plan).
  *
  * Typical use (UI thread):
  *   conversation_init(&cv, s, tpl, tok, n_ctx, &policy);
@@ -98,7 +98,9 @@ struct conversation {
     bool in_reply;              /* a reply is being sampled: tokens end with its ids */
     size_t reply_gen;           /* where its ids begin */
 
-    size_t n_cached;            /* leading tokens believed to be in the worker's cache */
+    struct idvec cache;         /* what the worker's cache holds for this conversation,
+                                   as far as we know (set at each DONE): the expected reuse
+                                   is its common prefix with tokens */
     size_t n_dropped_last;      /* messages evicted by the last user turn / retry */
 };
 
@@ -112,8 +114,7 @@ void conversation_fini(struct conversation *cv);
 /* Render the session's in-context messages from scratch: loading a saved
  * session, or after conversation_set_template.  Stored replies are rendered
  * from their text (their sampled ids are gone; kvcache_store.h can bring
- * them back from a snapshot's sidecar).  n_cached is kept as the common
- * prefix with the previous sequence.  When the whole conversation does not
+ * them back from a snapshot's sidecar).  When the whole conversation does not
  * fit, the policy applies (drop-oldest marks turns out of context; stop
  * leaves the sequence over-long and returns CONV_FULL). */
 int conversation_render(struct conversation *cv, char *err, size_t err_size);
@@ -149,7 +150,7 @@ const char *conversation_fill_warning(const struct conversation *cv, char *buf, 
 /* What an action costs. */
 struct conv_plan {
     int n_tokens;   /* the sequence to send */
-    int n_reuse;    /* expected to be found in the cache (n_cached, capped) */
+    int n_reuse;    /* expected to be found in the cache (common prefix with cache) */
     int n_compute;  /* n_tokens - n_reuse */
     int n_dropped;  /* messages marked out_of_context by this action */
 };

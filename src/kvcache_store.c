@@ -303,8 +303,6 @@ bool kvcache_adopt(struct conversation *cv, const char *kv_path, uint64_t finger
             sp->sampled = false;
         }
     }
-    size_t keep_cached = cv->n_cached;
-    cv->n_cached = 0;
     rc = conversation_render(cv, err, sizeof err);
     if (rc != 0 && rc != CONV_FULL) {
         /* could not render (the conversation is as the rebuild left it):
@@ -312,7 +310,6 @@ bool kvcache_adopt(struct conversation *cv, const char *kv_path, uint64_t finger
         idvec_fini(&cv->tokens);
         cv->tokens = saved_tokens;
         memcpy(cv->spans, saved_spans, cv->cap * sizeof *saved_spans);
-        cv->n_cached = keep_cached;
         free(saved_spans);
         goto out;
     }

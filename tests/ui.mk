@@ -8,3 +8,10 @@ tests_test_ui_text_LDADD = tests/libtap.a $(ELM_UI_LIBS)
 tests_test_ui_commands_SOURCES = tests/test-ui-commands.c
 tests_test_ui_commands_LDADD = tests/libtap.a $(ELM_UI_LIBS)
 TESTS += tests/test-ui-layout tests/test-ui-text tests/test-ui-commands
+
+# tmux drives the real binary (bundled demo model) in a pty; skipped when
+# tmux is missing.  ui-tmux.sh holds the shared helpers.
+UI_TMUX_TESTS = tests/test-ui-chat.sh tests/test-ui-edit.sh tests/test-ui-session.sh
+dist_check_SCRIPTS += $(UI_TMUX_TESTS)
+EXTRA_DIST += tests/ui-tmux.sh
+TESTS += $(UI_TMUX_TESTS)

@@ -630,9 +630,10 @@ void chat_poll_events(struct chat *c)
                 c->n_past = ev.n_past;
                 if (ev.n_ctx > 0)
                     c->n_ctx = ev.n_ctx;
-                if (ev.prefill_tps > 0)
+                /* a handful of tokens gives no meaningful speed */
+                if (ev.prefill_tps > 0 && ev.n_prefilled >= 8)
                     c->prefill_tps = ev.prefill_tps;
-                if (ev.decode_tps > 0)
+                if (ev.decode_tps > 0 && ev.n_generated >= 4)
                     c->decode_tps = ev.decode_tps;
             }
             if (c->generating && ev.request_id == c->gen_req)

@@ -142,7 +142,7 @@ int status_format(const struct status_info *s, int width, char *buf, size_t size
     }
     if (s->n_ctx > 0)
         snprintf(parts[np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);
-    if (!s->notice && (s->prefill_tps > 0 || s->decode_tps > 0))
+    if (!s->notice && s->decode_tps > 0)
         snprintf(parts[np++], sizeof parts[0], "pp %.0f t/s  tg %.1f t/s", s->prefill_tps,
                  s->decode_tps);
     snprintf(parts[np++], sizeof parts[0], "%s", s->state ? s->state : "idle");

@@ -386,6 +386,8 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     rl_completion_query_items = -1;
     rl_variable_bind("bell-style", "none");
     rl_variable_bind("page-completions", "off");
+    /* the candidates go to the status bar at once, not on a second Tab */
+    rl_variable_bind("show-all-if-ambiguous", "on");
     rl_variable_bind("enable-bracketed-paste", "on");
     rl_variable_bind("keyseq-timeout", "100");
 
