@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "engine/ctx.h"
+#include "engine/kernels.h"
 #include "engine/threadpool.h"
 
 #define N_BATCH 512
-#define TILE_FLOATS ((size_t)1 << 21)
 
 struct elm_ctx_params elm_ctx_default_params(void)
 {
@@ -34,21 +34,23 @@ void elm_ctx_free(elm_ctx *ctx)
     free(ctx->tokens);
     free(ctx->rope_cos);
     free(ctx->rope_sin);
-    free(ctx->tile.buf);
+    elm_gemm_tile_free(&ctx->tile);
     free(ctx->x);
     free(ctx->h);
     free(ctx->qkv);
     free(ctx->att);
     free(ctx->ffn);
-    free(ctx->scores);
+    free(ctx->attn_scratch);
     free(ctx);
 }
 
+/* Cache-line aligned, so threads writing neighbouring ranges of 16 floats
+ * never share a line. */
 static void *alloc_floats(size_t a, size_t b)
 {
-    if (a && b > SIZE_MAX / sizeof(float) / a)
+    if (a && b > (SIZE_MAX - 128) / sizeof(float) / a)
         return NULL;
-    return malloc(a * b * sizeof(float) + 1);
+    return aligned_alloc(64, (a * b * sizeof(float) + 64) / 64 * 64);
 }
 
 /* RoPE angles as HF computes them: inv_freq and p * inv_freq in f32. */
@@ -91,32 +93,37 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     c->abort_user = params->abort_user;
 
     int d = in->model_dim, hd = in->head_dim, L = in->n_layers;
-    size_t max_r = 0, max_q = 0, max_f = 0, max_cols = (size_t)d;
+    size_t max_r = 0, max_q = 0, max_f = 0, max_cols = (size_t)d, max_grp = 1;
     for (int i = 0; i < L; i++) {
         const struct elm_layer *l = &model->layers[i];
         size_t r = (size_t)(l->nq + 2 * l->nkv) * (size_t)hd, q = (size_t)l->nq * (size_t)hd;
         max_r = r > max_r ? r : max_r;
+        size_t grp = (size_t)(l->nq / l->nkv);
+        max_grp = grp > max_grp ? grp : max_grp;
         max_q = q > max_q ? q : max_q;
         max_f = 2 * (size_t)l->ff > max_f ? 2 * (size_t)l->ff : max_f;
         max_cols = q > max_cols ? q : max_cols;
         max_cols = (size_t)l->ff > max_cols ? (size_t)l->ff : max_cols;
     }
     size_t nb = (size_t)c->n_batch;
-    c->tile.floats = TILE_FLOATS > 16 * max_cols ? TILE_FLOATS : 16 * max_cols;
     c->tokens = calloc((size_t)c->n_ctx, sizeof *c->tokens);
     c->k_cache = calloc((size_t)L, sizeof *c->k_cache);
     c->v_cache = calloc((size_t)L, sizeof *c->v_cache);
     c->rope_cos = alloc_floats((size_t)c->n_ctx, (size_t)hd / 2);
     c->rope_sin = alloc_floats((size_t)c->n_ctx, (size_t)hd / 2);
-    c->tile.buf = alloc_floats(c->tile.floats, 1);
+    bool tiles = elm_gemm_tile_init(&c->tile, c->n_threads, max_cols);
     c->x = alloc_floats(nb, (size_t)d);
     c->h = alloc_floats(nb, (size_t)d);
     c->qkv = alloc_floats(nb, max_r);
     c->att = alloc_floats(nb, max_q);
     c->ffn = alloc_floats(nb, max_f);
-    c->scores = alloc_floats((size_t)c->n_threads, (size_t)c->n_ctx);
-    bool okay = c->tokens && c->k_cache && c->v_cache && c->rope_cos && c->rope_sin &&
-                c->tile.buf && c->x && c->h && c->qkv && c->att && c->ffn && c->scores;
+    /* per thread, on its own cache lines: a transposed key tile, and the
+     * output, max and sum of ATTN_BQ tokens x grp query heads */
+    size_t attn = (size_t)hd * ELM_ATTN_BK + (size_t)ATTN_BQ * max_grp * ((size_t)hd + 2);
+    c->attn_stride = (attn + 15) / 16 * 16;
+    c->attn_scratch = alloc_floats((size_t)c->n_threads, c->attn_stride);
+    bool okay = c->tokens && c->k_cache && c->v_cache && c->rope_cos && c->rope_sin && tiles &&
+                c->x && c->h && c->qkv && c->att && c->ffn && c->attn_scratch;
     for (int i = 0; okay && i < L; i++) {
         size_t row = (size_t)model->layers[i].nkv * (size_t)hd;
         /* calloc: untouched cache pages cost no memory until used */

@@ -7,6 +7,9 @@
 #include "engine/gemm.h"
 #include "engine/model.h"
 
+/* Query tokens per task of the tiled attention (forward.c). */
+#define ATTN_BQ 16
+
 struct elm_threadpool;
 
 struct elm_ctx {
@@ -27,7 +30,8 @@ struct elm_ctx {
     float *qkv;    /* [n_batch, max (nq + 2 nkv) hd] */
     float *att;    /* [n_batch, max nq hd] */
     float *ffn;    /* [n_batch, max 2 ff] */
-    float *scores; /* [n_threads, n_ctx] attention weights per thread */
+    float *attn_scratch; /* [n_threads, attn_stride]: a key tile and query-row state */
+    size_t attn_stride;  /* floats, a multiple of 16 */
 };
 
 #endif

@@ -169,6 +169,16 @@ elm_status elm_ctx_truncate(elm_ctx *ctx, int n_keep);
 elm_status elm_state_save(const elm_ctx *ctx, const char *path, char *err, size_t err_size);
 elm_status elm_state_load(elm_ctx *ctx, const char *path, char *err, size_t err_size);
 
+/* ------------------------------------------------------------- machine */
+
+/* One line naming the compute kernels this process uses (SIMD set of the
+ * decode kernels, BLIS configuration of the prefill GEMM); static storage. */
+const char *elm_system_info(void);
+/* Read bandwidth of this machine in bytes per second with n_threads threads
+ * (best of a few passes over a buffer of `bytes`, >= 64 MiB for a memory
+ * figure); 0 when the buffer cannot be allocated.  Takes ~0.1 s per GiB. */
+double elm_measure_bandwidth(int n_threads, size_t bytes);
+
 /* ---------------------------------------------------------------- sampler */
 
 /* Fixed chain: repetition penalty (HF semantics) -> top-k -> top-p -> min-p

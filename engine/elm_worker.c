@@ -29,14 +29,14 @@
 struct req_node {
     struct req_node *next;
     uint64_t id;
-    struct elm_request req;      /* path and tokens owned by the node */
-    struct ev_node *final;       /* preallocated: the final event can't fail */
+    struct elm_request req; /* path and tokens owned by the node */
+    struct ev_node *final;  /* preallocated: the final event can't fail */
 };
 
 struct ev_node {
     struct ev_node *next;
     struct elm_event ev;
-    size_t text_len, text_cap;   /* TOKEN merging */
+    size_t text_len, text_cap; /* TOKEN merging */
     int ids_cap;
 };
 
@@ -45,9 +45,9 @@ struct slot_ctx {
     struct slot_ctx *next;
     int slot;
     elm_ctx *ctx;
-    float *logits;               /* [n_vocab] after the last decode */
-    int logits_at;               /* n_past those logits belong to, -1: none */
-    uint64_t bytes;              /* estimate, for the budget */
+    float *logits;  /* [n_vocab] after the last decode */
+    int logits_at;  /* n_past those logits belong to, -1: none */
+    uint64_t bytes; /* estimate, for the budget */
     uint64_t last_used;
 };
 
@@ -56,7 +56,7 @@ struct model_rec {
     elm_model *model;
     const struct elm_model_info *info;
     char *path;
-    int n_ctx, n_threads;        /* as requested */
+    int n_ctx, n_threads; /* as requested */
     struct slot_ctx *ctxs;
     uint64_t last_used;
 };
@@ -75,14 +75,14 @@ struct elm_worker {
     atomic_uint_fast64_t cancel_upto; /* GENERATEs with id <= this stop */
     atomic_bool quitting;
     int wake_r, wake_w;
-    struct req_node stop_node;   /* elm_worker_free's SHUTDOWN: cannot fail */
+    struct req_node stop_node; /* elm_worker_free's SHUTDOWN: cannot fail */
 
     /* worker thread only */
-    struct model_rec *models;    /* the current one and the kept ones */
+    struct model_rec *models; /* the current one and the kept ones */
     struct model_rec *cur;
-    uint64_t clock;              /* LRU ticks */
+    uint64_t clock; /* LRU ticks */
     uint64_t budget;
-    struct req_node *run;        /* the running request */
+    struct req_node *run; /* the running request */
     /* prefill progress, updated from the abort callback */
     bool in_prefill;
     int pf_total, pf_done, pf_chunk, pf_polls, pf_layers;
@@ -187,8 +187,8 @@ static void emit_token(elm_worker *w, const int32_t *ids, int n_ids, const char 
     const struct req_node *r = w->run;
     pthread_mutex_lock(&w->mu);
     struct ev_node *t = w->eq_tail;
-    if (t && t->ev.type == ELM_EV_TOKEN && t->ev.request_id == r->id
-        && merge_token_locked(t, ids, n_ids, text, len)) {
+    if (t && t->ev.type == ELM_EV_TOKEN && t->ev.request_id == r->id &&
+        merge_token_locked(t, ids, n_ids, text, len)) {
         pthread_mutex_unlock(&w->mu);
         return;
     }
@@ -243,7 +243,8 @@ static struct elm_event *final_ev(elm_worker *w)
     return &w->run->final->ev;
 }
 
-static void set_text(struct elm_event *ev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_text(struct elm_event *ev, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void set_text(struct elm_event *ev, const char *fmt, ...)
 {
     char buf[ELM_ERR_MAX + 256];
@@ -368,7 +369,8 @@ static struct slot_ctx *slot_find(struct model_rec *m, int slot)
 static bool should_abort(void *user);
 
 /* The running request's slot in the current model, created on demand. */
-static elm_status slot_get(elm_worker *w, int slot, struct slot_ctx **out, char *err, size_t err_size)
+static elm_status slot_get(elm_worker *w, int slot, struct slot_ctx **out, char *err,
+                           size_t err_size)
 {
     struct slot_ctx *sc = slot_find(w->cur, slot);
     if (!sc) {
@@ -383,8 +385,8 @@ static elm_status slot_get(elm_worker *w, int slot, struct slot_ctx **out, char 
         cp.n_threads = w->cur->n_threads;
         cp.abort_cb = should_abort;
         cp.abort_user = w;
-        elm_status st = sc->logits ? elm_ctx_new(w->cur->model, &cp, &sc->ctx, err, err_size)
-                                   : ELM_E_NOMEM;
+        elm_status st =
+            sc->logits ? elm_ctx_new(w->cur->model, &cp, &sc->ctx, err, err_size) : ELM_E_NOMEM;
         if (st != ELM_OK) {
             slot_ctx_free(sc);
             return st;
@@ -404,8 +406,7 @@ static elm_status slot_get(elm_worker *w, int slot, struct slot_ctx **out, char 
 
 static bool cancelled(const elm_worker *w)
 {
-    return atomic_load(&w->quitting)
-           || atomic_load(&w->cancel_upto) >= (uint_fast64_t)w->run->id;
+    return atomic_load(&w->quitting) || atomic_load(&w->cancel_upto) >= (uint_fast64_t)w->run->id;
 }
 
 /* The engine's abort callback: polled between layers of elm_decode on this
@@ -467,7 +468,8 @@ static void do_load_model(elm_worker *w)
         return;
     }
     for (struct model_rec *m = w->models; m; m = m->next) {
-        if (strcmp(m->path, rq->path) == 0 && m->n_ctx == rq->n_ctx && m->n_threads == rq->n_threads) {
+        if (strcmp(m->path, rq->path) == 0 && m->n_ctx == rq->n_ctx &&
+            m->n_threads == rq->n_threads) {
             model_ready(w, m); /* kept: instant, caches intact */
             return;
         }
@@ -557,6 +559,22 @@ static elm_status prefill(elm_worker *w, struct slot_ctx *sc, const int32_t *tok
     return st;
 }
 
+/* GENERATE's min_token_interval_ms: sleep until since + ms, in short naps
+ * so that a cancel or shutdown ends the wait at once. */
+static void pace_wait(elm_worker *w, double since, int ms)
+{
+    double until = since + ms * 1e-3;
+    for (;;) {
+        double left = until - now_sec();
+        if (left <= 0 || cancelled(w))
+            return;
+        if (left > 0.005)
+            left = 0.005;
+        struct timespec ts = {0, (long)(left * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void do_generate(elm_worker *w)
 {
     const struct elm_request *rq = &w->run->req;
@@ -596,8 +614,8 @@ static void do_generate(elm_worker *w)
         keep = 0;
         while (keep < n_past && keep < rq->n_tokens && cached[keep] == rq->tokens[keep])
             keep++;
-        if (keep == rq->n_tokens && keep > 0 && rq->max_tokens > 0
-            && !(keep == n_past && sc->logits_at == keep))
+        if (keep == rq->n_tokens && keep > 0 && rq->max_tokens > 0 &&
+            !(keep == n_past && sc->logits_at == keep))
             keep--; /* logits needed: recompute the last token */
         feed = rq->tokens + keep;
         n_feed = rq->n_tokens - keep;
@@ -676,8 +694,12 @@ static void do_generate(elm_worker *w)
     enum elm_done_reason reason = ELM_DONE_LENGTH;
     elm_status fst = ELM_OK;
     int n_gen = 0;
-    double t2 = now_sec();
+    double t2 = now_sec(), t_tok = t2;
     for (;;) {
+        if (rq->min_token_interval_ms > 0 && n_gen > 0) {
+            pace_wait(w, t_tok, rq->min_token_interval_ms);
+            t_tok = now_sec();
+        }
         if (cancelled(w)) {
             reason = ELM_DONE_CANCELLED;
             break;
@@ -871,14 +893,29 @@ static void *worker_main(void *arg)
         ev->request_type = n->req.type;
         ev->slot = n->req.slot;
         switch (n->req.type) {
-        case ELM_REQ_LOAD_MODEL: do_load_model(w); break;
-        case ELM_REQ_GENERATE: do_generate(w); break;
-        case ELM_REQ_TRUNCATE: do_truncate(w); break;
-        case ELM_REQ_SAVE_STATE: do_state(w, true); break;
-        case ELM_REQ_LOAD_STATE: do_state(w, false); break;
-        case ELM_REQ_FREE_CTX: do_free_ctx(w); break;
-        case ELM_REQ_SHUTDOWN: break;
-        default: finish_error(w, ELM_E_INVALID, 0, "unknown request type"); break;
+        case ELM_REQ_LOAD_MODEL:
+            do_load_model(w);
+            break;
+        case ELM_REQ_GENERATE:
+            do_generate(w);
+            break;
+        case ELM_REQ_TRUNCATE:
+            do_truncate(w);
+            break;
+        case ELM_REQ_SAVE_STATE:
+            do_state(w, true);
+            break;
+        case ELM_REQ_LOAD_STATE:
+            do_state(w, false);
+            break;
+        case ELM_REQ_FREE_CTX:
+            do_free_ctx(w);
+            break;
+        case ELM_REQ_SHUTDOWN:
+            break;
+        default:
+            finish_error(w, ELM_E_INVALID, 0, "unknown request type");
+            break;
         }
         w->run = NULL;
         req_free(n);
@@ -898,8 +935,8 @@ static int make_pipe(int fds[2])
         return -errno;
     for (int i = 0; i < 2; i++) {
         int fl = fcntl(fds[i], F_GETFL);
-        if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0
-            || fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
+        if (fl < 0 || fcntl(fds[i], F_SETFL, fl | O_NONBLOCK) < 0 ||
+            fcntl(fds[i], F_SETFD, FD_CLOEXEC) < 0) {
             int e = errno;
             close(fds[0]);
             close(fds[1]);

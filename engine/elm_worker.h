@@ -69,20 +69,23 @@ enum {
 
 struct elm_request {
     enum elm_request_type type;
-    int slot;                  /* conversation context slot (one per session) */
-    char *path;                /* LOAD_MODEL, SAVE/LOAD_STATE; copied by post */
-    int32_t *tokens;           /* GENERATE: appended before sampling; copied */
+    int slot;        /* conversation context slot (one per session) */
+    char *path;      /* LOAD_MODEL, SAVE/LOAD_STATE; copied by post */
+    int32_t *tokens; /* GENERATE: appended before sampling; copied */
     int n_tokens;
-    int n_keep;                /* TRUNCATE; GENERATE: truncate to this first if >= 0 */
-    int max_tokens;            /* GENERATE: 0 = prefill only (DONE reason OK) */
+    int n_keep;     /* TRUNCATE; GENERATE: truncate to this first if >= 0 */
+    int max_tokens; /* GENERATE: 0 = prefill only (DONE reason OK) */
     struct elm_sampler_params sampler;
     int32_t stop_ids[ELM_MAX_STOP_IDS]; /* GENERATE: besides the model's EOS */
     int n_stop_ids;
-    int n_ctx;                 /* LOAD_MODEL: context length, <= 0 default */
-    int n_threads;             /* LOAD_MODEL: <= 0 default */
-    unsigned flags;            /* GENERATE: ELM_GEN_* */
-    uint64_t mem_budget;       /* LOAD_MODEL: bytes for models + caches kept
-                                  (0: half the physical memory) */
+    int n_ctx;           /* LOAD_MODEL: context length, <= 0 default */
+    int n_threads;       /* LOAD_MODEL: <= 0 default */
+    unsigned flags;      /* GENERATE: ELM_GEN_* */
+    uint64_t mem_budget; /* LOAD_MODEL: bytes for models + caches kept
+                            (0: half the physical memory) */
+    int min_token_interval_ms; /* GENERATE: pacing for tests and demos: at least
+                                  this long between sampled tokens (the wait
+                                  ends at once on cancel); 0: as fast as possible */
 };
 
 /* A request of that type with the defaults: n_keep -1 (no truncation),
@@ -94,7 +97,7 @@ enum elm_event_type {
     ELM_EV_LOAD_PROGRESS = 1,
     ELM_EV_MODEL_READY,
     ELM_EV_PREFILL_PROGRESS,
-    ELM_EV_TOKEN,    /* coalesced: text may hold several tokens */
+    ELM_EV_TOKEN, /* coalesced: text may hold several tokens */
     ELM_EV_DONE,
     ELM_EV_ERROR,
 };
@@ -119,14 +122,14 @@ struct elm_event {
     uint64_t request_id;
     enum elm_request_type request_type;
     int slot;
-    float progress;            /* LOAD_PROGRESS, PREFILL_PROGRESS: 0..1 */
-    int32_t *ids;              /* TOKEN: the token ids (owned by the event) */
+    float progress; /* LOAD_PROGRESS, PREFILL_PROGRESS: 0..1 */
+    int32_t *ids;   /* TOKEN: the token ids (owned by the event) */
     int n_ids;
-    char *text;                /* TOKEN: UTF-8 text; ERROR, DONE(ERROR): message (owned) */
+    char *text; /* TOKEN: UTF-8 text; ERROR, DONE(ERROR): message (owned) */
     enum elm_done_reason reason;
-    elm_status status;         /* ERROR, DONE(ERROR) */
-    int n_past;                /* DONE, ERROR: tokens in the slot's cache */
-    int n_ctx;                 /* DONE, ERROR, MODEL_READY: cache capacity */
+    elm_status status;              /* ERROR, DONE(ERROR) */
+    int n_past;                     /* DONE, ERROR: tokens in the slot's cache */
+    int n_ctx;                      /* DONE, ERROR, MODEL_READY: cache capacity */
     double prefill_tps, decode_tps; /* DONE */
     int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
     int n_reused;                   /* DONE: tokens found already cached */

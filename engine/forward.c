@@ -36,22 +36,6 @@ static void rope(float *v, const float *cosv, const float *sinv, int half)
 
 /* ------------------------------------------------------------ pool jobs */
 
-struct matvec_job {
-    const struct elm_matrix *w;
-    const float *x;
-    float *y;
-    bool accumulate;
-};
-
-static void matvec_task(void *arg, int ith, int nth)
-{
-    const struct matvec_job *j = arg;
-    long b, e;
-    elm_split((long)j->w->rows, ith, nth, 16, &b, &e);
-    if (e > b)
-        elm_matvec_rows(j->w, j->x, j->y + b, b, e, j->accumulate);
-}
-
 struct rows_job {
     const float *src; /* [n, d] */
     float *dst;
@@ -60,30 +44,26 @@ struct rows_job {
     float eps;
 };
 
-static void rmsnorm_task(void *arg, int ith, int nth)
+static void rmsnorm_task(void *arg, long b, long e, int ith)
 {
+    (void)ith;
     const struct rows_job *j = arg;
-    long b, e;
-    elm_split(j->n, ith, nth, 1, &b, &e);
     for (long t = b; t < e; t++)
         rmsnorm(j->src + t * j->d, j->w, j->dst + t * j->d, j->d, j->eps);
 }
 
 struct swiglu_job {
     float *y; /* [n, 2 ff]: gate | up; silu(gate) * up goes over gate */
-    int n, ff;
+    int ff;
 };
 
-static void swiglu_task(void *arg, int ith, int nth)
+static void swiglu_task(void *arg, long b, long e, int ith)
 {
+    (void)ith;
     const struct swiglu_job *j = arg;
-    long total = (long)j->n * j->ff, b, e;
-    elm_split(total, ith, nth, 16, &b, &e);
-    for (long k = b; k < e; k++) {
-        long t = k / j->ff, i = k % j->ff;
+    for (long t = b; t < e; t++) {
         float *row = j->y + t * 2 * j->ff;
-        float g = row[i];
-        row[i] = g / (1.0f + expf(-g)) * row[j->ff + i];
+        elm_swiglu(row, row + j->ff, (size_t)j->ff);
     }
 }
 
@@ -91,12 +71,15 @@ struct attn_job {
     struct elm_ctx *c;
     const struct elm_layer *l;
     const float *k, *v; /* cache of this layer */
-    int n, pos0;
+    int n, pos0, n_blocks;
 };
 
-/* One (token, query head) pair at a time: softmax(q k^T / sqrt(hd)) v over
- * the positions up to the token's own.  Query head h uses kv head h / grp. */
-static void attn_task(void *arg, int ith, int nth)
+/* Causal attention, tiled: a task is one kv head and a block of ATTN_BQ
+ * query tokens (all grp query heads that share the kv head); keys stream
+ * through in blocks of ELM_ATTN_BK, transposed once per block for every
+ * query row, with an online softmax, so memory is O(block), not O(n^2).
+ * Query head h uses kv head h / grp. */
+static void attn_task(void *arg, long b, long e, int ith)
 {
     const struct attn_job *j = arg;
     const struct elm_layer *l = j->l;
@@ -105,31 +88,51 @@ static void attn_task(void *arg, int ith, int nth)
     size_t row_qkv = (size_t)(l->nq + 2 * l->nkv) * hd, row_kv = (size_t)l->nkv * hd;
     size_t row_att = (size_t)l->nq * hd;
     float scale = 1.0f / sqrtf((float)hd);
-    float *scores = c->scores + (size_t)ith * (size_t)c->n_ctx;
-    long b, e;
-    elm_split((long)j->n * l->nq, ith, nth, 1, &b, &e);
-    for (long pair = b; pair < e; pair++) {
-        int t = (int)(pair / l->nq), h = (int)(pair % l->nq), kvh = h / grp;
-        int n_keys = j->pos0 + t + 1;
-        const float *q = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
-        float *out = c->att + (size_t)t * row_att + (size_t)h * hd;
-        float mx = -INFINITY;
-        for (int s = 0; s < n_keys; s++) {
-            float sc = elm_dot_f32(q, j->k + (size_t)s * row_kv + (size_t)kvh * hd, (size_t)hd) *
-                       scale;
-            scores[s] = sc;
-            mx = sc > mx ? sc : mx;
+    float *kt = c->attn_scratch + (size_t)ith * c->attn_stride;
+    float *o = kt + (size_t)hd * ELM_ATTN_BK;
+    float *mx = o + (size_t)ATTN_BQ * grp * hd, *sum = mx + ATTN_BQ * grp;
+    for (long item = b; item < e; item++) {
+        /* the longest rows (last tokens) first: better balance */
+        int kvh = (int)(item % l->nkv), blk = j->n_blocks - 1 - (int)(item / l->nkv);
+        int t0 = blk * ATTN_BQ, t1 = t0 + ATTN_BQ < j->n ? t0 + ATTN_BQ : j->n;
+        int rows = (t1 - t0) * grp, max_keys = j->pos0 + t1;
+        for (int i = 0; i < rows; i++) {
+            mx[i] = -INFINITY;
+            sum[i] = 0.0f;
         }
-        double sum = 0.0;
-        for (int s = 0; s < n_keys; s++) {
-            scores[s] = expf(scores[s] - mx);
-            sum += scores[s];
+        memset(o, 0, (size_t)rows * hd * sizeof *o);
+        for (int kb = 0; kb < max_keys; kb += ELM_ATTN_BK) {
+            int nkb = max_keys - kb < ELM_ATTN_BK ? max_keys - kb : ELM_ATTN_BK;
+            const float *kp = j->k + (size_t)kb * row_kv + (size_t)kvh * hd;
+            for (int d = 0; d < hd; d++) {
+                float *dst = kt + (size_t)d * ELM_ATTN_BK;
+                for (int s = 0; s < nkb; s++)
+                    dst[s] = kp[(size_t)s * row_kv + d];
+                for (int s = nkb; s < ELM_ATTN_BK; s++)
+                    dst[s] = 0.0f;
+            }
+            const float *vp = j->v + (size_t)kb * row_kv + (size_t)kvh * hd;
+            for (int t = t0; t < t1; t++) {
+                int nk = j->pos0 + t + 1 - kb;
+                if (nk <= 0)
+                    continue;
+                nk = nk < nkb ? nk : nkb;
+                for (int g = 0; g < grp; g++) {
+                    int i = (t - t0) * grp + g, h = kvh * grp + g;
+                    const float *q = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
+                    elm_attn_block(q, scale, kt, vp, (long)row_kv, nk, hd, &mx[i], &sum[i],
+                                   o + (size_t)i * hd);
+                }
+            }
         }
-        float inv = (float)(1.0 / sum);
-        memset(out, 0, (size_t)hd * sizeof *out);
-        for (int s = 0; s < n_keys; s++)
-            elm_axpy_f32(scores[s] * inv, j->v + (size_t)s * row_kv + (size_t)kvh * hd, out,
-                         (size_t)hd);
+        for (int t = t0; t < t1; t++)
+            for (int g = 0; g < grp; g++) {
+                int i = (t - t0) * grp + g, h = kvh * grp + g;
+                float *out = c->att + (size_t)t * row_att + (size_t)h * hd;
+                float inv = 1.0f / sum[i];
+                for (int d = 0; d < hd; d++)
+                    out[d] = o[(size_t)i * hd + d] * inv;
+            }
     }
 }
 
@@ -139,12 +142,7 @@ static void attn_task(void *arg, int ith, int nth)
 static void matmul(struct elm_ctx *c, const float *a, long lda, int m, const struct elm_matrix *w,
                    float *out, long ldc, bool accumulate)
 {
-    if (m == 1) {
-        struct matvec_job job = {.w = w, .x = a, .y = out, .accumulate = accumulate};
-        elm_threadpool_run(c->pool, matvec_task, &job);
-    } else {
-        elm_gemm(a, lda, m, w, out, ldc, accumulate, c->n_threads, c->pool, &c->tile);
-    }
+    elm_gemm(a, lda, m, w, out, ldc, accumulate, c->pool, &c->tile);
 }
 
 static void norm_rows(struct elm_ctx *c, const float *src, float *dst, const float *w, int n)
@@ -152,10 +150,7 @@ static void norm_rows(struct elm_ctx *c, const float *src, float *dst, const flo
     const struct elm_model_info *in = &c->model->info;
     struct rows_job job = {.src = src, .dst = dst, .w = w, .n = n, .d = in->model_dim,
                            .eps = in->rms_eps};
-    if (n == 1)
-        rmsnorm_task(&job, 0, 1);
-    else
-        elm_threadpool_run(c->pool, rmsnorm_task, &job);
+    elm_threadpool_for(c->pool, n, elm_threadpool_chunk(c->pool, n, 2, 1, 8), rmsnorm_task, &job);
 }
 
 /* QK-norm and RoPE on the fresh rows, then K and V into the cache. */
@@ -195,13 +190,14 @@ static void layer(struct elm_ctx *c, int li, int n, int pos0)
     qk_rope_store(c, li, n, pos0);
     struct attn_job aj = {.c = c, .l = l, .k = c->k_cache[li], .v = c->v_cache[li], .n = n,
                           .pos0 = pos0};
-    elm_threadpool_run(c->pool, attn_task, &aj);
+    aj.n_blocks = (n + ATTN_BQ - 1) / ATTN_BQ;
+    elm_threadpool_for(c->pool, (long)aj.n_blocks * l->nkv, 1, attn_task, &aj);
     matmul(c, c->att, row_att, n, &l->out, c->x, d, true);
 
     norm_rows(c, c->x, c->h, l->ffn_norm, n);
     matmul(c, c->h, d, n, &l->proj1, c->ffn, 2L * l->ff, false);
-    struct swiglu_job sj = {.y = c->ffn, .n = n, .ff = l->ff};
-    elm_threadpool_run(c->pool, swiglu_task, &sj);
+    struct swiglu_job sj = {.y = c->ffn, .ff = l->ff};
+    elm_threadpool_for(c->pool, n, elm_threadpool_chunk(c->pool, n, 2, 1, 4), swiglu_task, &sj);
     matmul(c, c->ffn, 2L * l->ff, n, &l->proj2, c->x, d, true);
 }
 
@@ -217,7 +213,6 @@ static elm_status chunk(struct elm_ctx *c, const int32_t *tokens, int n, int pos
     for (int t = 0; t < n; t++)
         elm_to_f32((const char *)m->embed.data + (size_t)tokens[t] * row_bytes,
                    m->embed.dtype, c->x + (size_t)t * d, (size_t)d);
-    elm_threadpool_set_spin(c->pool, n == 1);
     for (int li = 0; li < in->n_layers; li++) {
         if (c->abort_cb && c->abort_cb(c->abort_user))
             return ELM_E_ABORTED;

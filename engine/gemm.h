@@ -1,4 +1,11 @@
-/* gemm.h: C (+)= A x W^T through BLIS (engine-internal). */
+/* gemm.h: C (+)= A x W^T for a batch of tokens (engine-internal).
+ *
+ * Small batches go through the row kernels of kernels.c (weights are read
+ * once for four tokens at a time); larger ones through BLIS sgemm, one
+ * single-threaded call per range of weight rows on the ctx's pool, so no
+ * OpenMP thread ever runs.  BF16/F16/quantized weights are widened a tile
+ * of rows at a time into a per-thread buffer, never as a whole f32 copy.
+ */
 #ifndef ELMCHAT_ENGINE_GEMM_H
 #define ELMCHAT_ENGINE_GEMM_H
 
@@ -9,18 +16,27 @@
 
 struct elm_threadpool;
 
-/* Scratch for widening 16-bit weights, reused across calls (one per ctx). */
+/* Per-thread scratch for widening weights, reused across calls (one per ctx). */
 struct elm_gemm_tile {
-    float *buf;    /* owned */
-    size_t floats; /* capacity */
+    float **buf;   /* [n_threads] buffers of `floats` each, owned */
+    int n;         /* buffers */
+    size_t floats; /* capacity of each */
 };
 
-/* C[m, W.rows] (+)= A[m, W.cols] x W^T, row strides lda and ldc (floats).
- * F32 weights go to BLIS as they are mapped; BF16/F16 weights are widened
- * a block of rows at a time into tile (with the pool's threads), so no f32
- * copy of a whole matrix ever exists.  n_threads: BLIS threads. */
+/* Batches below this many tokens use the row kernels, not BLIS. */
+#define ELM_GEMM_MIN_BLIS_M 8
+
+/* Allocate n_threads tiles able to hold a useful block of rows of cols_max
+ * columns; false on out of memory. */
+bool elm_gemm_tile_init(struct elm_gemm_tile *tile, int n_threads, size_t cols_max);
+void elm_gemm_tile_free(struct elm_gemm_tile *tile);
+
+/* C[m, W.rows] (+)= A[m, W.cols] x W^T, row strides lda and ldc (floats). */
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
-              bool accumulate, int n_threads, struct elm_threadpool *pool,
-              struct elm_gemm_tile *tile);
+              bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile);
+
+/* The BLIS configuration in use ("skx", "haswell", "generic" ...), and
+ * whether elmchat chose it (BLIS 0.9 does not know recent CPUs). */
+const char *elm_gemm_blis_arch(bool *chosen_by_us);
 
 #endif

@@ -1,8 +1,14 @@
 /* kernels.h: the inner loops of the forward pass (engine-internal).
  *
- * Each kernel has a portable C version and, chosen once at run time with
- * __builtin_cpu_supports, AVX2+FMA+F16C and AVX-512 versions.  All read
- * weights as stored (F32, BF16, F16) and compute in f32.
+ * Each kernel has a portable C version and AVX2+FMA+F16C and AVX-512
+ * versions; one set is chosen once at run time from the CPU's features
+ * (ELM_KERNELS=generic|avx2|avx512 in the environment, or
+ * elm_kernels_select(), forces a set: the tests run every set the CPU has).
+ * All read weights as stored (F32, BF16, F16) and compute in f32.
+ *
+ * Determinism: every output of elm_matmul_rows is one dot product whose
+ * summation order depends only on the column count and the kernel set,
+ * never on the row range, the token count or the thread that computes it.
  */
 #ifndef ELMCHAT_ENGINE_KERNELS_H
 #define ELMCHAT_ENGINE_KERNELS_H
@@ -21,6 +27,9 @@ void elm_kernels_init(void);
 const char *elm_kernels_name(void);
 /* Force the portable kernels (tests), before any model is loaded. */
 void elm_kernels_force_generic(void);
+/* Switch to the set called name ("generic", "avx2", "avx512"); false when
+ * this CPU cannot run it.  Not while another thread computes (tests). */
+bool elm_kernels_select(const char *name);
 
 /* Widen n elements of dtype to f32 (exact). */
 void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
@@ -28,8 +37,30 @@ void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
 float elm_dot_f32(const float *a, const float *b, size_t n);
 /* y[i] += a * x[i] */
 void elm_axpy_f32(float a, const float *x, float *y, size_t n);
+/* y[i] *= a */
+void elm_scale_f32(float a, float *y, size_t n);
+/* g[i] = silu(g[i]) * u[i] */
+void elm_swiglu(float *g, const float *u, size_t n);
 /* y[r - r0] (+)= dot(W[r, :], x) for rows r in [r0, r1). */
 void elm_matvec_rows(const struct elm_matrix *w, const float *x, float *y, int64_t r0, int64_t r1,
                      bool accumulate);
+/* Y[t, r - r0] (+)= dot(W[r, :], X[t, :]) for t < m and rows r in [r0, r1):
+ * X has row stride ldx, Y row stride ldy (floats).  Weight rows are read
+ * once for up to four tokens at a time (small batches, decode). */
+void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
+                     long ldy, int64_t r0, int64_t r1, bool accumulate);
+
+/* Keys per block of the tiled attention. */
+#define ELM_ATTN_BK 64
+/* One step of attention with an online softmax, for one query row q[hd]
+ * against nk <= ELM_ATTN_BK keys given transposed, kt[d * ELM_ATTN_BK + s],
+ * and their value rows v + s * ldv: updates the running maximum *m (start
+ * -INFINITY), the running sum *l (start 0) and the unnormalized output o[hd]
+ * (start 0).  Scores are (q . k) * scale.  The caller divides o by l. */
+void elm_attn_block(const float *q, float scale, const float *kt, const float *v, long ldv,
+                    int nk, int hd, float *m, float *l, float *o);
+
+/* Sum of n floats read as fast as the CPU can (the bandwidth probe). */
+float elm_read_sum(const float *p, size_t n);
 
 #endif

@@ -21,6 +21,7 @@ engine_libelm_a_SOURCES += \
 	engine/jsonfile.c engine/jsonfile.h \
 	engine/safetensors.c engine/safetensors.h \
 	engine/kernels.c engine/kernels.h \
+	engine/kernels_info.c \
 	engine/threadpool.c engine/threadpool.h \
 	engine/gemm.c engine/gemm.h \
 	engine/ctx.c engine/ctx.h \

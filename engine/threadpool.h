@@ -1,8 +1,15 @@
 /* threadpool.h: a small persistent pool of compute threads (engine-internal).
  *
- * threadpool_run(pool, fn, arg) calls fn(arg, ith, nth) once on each of the
- * nth threads (the caller is thread 0) and returns when all have finished.
- * One caller at a time: a pool belongs to one elm_ctx.
+ * elm_threadpool_for(pool, n, chunk, fn, arg) hands out the ranges
+ * [0, chunk), [chunk, 2 chunk) ... of n items to the calling thread and to
+ * the pool's workers, first come first served, and returns when every range
+ * is done.  A worker the OS has not scheduled (a busy machine) never delays
+ * a job: the others take its ranges.  One caller at a time: a pool belongs
+ * to one elm_ctx.
+ *
+ * Idle workers spin for a few tens of microseconds (a decode step hands
+ * out dozens of small jobs), then sleep in the kernel (futex), so between
+ * tokens they use no CPU.
  */
 #ifndef ELMCHAT_ENGINE_THREADPOOL_H
 #define ELMCHAT_ENGINE_THREADPOOL_H
@@ -12,18 +19,21 @@
 #include "engine/elm.h"
 
 struct elm_threadpool;
-typedef void (*elm_task_fn)(void *arg, int ith, int nth);
+/* Items [begin, end); ith is 0 for the caller, 1 .. n_threads - 1 for the
+ * workers (an index into per-thread scratch). */
+typedef void (*elm_range_fn)(void *arg, long begin, long end, int ith);
 
 /* n_threads >= 1 (the caller counts as one).  *out owned. */
 elm_status elm_threadpool_new(int n_threads, struct elm_threadpool **out);
 void elm_threadpool_free(struct elm_threadpool *pool);
 int elm_threadpool_size(const struct elm_threadpool *pool);
-void elm_threadpool_run(struct elm_threadpool *pool, elm_task_fn fn, void *arg);
+void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_range_fn fn,
+                        void *arg);
 
-/* Whether idle workers spin before they sleep.  Spinning makes the many
- * small jobs of a decode step cheap; it must be off while BLIS's own threads
- * run (a prefill), or the two sets of threads fight for the cores. */
-void elm_threadpool_set_spin(struct elm_threadpool *pool, bool spin);
+/* A chunk size for n items over the pool: about `per_thread` ranges per
+ * thread, a multiple of align, at least min_chunk. */
+long elm_threadpool_chunk(const struct elm_threadpool *pool, long n, int per_thread, long align,
+                          long min_chunk);
 
 /* The part [*begin, *end) of n items that thread ith of nth works on,
  * rounded to multiples of align. */

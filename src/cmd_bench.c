@@ -24,6 +24,9 @@ static void help(void)
            "Measure prompt processing (ppN: one batch of N tokens) and text generation\n"
            "(tgN: N decode steps of one token each, from an empty cache) in tokens per\n"
            "second, as llama-bench does.  Each test runs once to warm up, then REPS times.\n"
+           "Decode reads every weight once a token: tg rows also show the weight bytes\n"
+           "read per second and their share of this machine's read bandwidth, measured\n"
+           "first with the same threads (the roofline).\n"
            "\n"
            "  -m, --model MODEL     model folder or name (default: the bundled demo model)\n"
            "  -p, --n-prompt N      prompt tokens (default 512; 0 skips the pp test)\n"
@@ -31,6 +34,8 @@ static void help(void)
            "  -t, --threads N       compute threads (default: all cores)\n"
            "  -r, --repetitions N   timed runs per test (default 5)\n"
            "      --json            one JSON object per line and test, not a table\n"
+           "      --kernels         print the compute kernels chosen for this CPU and exit\n"
+           "      --no-bandwidth    skip the bandwidth measurement (no roofline)\n"
            "  -h, --help            display this help and exit\n"
            "\n"
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
@@ -111,14 +116,15 @@ int cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* `bench --chat`: src/bench_chat.c */
         if (strcmp(argv[i], "--chat") == 0)
             return bench_chat_main(argc, argv);
-    enum { OPT_JSON = 0x2000 };
+    enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW };
     static const struct option opts[] = {
         {"model", 1, NULL, 'm'},       {"n-prompt", 1, NULL, 'p'}, {"n-gen", 1, NULL, 'n'},
         {"threads", 1, NULL, 't'},     {"repetitions", 1, NULL, 'r'},
-        {"json", 0, NULL, OPT_JSON},   {"help", 0, NULL, 'h'},     {NULL, 0, NULL, 0}};
+        {"json", 0, NULL, OPT_JSON},   {"help", 0, NULL, 'h'},     {"kernels", 0, NULL, OPT_KERNELS},
+        {"no-bandwidth", 0, NULL, OPT_NO_BW}, {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
     long n_prompt = 512, n_gen = 128, threads = 0, reps = 5;
-    bool json = false;
+    bool json = false, bandwidth = true;
     int opt;
     optind = 1;
     opterr = 0;
@@ -142,6 +148,8 @@ int cmd_bench(int argc, char **argv)
                 return cli_usage_error(argv[0], "invalid -r '%s'", optarg);
             break;
         case OPT_JSON: json = true; break;
+        case OPT_KERNELS: printf("%s\n", elm_system_info()); return EXIT_OK;
+        case OPT_NO_BW: bandwidth = false; break;
         case 'h': help(); return EXIT_OK;
         case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
@@ -178,11 +186,15 @@ int cmd_bench(int argc, char **argv)
         ids[i] = (int32_t)((s >> 33) % (uint64_t)in->n_vocab);
     }
 
+    /* 256 MiB: far more than any L3 cache. */
+    double bw = bandwidth && n_gen > 0 ? elm_measure_bandwidth((int)threads, (size_t)256 << 20) : 0;
+    double bytes_tok = (double)in->weight_bytes; /* every weight once a token (tied head) */
     if (!json) {
-        printf("| %-24s | %-5s | %9s | %9s | %7s | %7s | %20s |\n", "model", "type", "size",
-               "params", "threads", "test", "t/s");
-        printf("| %.24s | %.5s | %.9s | %.9s | %.7s | %.7s | %.20s |\n", "------------------------",
-               "-----", "---------", "---------", "-------", "-------", "--------------------");
+        printf("| %-24s | %-5s | %9s | %9s | %7s | %7s | %20s | %6s | %6s |\n", "model", "type",
+               "size", "params", "threads", "test", "t/s", "GB/s", "of bw");
+        printf("| %.24s | %.5s | %.9s | %.9s | %.7s | %.7s | %.20s | %.6s | %.6s |\n",
+               "------------------------", "-----", "---------", "---------", "-------",
+               "-------", "--------------------", "------", "------");
         fflush(stdout);
     }
     for (int k = 0; k < 2; k++) {
@@ -198,17 +210,35 @@ int cmd_bench(int argc, char **argv)
                    r.test, r.avg_ts, r.sd_ts, threads, elm_dtype_name(in->dtype));
             json_string(in->name);
             printf(", \"n_params\": %" PRIu64 ", \"model_bytes\": %" PRIu64
-                   ", \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %ld, \"avg_ms\": %.3f}\n",
+                   ", \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %ld, \"avg_ms\": %.3f",
                    in->n_params, in->weight_bytes, r.n_prompt, r.n_gen, reps, r.avg_ms);
+            if (r.n_gen > 0)
+                printf(", \"weight_gb_per_second\": %.3f", r.avg_ts * bytes_tok / 1e9);
+            if (r.n_gen > 0 && bw > 0)
+                printf(", \"machine_gb_per_second\": %.3f, \"roofline_tokens_per_second\": "
+                       "%.3f, \"roofline_share\": %.4f",
+                       bw / 1e9, bw / bytes_tok, r.avg_ts * bytes_tok / bw);
+            printf(", \"kernels\": ");
+            json_string(elm_system_info());
+            printf("}\n");
         } else {
             char ts[32];
             snprintf(ts, sizeof ts, "%.2f ± %.2f", r.avg_ts, r.sd_ts);
-            printf("| %-24.24s | %-5s | %5.0f MiB | %7.2f M | %7ld | %7s | %21s |\n", in->name,
-                   elm_dtype_name(in->dtype), (double)in->weight_bytes / (1 << 20),
-                   (double)in->n_params / 1e6, threads, r.test, ts);
+            char gbs[16] = "", share[16] = "";
+            if (r.n_gen > 0)
+                snprintf(gbs, sizeof gbs, "%.1f", r.avg_ts * bytes_tok / 1e9);
+            if (r.n_gen > 0 && bw > 0)
+                snprintf(share, sizeof share, "%.1f %%", 100.0 * r.avg_ts * bytes_tok / bw);
+            printf("| %-24.24s | %-5s | %5.0f MiB | %7.2f M | %7ld | %7s | %21s | %6s | %6s |\n",
+                   in->name, elm_dtype_name(in->dtype), (double)in->weight_bytes / (1 << 20),
+                   (double)in->n_params / 1e6, threads, r.test, ts, gbs, share);
         }
         fflush(stdout);
     }
+    if (!json && bw > 0)
+        printf("\nread bandwidth %.1f GB/s with %ld threads: decode roofline %.1f t/s\n"
+               "kernels: %s\n",
+               bw / 1e9, threads, bw / bytes_tok, elm_system_info());
     if (ferror(stdout)) {
         cli_error("write error: %s", strerror(errno));
         goto done;

@@ -20,11 +20,13 @@
 
 static void print_help(void)
 {
-    printf("Usage: elmchat run -m MODEL [OPTION]... [-p TEXT | -f FILE]\n"
+    printf("Usage: elmchat run [-m MODEL] [OPTION]... [-p TEXT | -f FILE]\n"
            "One reply to stdout for a one-turn conversation (the prompt is read from\n"
            "standard input when neither -p nor -f is given).\n"
            "\n"
-           "  -m, --model MODEL        model folder, .gguf file, name or alias\n"
+           "  -m, --model MODEL        model folder, .gguf file, name or alias (default:\n"
+           "                           default_model of config.yaml, else the bundled\n"
+           "                           demo model, whose output is noise)\n"
            "  -t, --template NAME      chat template (default: openelm-instruct for\n"
            "                           models named *instruct*, else plain)\n"
            "      --system TEXT        system prompt\n"
@@ -314,11 +316,10 @@ int cmd_run(int argc, char **argv)
     }
     if (!c.model && !(dry_run && tokenizer_path))
         c.model = cfg.default_model;
-    if (!c.model && !(dry_run && tokenizer_path)) {
-        config_fini(&cfg);
-        return cli_usage_error("run", "no model (-m MODEL, or default_model in config.yaml)%s",
-                               dry_run ? " and no --tokenizer FILE" : "");
-    }
+    /* Like the chat: no model anywhere means the bundled demo model
+     * ("" resolves to it, or to a message saying it is missing). */
+    if (!c.model && !(dry_run && tokenizer_path))
+        c.model = "";
     int rc = EXIT_RUNTIME;
     char *input = NULL;
     struct template *tpl = NULL;

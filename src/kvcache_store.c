@@ -268,6 +268,12 @@ bool kvcache_adopt(struct conversation *cv, const char *kv_path, uint64_t finger
         goto out;
     ids = x_malloc((size_t)(n_tokens ? n_tokens : 1) * sizeof *ids);
     memcpy(ids, r.p + r.off, (size_t)n_tokens * sizeof *ids);
+    /* Recorded ids go into the sequence as they are: refuse any the
+     * tokenizer (hence the model) cannot have produced (found by fuzzing). */
+    int n_vocab = cv->tok ? elm_tokenizer_n_vocab(cv->tok) : 0;
+    for (uint64_t i = 0; i < n_tokens; i++)
+        if (ids[i] < 0 || ids[i] >= n_vocab)
+            goto out;
 
     /* The messages that are the same (role, content, in context or not). */
     size_t k = 0;

@@ -4,6 +4,7 @@
 ENGINE_TESTS = \
 	tests/test-engine-golden \
 	tests/test-engine-invariants \
+	tests/test-engine-kernels \
 	tests/test-engine-load \
 	tests/test-engine-sampler \
 	tests/test-engine-state
@@ -20,6 +21,8 @@ tests_test_engine_golden_LDADD = $(ENGINE_TEST_LDADD)
 tests_test_engine_invariants_SOURCES = tests/test-engine-invariants.c $(ENGINE_TEST_UTIL)
 tests_test_engine_invariants_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_test_engine_invariants_LDADD = $(ENGINE_TEST_LDADD)
+tests_test_engine_kernels_SOURCES = tests/test-engine-kernels.c
+tests_test_engine_kernels_LDADD = tests/libtap.a $(ELM_ENGINE_LIBS)
 tests_test_engine_load_SOURCES = tests/test-engine-load.c $(ENGINE_TEST_UTIL)
 tests_test_engine_load_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_test_engine_load_LDADD = $(ENGINE_TEST_LDADD)
@@ -28,3 +31,9 @@ tests_test_engine_sampler_LDADD = tests/libtap.a $(ELM_ENGINE_LIBS)
 tests_test_engine_state_SOURCES = tests/test-engine-state.c $(ENGINE_TEST_UTIL)
 tests_test_engine_state_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_test_engine_state_LDADD = $(ENGINE_TEST_LDADD)
+
+# The same forward-pass tests on the portable kernels (ELM_KERNELS=generic):
+# the fallback of CPUs without AVX2 must stay exact too.
+ENGINE_GENERIC_TESTS = tests/test-engine-generic.sh
+TESTS += $(ENGINE_GENERIC_TESTS)
+EXTRA_DIST += $(ENGINE_GENERIC_TESTS)

@@ -54,8 +54,8 @@ struct elm_model_params elm_model_default_params(void)
     return p;
 }
 
-elm_status elm_model_load(const char *path, const struct elm_model_params *params,
-                          elm_model **out, char *err, size_t err_size)
+elm_status elm_model_load(const char *path, const struct elm_model_params *params, elm_model **out,
+                          char *err, size_t err_size)
 {
     if (strncmp(path, "fake:", 5) != 0) {
         snprintf(err, err_size, "%s: not a fake model", path);
@@ -133,8 +133,8 @@ struct elm_ctx_params elm_ctx_default_params(void)
     return p;
 }
 
-elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *params,
-                       elm_ctx **out, char *err, size_t err_size)
+elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *params, elm_ctx **out,
+                       char *err, size_t err_size)
 {
     (void)err;
     (void)err_size;
@@ -245,8 +245,8 @@ elm_status elm_state_load(elm_ctx *ctx, const char *path, char *err, size_t err_
     uint64_t fp = 0;
     int n = 0;
     elm_status st = ELM_OK;
-    if (fread(&fp, sizeof fp, 1, f) != 1 || fread(&n, sizeof n, 1, f) != 1 || n < 0
-        || n > ctx->n_ctx) {
+    if (fread(&fp, sizeof fp, 1, f) != 1 || fread(&n, sizeof n, 1, f) != 1 || n < 0 ||
+        n > ctx->n_ctx) {
         snprintf(err, err_size, "%s: truncated", path);
         st = ELM_E_FORMAT;
     } else if (fp != ctx->model->info.fingerprint) {

@@ -18,13 +18,11 @@ ok 'ui_wait "> 你好世中 😀 ok" 3' "a CJK character deleted and another ins
 cx=$(ui_tmux display -p '#{cursor_x}')
 ok '[ "$cx" = 10 ]' "cursor right after the new character (column 10, got $cx)"
 ui_keys C-a
-sleep 0.2
-ok '[ "$(ui_tmux display -p "#{cursor_x}")" = 2 ]' "Ctrl-A: cursor after the prompt"
+ok 'ui_until "[ \"\$(ui_tmux display -p \"#{cursor_x}\")\" = 2 ]" 3' "Ctrl-A: cursor after the prompt"
 ui_keys C-e
-sleep 0.2
-ok '[ "$(ui_tmux display -p "#{cursor_x}")" = 16 ]' "Ctrl-E: cursor at the end"
+ok 'ui_until "[ \"\$(ui_tmux display -p \"#{cursor_x}\")\" = 16 ]" 3' "Ctrl-E: cursor at the end"
 ui_keys Enter
-ok 'ui_wait "you" 3 && ui_wait "[interrupted]" 10' "the CJK message is sent (reply cut at 4 tokens)"
+ok 'ui_wait "you" 3 && ui_wait "[interrupted]" 10 && ui_wait "idle" 10' "the CJK message is sent (reply cut at 4 tokens)"
 ok 'ui_screen | grep -q "^你好世中 😀 ok"' "... and shows in the transcript"
 
 # Multi-row input: Ctrl-J and Alt-Enter insert newlines; long text wraps.
@@ -51,10 +49,14 @@ ok 'ui_wait "pasted line 2000" 10' "the paste arrives"
 ok 'ui_screen | sed -n 11p | grep -q "^pasted line 2000" && ! ui_screen | grep -q generating' \
    "nothing was sent by the pasted newlines"
 ui_keys Enter
-ok 'ui_wait "context is full" 20' "sent as one message (too long for the context: said so)"
+ok 'ui_wait "context is full" 20' "sent as one message, too long for the context: said so"
+ok 'ui_screen | sed -n 11p | grep -q "^pasted line 2000" && ! ui_screen | grep -q generating' \
+   "nothing was lost: the message is still in the input"
 sess="$UI_DIR/data/elmchat/sessions/edit.yaml"
-ok '[ "$(grep -c "pasted line" "$sess")" = 2000 ] && [ "$(grep -c "role: user" "$sess")" = 2 ]' \
-   "the session holds the 2,000 lines as one user message"
+ok '[ "$(grep -c "pasted line" "$sess")" = 0 ] && [ "$(grep -c "role: user" "$sess")" = 1 ]' \
+   "nothing of it went into the session"
+ui_keys C-c
+ok 'ui_wait_gone "pasted line" 5' "Ctrl-C clears the long input"
 ui_keys C-Home
 ok 'ui_wait "bundled demo model" 5' "Ctrl-Home scrolls to the top"
 ui_keys C-End
@@ -82,9 +84,8 @@ ok 'ui_wait "> /help" 3' "\$if elmchat in the inputrc binds a key"
 ui_keys C-u C-r '你好'
 ok 'ui_wait "你好世中" 3' "Ctrl-R finds a UTF-8 entry"
 ui_keys C-g
-sleep 0.2
 ui_keys C-c
-sleep 0.2
+ok 'ui_until "ui_screen | tail -1 | grep -q \"^> *\$\"" 3' "the input is empty again"
 ui_keys C-d
 ok 'ui_exited 10' "quits"
 ui_done

@@ -310,7 +310,8 @@ static void test_order_and_ids(void)
     ok(ordered && stage == 6, "events arrive in request order, one final event each");
 
     struct elm_event *ready = find_final(&lg, ids[0]);
-    ok(ready && ready->type == ELM_EV_MODEL_READY && ready->info, "LOAD_MODEL -> MODEL_READY with info");
+    ok(ready && ready->type == ELM_EV_MODEL_READY && ready->info,
+       "LOAD_MODEL -> MODEL_READY with info");
     if (ready && ready->info) {
         n_vocab_a = ready->info->n_vocab;
         ok(ready->n_ctx > 0, "MODEL_READY gives n_ctx (%d)", ready->n_ctx);
@@ -374,8 +375,8 @@ static void test_order_and_ids(void)
     uint64_t g3 = post_gen(w, 3, seq, 14 + n_g, 0, ELM_GEN_SYNC, 0);
     d = wait_final(w, &lg, g3, 30);
     ok(d && d->reason == ELM_DONE_OK && d->n_reused == 5 && d->n_past == 14 + n_g,
-       "SYNC after an edit keeps the common prefix (reused %d, n_past %d)",
-       d ? d->n_reused : -1, d ? d->n_past : -1);
+       "SYNC after an edit keeps the common prefix (reused %d, n_past %d)", d ? d->n_reused : -1,
+       d ? d->n_past : -1);
     free(gen);
     free(gtext);
 
@@ -506,7 +507,8 @@ static void test_cancel(void)
     uint64_t s = post_gen(w, 0, prompt, n_past + 1, 0, ELM_GEN_SYNC, 0);
     d = wait_final(w, &lg, s, 60);
     ok(d && d->n_reused == n_past && d->n_prefilled == 1,
-       "the cancelled cache is a consistent prefix (reused %d of %d)", d ? d->n_reused : -1, n_past);
+       "the cancelled cache is a consistent prefix (reused %d of %d)", d ? d->n_reused : -1,
+       n_past);
 
     /* Queued GENERATEs are cancelled without computing; later ones run. */
     log_clear(&lg);
@@ -685,9 +687,10 @@ static bool gen_checkpoint(const char *args, char *dir, size_t dir_size, const c
 
 static bool setup_models(void)
 {
-    if (!gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a, sizeof model_a, "a")
-        || !gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b, sizeof model_b,
-                           "b"))
+    if (!gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a, sizeof model_a,
+                        "a") ||
+        !gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b, sizeof model_b,
+                        "b"))
         return false;
     /* The bundled demo model (built by `make`): 2000 tokens of prefill take
      * a few hundred ms, time enough to cancel in the middle. */
@@ -695,7 +698,8 @@ static bool setup_models(void)
     snprintf(model_slow, sizeof model_slow, "%s/models/default", b ? b : ".");
     struct stat st;
     if (stat(model_slow, &st) != 0)
-        return gen_checkpoint("--preset default --dtype bf16", model_slow, sizeof model_slow, "slow");
+        return gen_checkpoint("--preset default --dtype bf16", model_slow, sizeof model_slow,
+                              "slow");
     return true;
 }
 #endif

@@ -5,6 +5,13 @@
 #   ui_init                 skip_all unless tmux is there; temp dir, XDG env
 #   ui_start W H [ARGS]     start elmchat in a W x H pane
 #   ui_wait TEXT [SECS]     until the pane shows TEXT (fixed string)
+#   ui_until COND [SECS]    until the shell condition COND holds
+#   ui_wait_generated N [SECS]  until the status bar says "generating K", K >= N
+#
+# Timing: replies are paced with ELMCHAT_TEST_TOKEN_DELAY_MS (default 20 ms a
+# token, UI_TOKEN_DELAY_MS overrides), so that a reply is still streaming when
+# a test presses Esc or resizes, on a fast machine as on a loaded one; and
+# every check waits for a condition instead of sleeping.
 #   ui_screen               the pane's text
 #   ui_keys KEYS...         tmux send-keys
 #   ui_exited [SECS]        until elmchat has exited; $UI_EXIT holds its status
@@ -47,7 +54,12 @@ ui_init() {
 
 ui_cleanup() {
     "$TMUX_CMD" -S "$UI_SOCK" kill-server 2>/dev/null
-    if [ "$failed" = 0 ]; then rm -rf "$UI_DIR"; else echo "# kept $UI_DIR"; fi
+    # elmchat may still be saving after the SIGHUP of kill-server
+    if [ "$failed" = 0 ]; then
+        rm -rf "$UI_DIR" 2>/dev/null || { sleep 1; rm -rf "$UI_DIR"; }
+    else
+        echo "# kept $UI_DIR"
+    fi
 }
 
 # The pane runs elmchat, then records its status and the tty modes, then
@@ -63,6 +75,7 @@ XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data' \
 XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache' \
 HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color \
 BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_LATENCY_LOG='$UI_DIR/latency' \
+ELMCHAT_TEST_TOKEN_DELAY_MS='${UI_TOKEN_DELAY_MS:-20}' \
 '$ELMCHAT' $* 2>'$UI_DIR/stderr'
 echo \$? > '$UI_DIR/exit.tmp'
 stty -a > '$UI_DIR/stty' 2>&1
@@ -87,6 +100,27 @@ ui_wait() {  # TEXT [SECS]: true once the screen shows TEXT
         i=$((i + 1))
     done
     return 1
+}
+
+ui_until() {  # COND [SECS]: true once the shell condition COND holds
+    limit=$(( ${2:-10} * 20 ))
+    i=0
+    while [ $i -lt $limit ]; do
+        eval "$1" && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+# The number of tokens the status bar says were generated (0: not generating).
+ui_generated() {
+    ui_screen | sed -n 's/.*generating \([0-9][0-9]*\).*/\1/p' | head -1 | grep . || echo 0
+}
+
+ui_wait_generated() {  # N [SECS]: the reply has at least N tokens
+    UI_WANT=$1
+    ui_until '[ "$(ui_generated)" -ge "$UI_WANT" ]' "${2:-10}"
 }
 
 ui_wait_gone() {  # TEXT [SECS]: true once the screen no longer shows TEXT

@@ -1,19 +1,22 @@
-/* chat.c: conversations, token sequences, worker traffic, slash commands.
+/* chat.c: conversations, worker traffic, slash commands.
  *
- * The session's token sequence is the truth (DESIGN.md §5): a new turn
- * appends the rendered user turn and the generation prompt, the reply's
- * sampled ids are appended as they come, and every GENERATE sends the whole
- * sequence with ELM_GEN_SYNC so the worker computes only what its cache
- * lacks.  /retry and /undo restore the sequence and the renderer as they
- * were before the message (a snapshot per message), so nothing already in
- * the cache is re-rendered and the worker's common prefix is everything
- * before the change. */
+ * Each open session is a struct conv: the session, its conversation
+ * (src/conversation.h: the token sequence that is the truth of the KV
+ * cache, spans, the context policy), its template and a worker slot.  A
+ * new turn appends only the rendered user turn and the generation prompt;
+ * the reply's sampled ids are appended as they come; every GENERATE sends
+ * the whole sequence with ELM_GEN_SYNC so the worker computes only what its
+ * cache lacks.  Snapshots (src/kvcache_store.h) are written with every save
+ * and adopted when a session is opened, so a resumed conversation starts
+ * from its cache.  A model switch loads in the background; the
+ * conversations are then re-prefilled into the new model. */
 #include "config.h"
 
 #include "ui/chat.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,30 +24,24 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "src/kvcache_store.h"
 #include "src/paths.h"
 #include "src/store.h"
 #include "src/xalloc.h"
 #include "ui/commands.h"
 #include "ui/input.h"
 
-/* The state before one message: token count and renderer. */
-struct snap {
-    size_t n_tokens;
-    struct template_render r;
-};
-
 struct conv {
-    struct session *s;
-    int slot;
-    struct idvec tokens;       /* the truth */
-    struct template_render r;
-    struct snap *snaps;        /* one per session message */
-    size_t n_snaps, cap_snaps;
-    struct snap pending;       /* after the generation prompt of the reply in progress */
-    bool rendered;
-    bool dirty;                /* unsaved */
+    struct session *s;          /* owned */
+    struct conversation cv;     /* borrows s, tpl and the chat's tokenizer */
+    struct template *tpl;       /* owned */
+    int slot;                   /* the worker's cache slot */
+    bool dirty;                 /* unsaved */
+    bool kv_try;                /* opened from a file: adopt its snapshot when a model is ready */
+    bool kv_loaded;             /* a snapshot was loaded: say what it saved */
+    bool warned;                /* the context warning was shown in the transcript */
+    int n_reused, n_computed;   /* the last request's cache use */
 };
-
 double chat_now(void)
 {
     struct timespec ts;
@@ -74,126 +71,8 @@ static void info_msg(struct chat *c, enum tr_role role, const char *text)
     c->changed = true;
 }
 
-/* ------------------------------------------------------- renderer snapshots */
 
-static void render_copy(struct template_render *dst, const struct template_render *src)
-{
-    *dst = *src;
-    dst->pending = NULL;
-    dst->run = NULL;
-    if (src->pending) {
-        dst->pending = x_malloc(src->pending_cap ? src->pending_cap : src->n_pending + 1);
-        memcpy(dst->pending, src->pending, src->n_pending);
-        dst->pending_cap = src->pending_cap ? src->pending_cap : src->n_pending + 1;
-    }
-    if (src->run) {
-        dst->run = x_malloc(src->run_cap ? src->run_cap : src->n_run + 1);
-        memcpy(dst->run, src->run, src->n_run);
-        dst->run_cap = src->run_cap ? src->run_cap : src->n_run + 1;
-    }
-}
-
-static void snap_take(struct snap *sn, const struct conv *v)
-{
-    sn->n_tokens = v->tokens.n;
-    render_copy(&sn->r, &v->r);
-}
-
-static void snap_fini(struct snap *sn)
-{
-    template_render_fini(&sn->r);
-    memset(sn, 0, sizeof *sn);
-}
-
-static void conv_push_snap(struct conv *v, struct snap *sn)
-{
-    if (v->n_snaps == v->cap_snaps) {
-        v->cap_snaps = v->cap_snaps ? v->cap_snaps * 2 : 16;
-        v->snaps = x_reallocarray(v->snaps, v->cap_snaps, sizeof *v->snaps);
-    }
-    v->snaps[v->n_snaps++] = *sn;
-    memset(sn, 0, sizeof *sn);
-}
-
-/* Back to the state before message k (snapshot k), dropping later snaps. */
-static void conv_rewind(struct conv *v, size_t k)
-{
-    if (k >= v->n_snaps)
-        return;
-    template_render_fini(&v->r);
-    render_copy(&v->r, &v->snaps[k].r);
-    v->tokens.n = v->snaps[k].n_tokens;
-    for (size_t i = k; i < v->n_snaps; i++)
-        snap_fini(&v->snaps[i]);
-    v->n_snaps = k;
-    session_truncate(v->s, k);
-    v->dirty = true;
-}
-
-static void conv_free(struct conv *v)
-{
-    if (!v)
-        return;
-    for (size_t i = 0; i < v->n_snaps; i++)
-        snap_fini(&v->snaps[i]);
-    free(v->snaps);
-    snap_fini(&v->pending);
-    template_render_fini(&v->r);
-    idvec_fini(&v->tokens);
-    session_free(v->s);
-    free(v);
-}
-
-/* Render the whole stored conversation (load, template or system change).
- * Replies are re-rendered from their text: only at load time, when their
- * sampled ids are gone. */
-static int conv_render(struct chat *c, struct conv *v, char *err, size_t err_size)
-{
-    for (size_t i = 0; i < v->n_snaps; i++)
-        snap_fini(&v->snaps[i]);
-    v->n_snaps = 0;
-    idvec_clear(&v->tokens);
-    template_render_fini(&v->r);
-    template_render_init(&v->r, c->tpl, c->tok);
-    v->rendered = false;
-    int rc = template_render_system(&v->r, v->s->system, &v->tokens);
-    for (size_t i = 0; rc == 0 && i < v->s->n_msgs; i++) {
-        const struct message *m = &v->s->msgs[i];
-        struct snap sn;
-        if (m->role == ROLE_ASSISTANT) {
-            if (v->r.state != TEMPLATE_IN_REPLY)
-                rc = template_render_generation_prompt(&v->r, &v->tokens);
-            if (rc)
-                break;
-            snap_take(&sn, v);
-            conv_push_snap(v, &sn);
-            rc = template_render_reply(&v->r, m->content, &v->tokens);
-        } else {
-            snap_take(&sn, v);
-            conv_push_snap(v, &sn);
-            if (m->role == ROLE_USER)
-                rc = template_render_user(&v->r, m->content, &v->tokens);
-        }
-    }
-    if (rc) {
-        snprintf(err, err_size, "cannot render the conversation with template '%s': %s",
-                 c->tpl->name, elm_status_str((elm_status)rc));
-        return rc;
-    }
-    v->rendered = true;
-    return 0;
-}
-
-static struct conv *conv_new(struct chat *c, struct session *s)
-{
-    struct conv *v = x_calloc(1, sizeof *v);
-    v->s = s;
-    v->slot = c->next_slot++;
-    template_render_init(&v->r, c->tpl, c->tok);
-    c->convs = x_reallocarray(c->convs, c->n_convs + 1, sizeof *c->convs);
-    c->convs[c->n_convs++] = v;
-    return v;
-}
+/* ------------------------------------------------------------ conversations */
 
 static struct conv *conv_find(struct chat *c, const char *name)
 {
@@ -201,6 +80,70 @@ static struct conv *conv_find(struct chat *c, const char *name)
         if (strcmp(c->convs[i]->s->name, name) == 0)
             return c->convs[i];
     return NULL;
+}
+
+static struct conv *conv_by_slot(struct chat *c, int slot)
+{
+    for (size_t i = 0; i < c->n_convs; i++)
+        if (c->convs[i]->slot == slot)
+            return c->convs[i];
+    return NULL;
+}
+
+static void conv_free(struct conv *v)
+{
+    if (!v)
+        return;
+    conversation_fini(&v->cv);
+    template_free(v->tpl);
+    session_free(v->s);
+    free(v);
+}
+
+/* Template: the session's, then -t, then config, then by model name. */
+static const char *wanted_template(const struct chat *c, const struct conv *v)
+{
+    if (v && v->s->template_name)
+        return v->s->template_name;
+    if (c->opt.template_name)
+        return c->opt.template_name;
+    if (c->cfg.template_name)
+        return c->cfg.template_name;
+    return template_default_for_model(c->model_path);
+}
+
+/* The context length before the worker tells it. */
+static int requested_ctx(const struct chat *c)
+{
+    if (c->n_ctx > 0)
+        return c->n_ctx;
+    return c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
+}
+
+/* A new open conversation for s (taken over): its template, its token
+ * sequence.  NULL with err filled (s is freed). */
+static struct conv *conv_open(struct chat *c, struct session *s, char *err, size_t err_size)
+{
+    struct conv *v = x_calloc(1, sizeof *v);
+    v->s = s;
+    v->tpl = template_load(wanted_template(c, v), err, err_size);
+    if (!v->tpl) {
+        conv_free(v);
+        return NULL;
+    }
+    conversation_init(&v->cv, s, v->tpl, c->tok, requested_ctx(c), &c->policy);
+    int rc = conversation_render(&v->cv, err, err_size);
+    if (rc && rc != CONV_FULL) {
+        conv_free(v);
+        return NULL;
+    }
+    if (rc == CONV_FULL)
+        chat_notice(c, true, "%s", err);
+    v->slot = c->next_slot++;
+    v->kv_try = s->n_msgs > 0;
+    c->convs = x_reallocarray(c->convs, c->n_convs + 1, sizeof *c->convs);
+    c->convs[c->n_convs++] = v;
+    return v;
 }
 
 static char *auto_session_name(void)
@@ -227,38 +170,40 @@ static char *auto_session_name(void)
     return x_strdup(buf);
 }
 
+
 /* ------------------------------------------------------------- transcript */
 
-/* Rebuild the transcript from the current conversation. */
+/* Exchange numbers (for /pin N): the k-th user message is exchange k. */
+static size_t exchange_of(const struct session *s, size_t i)
+{
+    size_t k = 0;
+    for (size_t j = 0; j <= i && j < s->n_msgs; j++)
+        k += s->msgs[j].role == ROLE_USER;
+    return k;
+}
+
+/* Rebuild the transcript from the current conversation (after anything
+ * that changes more than the last message: load, eviction, undo...). */
 static void show_conv(struct chat *c)
 {
     transcript_clear(&c->tr);
     struct session *s = c->cur->s;
-    const char *sys = s->system ? s->system : (c->tpl ? c->tpl->default_system : NULL);
+    const char *sys = s->system ? s->system : c->cur->tpl->default_system;
     if (sys && *sys)
         transcript_add(&c->tr, TR_SYSTEM, sys, strlen(sys), -1);
     for (size_t i = 0; i < s->n_msgs; i++) {
         const struct message *m = &s->msgs[i];
-        enum tr_role role = m->role == ROLE_USER ? TR_USER
+        enum tr_role role = m->role == ROLE_USER        ? TR_USER
                             : m->role == ROLE_ASSISTANT ? TR_ASSISTANT
                                                         : TR_SYSTEM;
         size_t k = transcript_add(&c->tr, role, m->content, strlen(m->content), (int)i);
         c->tr.msgs[k].interrupted = m->interrupted;
         c->tr.msgs[k].out_of_context = m->out_of_context;
+        c->tr.msgs[k].pinned = m->pinned;
+        if (m->role == ROLE_USER)
+            c->tr.msgs[k].exchange = (int)exchange_of(s, i);
     }
     transcript_scroll_end(&c->tr);
-    c->changed = true;
-}
-
-/* Drop the transcript from the first message showing session message k. */
-static void transcript_cut(struct chat *c, size_t k)
-{
-    for (size_t i = 0; i < c->tr.n_msgs; i++) {
-        if (c->tr.msgs[i].ref >= (int)k) {
-            transcript_truncate(&c->tr, i);
-            break;
-        }
-    }
     c->changed = true;
 }
 
@@ -318,63 +263,44 @@ static const char *base_name(const char *path)
     return s;
 }
 
-static void set_model_name(struct chat *c)
+static void model_label(const char *path, bool demo, char *out, size_t size)
 {
-    if (c->demo) {
-        snprintf(c->model_name, sizeof c->model_name, "demo model");
+    if (demo) {
+        snprintf(out, size, "demo model");
         return;
     }
-    const char *b = base_name(c->model_path);
+    const char *b = base_name(path);
     size_t n = strcspn(b, "/");
-    snprintf(c->model_name, sizeof c->model_name, "%.*s", (int)(n > 100 ? 100 : n), b);
+    snprintf(out, size, "%.*s", (int)(n > 100 ? 100 : n), b);
 }
 
 static void post_load_model(struct chat *c)
 {
     struct elm_request req = elm_request_default(ELM_REQ_LOAD_MODEL);
-    req.path = c->model_path;
+    req.path = c->load_path;
     req.n_ctx = c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
     req.n_threads = c->opt.common.n_threads;
     c->load_req = elm_worker_post(c->worker, &req);
     c->model_loading = true;
     c->load_progress = 0;
+    c->load_started = chat_now();
 }
 
-/* Template: -t, then the session's, then config, then by model name. */
-static const char *wanted_template(const struct chat *c)
+/* Start loading path (resolved) in the background; the current model stays
+ * until it is ready.  false with err filled (tokenizer missing...). */
+static bool begin_model_load(struct chat *c, const char *arg, const char *path, char *err,
+                             size_t err_size)
 {
-    if (c->cur && c->cur->s->template_name)
-        return c->cur->s->template_name;
-    if (c->opt.template_name)
-        return c->opt.template_name;
-    if (c->cfg.template_name)
-        return c->cfg.template_name;
-    return template_default_for_model(c->model_path);
-}
-
-static bool use_template(struct chat *c, const char *name, char *err, size_t err_size)
-{
-    if (c->tpl && strcmp(c->tpl->name, name) == 0)
-        return true;
-    struct template *t = template_load(name, err, err_size);
-    if (!t)
+    elm_tokenizer *tok = load_tokenizer(path, err, err_size);
+    if (!tok)
         return false;
-    template_free(c->tpl);
-    c->tpl = t;
-    for (size_t i = 0; i < c->n_convs; i++)
-        c->convs[i]->rendered = false;
-    return true;
-}
-
-static bool ensure_rendered(struct chat *c, struct conv *v)
-{
-    if (v->rendered)
-        return true;
-    char err[1024];
-    if (conv_render(c, v, err, sizeof err) != 0) {
-        chat_notice(c, true, "%s", err);
-        return false;
-    }
+    elm_tokenizer_free(c->load_tok);
+    c->load_tok = tok;
+    free(c->load_arg);
+    c->load_arg = arg ? x_strdup(arg) : NULL;
+    snprintf(c->load_path, sizeof c->load_path, "%s", path);
+    model_label(path, is_default_model(path), c->load_name, sizeof c->load_name);
+    post_load_model(c);
     return true;
 }
 
@@ -384,8 +310,8 @@ static void effective_sampling(const struct chat *c, struct elm_sampler_params *
 {
     *p = elm_sampler_default_params();
     *max_tokens = 256;
-    if (c->tpl)
-        sampling_apply(&c->tpl->sampling, p, max_tokens);
+    if (c->cur)
+        sampling_apply(&c->cur->tpl->sampling, p, max_tokens);
     sampling_apply(&c->cfg.sampling, p, max_tokens);
     if (c->cur)
         sampling_apply(&c->cur->s->sampling, p, max_tokens);
@@ -413,7 +339,41 @@ static void apply_cli_sampling(struct chat *c, struct session *s)
         sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = c->opt.common.max_tokens;
 }
 
-/* ------------------------------------------------------------------ saving */
+
+/* Tokens kept free for the reply: max-tokens (conversation.c caps it at a
+ * quarter of the context). */
+static int reply_reserve(const struct chat *c)
+{
+    struct elm_sampler_params p;
+    int max_tokens;
+    effective_sampling(c, &p, &max_tokens);
+    return max_tokens;
+}
+
+/* ------------------------------------------------------- saving, snapshots */
+
+/* The KV snapshot beside the session: SAVE_STATE for its slot (the worker
+ * runs it after the requests before it) and the .meta sidecar with the
+ * exact token ids, written now.  Only when the worker holds a cache for it
+ * on the current model. */
+static void save_snapshot(struct chat *c, struct conv *v)
+{
+    if (!c->model_ready || c->model_loading || !c->info || v->cv.cache.n == 0 ||
+        v->cv.in_reply || (c->generating && c->gen_conv == v))
+        return;
+    char *path = kvcache_path_for(v->s->name);
+    if (!path)
+        return;
+    struct elm_request req;
+    kvcache_save_request(path, v->slot, &req);
+    char err[512];
+    if (elm_worker_post(c->worker, &req) != 0) {
+        c->n_kv_saves++;
+        if (kvcache_meta_save(&v->cv, path, c->info->fingerprint, err, sizeof err) != 0)
+            chat_notice(c, true, "KV snapshot: %s", err);
+    }
+    free(path);
+}
 
 static bool save_conv(struct chat *c, struct conv *v, bool quiet)
 {
@@ -429,8 +389,8 @@ static bool save_conv(struct chat *c, struct conv *v, bool quiet)
     free(dir);
     free(v->s->model);
     v->s->model = c->model_arg ? x_strdup(c->model_arg) : NULL;
-    if (!v->s->template_name && c->tpl && c->opt.template_name)
-        v->s->template_name = x_strdup(c->tpl->name);
+    if (!v->s->template_name && c->opt.template_name)
+        v->s->template_name = x_strdup(v->tpl->name);
     char err[1024];
     int rc = session_save(v->s, path, err, sizeof err);
     free(path);
@@ -439,47 +399,63 @@ static bool save_conv(struct chat *c, struct conv *v, bool quiet)
         return false;
     }
     v->dirty = false;
+    save_snapshot(c, v);
     if (!quiet)
         chat_notice(c, false, "saved '%s'", v->s->name);
     return true;
 }
 
+/* A background prefill of v's whole sequence (after a model switch, a
+ * session load or switch): the next reply then computes only its turn. */
+static void post_prefill(struct chat *c, struct conv *v)
+{
+    if (!c->model_ready || c->model_loading || v->cv.tokens.n == 0)
+        return;
+    struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
+    req.slot = v->slot;
+    conversation_prefill_request(&v->cv, &req);
+    c->prefill_req = elm_worker_post(c->worker, &req);
+    c->prefill_conv = v;
+}
+
+/* Opened from a file: take back the exact ids of the snapshot's sidecar and
+ * load the snapshot (silently nothing when it does not match). */
+static void try_snapshot(struct chat *c, struct conv *v)
+{
+    if (!v->kv_try || !c->model_ready || c->model_loading || !c->info)
+        return;
+    v->kv_try = false;
+    char *path = kvcache_path_for(v->s->name);
+    if (!path)
+        return;
+    if (kvcache_adopt(&v->cv, path, c->info->fingerprint)) {
+        struct elm_request req;
+        kvcache_load_request(path, v->slot, &req);
+        if (elm_worker_post(c->worker, &req) != 0)
+            v->kv_loaded = true;
+    }
+    free(path);
+}
+
 /* ---------------------------------------------------------------- replies */
 
-static void post_generate(struct chat *c, struct conv *v, int max_tokens_override)
+static void post_generate(struct chat *c, struct conv *v)
 {
     struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
     req.slot = v->slot;
-    req.tokens = v->tokens.v;
-    req.n_tokens = (int)v->tokens.n;
-    req.flags = ELM_GEN_SYNC;
     int max_tokens;
     effective_sampling(c, &req.sampler, &max_tokens);
-    req.max_tokens = max_tokens_override >= 0 ? max_tokens_override : max_tokens;
-    uint64_t id = elm_worker_post(c->worker, &req);
-    if (max_tokens_override == 0) {
-        c->prefill_req = id;
-        return;
-    }
-    c->gen_req = id;
+    req.max_tokens = max_tokens;
+    req.min_token_interval_ms = c->token_delay_ms;
+    conversation_request(&v->cv, &req);
+    c->gen_req = elm_worker_post(c->worker, &req);
 }
 
-/* Start a reply: the generation prompt (unless already rendered) and the
- * GENERATE request. */
+/* The conversation stands after a generation prompt: ask for the reply. */
 static void start_reply(struct chat *c)
 {
     struct conv *v = c->cur;
-    if (v->r.state != TEMPLATE_IN_REPLY) {
-        int rc = template_render_generation_prompt(&v->r, &v->tokens);
-        if (rc) {
-            chat_notice(c, true, "cannot render the generation prompt: %s",
-                        elm_status_str((elm_status)rc));
-            return;
-        }
-    }
-    snap_fini(&v->pending);
-    snap_take(&v->pending, v);
-    idvec_clear(&c->reply_ids);
+    c->reply_n_ids = 0;
     sbuf_fini(&c->reply_text);
     sbuf_add(&c->reply_text, "", 0);
     c->got_token = false;
@@ -489,31 +465,73 @@ static void start_reply(struct chat *c)
     c->gen_conv = v;
     c->gen_tr = transcript_begin(&c->tr, TR_ASSISTANT, (int)v->s->n_msgs);
     transcript_scroll_end(&c->tr);
-    post_generate(c, v, -1);
+    post_generate(c, v);
     c->changed = true;
 }
 
 /* How many of the reply's ids to keep when a stop string ended it: the
- * shortest prefix whose text reaches the stop string is cut before it. */
-static size_t ids_before_stop(struct chat *c, const char *stop)
+ * shortest prefix whose text holds the stop string (its ids stay in the
+ * sequence: TEMPLATE_END_STOP). */
+static size_t ids_through_stop(struct chat *c, const struct conversation *cv, const char *stop)
 {
-    size_t n = c->reply_ids.n;
-    while (n > 0) {
+    const int32_t *ids = cv->tokens.v + cv->reply_gen;
+    size_t n_all = cv->tokens.n - cv->reply_gen;
+    for (size_t n = 1; n <= n_all; n++) {
         char *text = NULL;
         size_t len = 0;
-        if (elm_detokenize(c->tok, c->reply_ids.v, n - 1, &text, &len) != 0) {
+        if (elm_detokenize(c->tok, ids, n, &text, &len) != 0) {
             free(text);
-            break;
+            return n_all;
         }
         bool has = strstr(text, stop) != NULL;
         free(text);
-        if (!has) {
-            /* ids [0, n-1) do not reach it: id n-1 starts the stop string */
-            return n - 1;
-        }
-        n--;
+        if (has)
+            return n;
     }
-    return n;
+    return n_all;
+}
+
+/* The context fill note, once per conversation when it gets near full. */
+static bool near_full(const struct chat *c, const struct conv *v, int *pct)
+{
+    int n_ctx = v->cv.n_ctx;
+    if (n_ctx <= 0)
+        return false;
+    int reserve = reply_reserve(c);
+    if (reserve > n_ctx / 4)
+        reserve = n_ctx / 4;
+    int used = (int)v->cv.tokens.n;
+    if (pct)
+        *pct = (int)((long long)used * 100 / n_ctx);
+    /* less than a sixth of the window left after the reply's reserve:
+     * the next exchanges will make room by dropping the oldest ones */
+    return n_ctx - used - reserve < n_ctx / 6;
+}
+
+static void warn_if_near_full(struct chat *c, struct conv *v)
+{
+    int pct;
+    bool near = near_full(c, v, &pct);
+    if (!near) {
+        v->warned = false;
+        return;
+    }
+    if (v->warned || v != c->cur)
+        return;
+    v->warned = true;
+    char buf[600];
+    if (c->policy.policy == CONTEXT_STOP)
+        snprintf(buf, sizeof buf,
+                 "The context is %d%% full (%zu of %d tokens). When a message no longer fits it "
+                 "will be refused (context policy: stop): /clear, /undo or /new make room.",
+                 pct, v->cv.tokens.n, v->cv.n_ctx);
+    else
+        snprintf(buf, sizeof buf,
+                 "The context is %d%% full (%zu of %d tokens). To make room, the oldest "
+                 "exchanges will be dropped from the model's context (they stay here, marked "
+                 "out of context). /pin keeps an exchange; the system prompt always stays.",
+                 pct, v->cv.tokens.n, v->cv.n_ctx);
+    info_msg(c, TR_INFO, buf);
 }
 
 static void finish_reply(struct chat *c, const struct elm_event *ev)
@@ -523,39 +541,36 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     c->gen_conv = NULL;
     if (!v)
         return;
-    bool eos = ev->reason == ELM_DONE_EOS;
     bool interrupted = ev->reason == ELM_DONE_CANCELLED || ev->reason == ELM_DONE_LENGTH ||
                        ev->reason == ELM_DONE_ERROR || ev->reason == ELM_DONE_CONTEXT_FULL;
     char *content = x_strdup(c->reply_text.data ? c->reply_text.data : "");
-    size_t n_ids = c->reply_ids.n;
     if (c->stopped_by) {
         char *cut = strstr(content, c->stopped_by);
         if (cut)
             *cut = '\0';
-        n_ids = ids_before_stop(c, c->stopped_by);
+        conversation_reply_keep(&v->cv, ids_through_stop(c, &v->cv, c->stopped_by));
         interrupted = false;
-        eos = false;
     }
-    if (ev->reason == ELM_DONE_STOP)
-        eos = false;
-    /* The truth: the sampled ids, then the template's closing. */
-    idvec_append(&v->tokens, c->reply_ids.v, n_ids);
-    int rc = template_render_reply_end(&v->r, eos && n_ids > 0, &v->tokens);
-    if (rc)
-        chat_notice(c, true, "cannot close the reply: %s", elm_status_str((elm_status)rc));
-    /* EOS text is never part of the content. */
-    struct message *m = session_append(v->s, ROLE_ASSISTANT, content);
-    m->interrupted = interrupted;
-    conv_push_snap(v, &v->pending);
+    enum template_end how = conversation_end_from_done(ev->reason, c->stopped_by != NULL);
+    char err[512];
+    size_t kept_end = v->cv.tokens.n;
+    if (conversation_reply_end(&v->cv, how, content, interrupted, err, sizeof err) != 0)
+        chat_notice(c, true, "%s", err);
     free(content);
     v->dirty = true;
+    /* what the worker holds: the prompt and the ids it fed (never more
+     * than the ids kept) */
+    int n_past = ev->n_past;
+    if (c->stopped_by && (size_t)n_past > kept_end)
+        n_past = (int)kept_end;
+    conversation_set_cached(&v->cv, n_past);
     if (v == c->cur) {
-        /* show exactly what was kept */
+        const struct message *m = &v->s->msgs[v->s->n_msgs - 1];
         if (c->stopped_by && c->gen_tr < c->tr.n_msgs) {
+            /* show exactly what was kept */
             transcript_truncate(&c->tr, c->gen_tr);
-            size_t k = transcript_add(&c->tr, TR_ASSISTANT, m->content, strlen(m->content),
-                                      (int)(v->s->n_msgs - 1));
-            c->tr.msgs[k].interrupted = false;
+            transcript_add(&c->tr, TR_ASSISTANT, m->content, strlen(m->content),
+                           (int)(v->s->n_msgs - 1));
         } else {
             transcript_finish(&c->tr, c->gen_tr, interrupted);
         }
@@ -563,23 +578,150 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     if (ev->reason == ELM_DONE_ERROR)
         chat_notice(c, true, "generation failed: %s", ev->text ? ev->text : "error");
     else if (ev->reason == ELM_DONE_CONTEXT_FULL)
-        chat_notice(c, true, "the context is full (%d tokens): /clear, /undo or /new", ev->n_ctx);
+        chat_notice(c, true, "the context is full (%d tokens): the next message drops old turns",
+                    ev->n_ctx);
     else if (ev->reason == ELM_DONE_LENGTH)
         chat_notice(c, false, "reply cut at max-tokens (/set max-tokens N)");
-    save_conv(c, v, true); /* autosave after every turn */
+    save_conv(c, v, true); /* autosave after every turn, with its snapshot */
+    warn_if_near_full(c, v);
     c->changed = true;
 }
 
 static void check_stop_strings(struct chat *c)
 {
-    if (!c->tpl || c->stopped_by)
+    const struct template *t = c->gen_conv ? c->gen_conv->tpl : NULL;
+    if (!t || c->stopped_by)
         return;
-    for (size_t i = 0; i < c->tpl->n_stop; i++) {
-        const char *s = c->tpl->stop[i];
+    for (size_t i = 0; i < t->n_stop; i++) {
+        const char *s = t->stop[i];
         if (*s && c->reply_text.data && strstr(c->reply_text.data, s)) {
             c->stopped_by = s;
             elm_worker_cancel(c->worker);
             return;
+        }
+    }
+}
+
+/* --------------------------------------------------------- model switches */
+
+/* MODEL_READY for our load: it is the current model now.  Every open
+ * conversation follows (tokenizer, template by model, context length and
+ * policy); the current one is re-prefilled in the background. */
+static void model_ready(struct chat *c, struct elm_event *ev)
+{
+    bool first = !c->model_ready;
+    c->model_loading = false;
+    c->model_ready = true;
+    free(c->info);
+    c->info = ev->info;
+    ev->info = NULL;
+    c->n_ctx = ev->n_ctx;
+    bool new_tok = c->load_tok != NULL;
+    bool redraw = new_tok;
+    if (new_tok) {
+        elm_tokenizer *old = c->tok;
+        c->tok = c->load_tok;
+        c->load_tok = NULL;
+        free(c->model_arg);
+        c->model_arg = c->load_arg;
+        c->load_arg = NULL;
+        snprintf(c->model_path, sizeof c->model_path, "%s", c->load_path);
+        c->demo = is_default_model(c->model_path);
+        model_label(c->model_path, c->demo, c->model_name, sizeof c->model_name);
+        for (size_t i = 0; i < c->n_convs; i++) {
+            struct conv *v = c->convs[i];
+            char err[1024];
+            struct template *t = v->tpl;
+            const char *want = wanted_template(c, v);
+            if (strcmp(want, v->tpl->name) != 0) {
+                struct template *nt = template_load(want, err, sizeof err);
+                if (nt)
+                    t = nt;
+                else
+                    chat_notice(c, true, "%s", err);
+            }
+            conversation_set_template(&v->cv, t, c->tok);
+            if (t != v->tpl) {
+                /* rebuilt against the new template right away, then the old
+                 * one can go */
+                int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
+                template_free(v->tpl);
+                v->tpl = t;
+                if (rc)
+                    chat_notice(c, true, "%s", err);
+            }
+        }
+        elm_tokenizer_free(old);
+    }
+    for (size_t i = 0; i < c->n_convs; i++) {
+        struct conv *v = c->convs[i];
+        char err[1024];
+        size_t before = 0;
+        for (size_t k = 0; k < v->s->n_msgs; k++)
+            before += v->s->msgs[k].out_of_context;
+        int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
+        if (rc && v == c->cur)
+            chat_notice(c, true, "%s", err);
+        size_t after = 0;
+        for (size_t k = 0; k < v->s->n_msgs; k++)
+            after += v->s->msgs[k].out_of_context;
+        if (after != before) {
+            v->dirty = true;
+            if (v == c->cur)
+                redraw = true;
+        }
+    }
+    if (c->cur) {
+        if (redraw)
+            show_conv(c); /* out-of-context marks, another template's system prompt */
+        try_snapshot(c, c->cur);
+        post_prefill(c, c->cur);
+    }
+    if (!first) {
+        double dt = chat_now() - c->load_started;
+        chat_notice(c, false, "%s loaded in %.1f s; the conversation continues (%zu tokens)",
+                    c->model_name, dt, c->cur ? c->cur->cv.tokens.n : 0);
+    }
+}
+
+/* ----------------------------------------------------------------- events */
+
+static void on_done(struct chat *c, struct elm_event *ev)
+{
+    if (ev->request_type == ELM_REQ_SAVE_STATE) {
+        if (c->n_kv_saves > 0)
+            c->n_kv_saves--;
+        return;
+    }
+    if (ev->request_type != ELM_REQ_GENERATE)
+        return; /* LOAD_STATE: the prefill that follows says what it gave */
+    c->n_past = ev->n_past;
+    if (ev->n_ctx > 0)
+        c->n_ctx = ev->n_ctx;
+    /* a handful of tokens gives no meaningful speed */
+    if (ev->prefill_tps > 0 && ev->n_prefilled >= 8)
+        c->prefill_tps = ev->prefill_tps;
+    if (ev->decode_tps > 0 && ev->n_generated >= 4)
+        c->decode_tps = ev->decode_tps;
+    struct conv *v = conv_by_slot(c, ev->slot);
+    if (v) {
+        v->n_reused = ev->n_reused;
+        v->n_computed = ev->n_prefilled;
+    }
+    if (c->generating && ev->request_id == c->gen_req) {
+        finish_reply(c, ev);
+        return;
+    }
+    if (ev->request_id == c->prefill_req) {
+        c->prefill_req = 0;
+        c->prefill_conv = NULL;
+        if (v)
+            conversation_set_cached(&v->cv, ev->n_past);
+        if (v && v->kv_loaded) {
+            v->kv_loaded = false;
+            if (ev->n_reused > 0)
+                chat_notice(c, false, "resumed from the KV snapshot: %d tokens reused, %d computed",
+                            ev->n_reused, ev->n_prefilled);
         }
     }
 }
@@ -596,17 +738,8 @@ void chat_poll_events(struct chat *c)
                 c->load_progress = ev.progress;
             break;
         case ELM_EV_MODEL_READY:
-            if (ev.request_id == c->load_req) {
-                c->model_loading = false;
-                c->model_ready = true;
-                free(c->info);
-                c->info = ev.info;
-                ev.info = NULL;
-                c->n_ctx = ev.n_ctx;
-                /* Re-prefill the open conversation in the background. */
-                if (c->cur && c->cur->rendered && c->cur->tokens.n > 0 && !c->generating)
-                    post_generate(c, c->cur, 0);
-            }
+            if (ev.request_id == c->load_req)
+                model_ready(c, &ev);
             break;
         case ELM_EV_PREFILL_PROGRESS:
             if (ev.request_id == c->gen_req)
@@ -614,7 +747,8 @@ void chat_poll_events(struct chat *c)
             break;
         case ELM_EV_TOKEN:
             if (c->generating && ev.request_id == c->gen_req) {
-                idvec_append(&c->reply_ids, ev.ids, (size_t)ev.n_ids);
+                conversation_reply_push(&c->gen_conv->cv, ev.ids, (size_t)ev.n_ids);
+                c->reply_n_ids += (size_t)ev.n_ids;
                 if (ev.text) {
                     size_t n = strlen(ev.text);
                     sbuf_add(&c->reply_text, ev.text, n);
@@ -626,26 +760,27 @@ void chat_poll_events(struct chat *c)
             }
             break;
         case ELM_EV_DONE:
-            if (ev.request_type == ELM_REQ_GENERATE) {
-                c->n_past = ev.n_past;
-                if (ev.n_ctx > 0)
-                    c->n_ctx = ev.n_ctx;
-                /* a handful of tokens gives no meaningful speed */
-                if (ev.prefill_tps > 0 && ev.n_prefilled >= 8)
-                    c->prefill_tps = ev.prefill_tps;
-                if (ev.decode_tps > 0 && ev.n_generated >= 4)
-                    c->decode_tps = ev.decode_tps;
-            }
-            if (c->generating && ev.request_id == c->gen_req)
-                finish_reply(c, &ev);
+            on_done(c, &ev);
             break;
         case ELM_EV_ERROR:
             if (ev.request_id == c->load_req) {
+                /* the previous model (if any) stays current */
                 c->model_loading = false;
-                chat_notice(c, true, "model not loaded: %s", ev.text ? ev.text : "error");
+                elm_tokenizer_free(c->load_tok);
+                c->load_tok = NULL;
                 char buf[1200];
                 snprintf(buf, sizeof buf, "model not loaded: %s", ev.text ? ev.text : "error");
+                chat_notice(c, true, "%s", buf);
                 info_msg(c, TR_ERROR, buf);
+            } else if (ev.request_type == ELM_REQ_SAVE_STATE) {
+                if (c->n_kv_saves > 0)
+                    c->n_kv_saves--;
+                chat_notice(c, true, "KV snapshot not saved: %s", ev.text ? ev.text : "error");
+            } else if (ev.request_type == ELM_REQ_LOAD_STATE) {
+                /* another model or a damaged file: the prefill recomputes */
+                struct conv *v = conv_by_slot(c, ev.slot);
+                if (v)
+                    v->kv_loaded = false;
             } else {
                 chat_notice(c, true, "%s", ev.text ? ev.text : "worker error");
             }
@@ -688,32 +823,41 @@ static void show_info(struct chat *c)
     char buf[8192];
     size_t n = 0;
     const struct elm_model_info *mi = c->info;
-    n += (size_t)snprintf(buf + n, sizeof buf - n, "model: %s%s\npath: %s\n", c->model_name,
-                          c->demo ? " (bundled demo: random weights, its output is noise)" : "",
-                          c->model_path);
-    if (mi && n < sizeof buf)
-        n += (size_t)snprintf(buf + n, sizeof buf - n,
-                              "layers %d, dim %d, vocab %d, %.1fM parameters, %s\n", mi->n_layers,
-                              mi->model_dim, mi->n_vocab, (double)mi->n_params / 1e6,
-                              elm_dtype_name(mi->dtype));
-    else if (n < sizeof buf)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\n",
-                              c->model_loading ? "loading..." : "not loaded");
+    struct conv *v = c->cur;
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (n < sizeof buf)                                                                        \
+            n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                           \
+    } while (0)
+    ADD("model: %s%s\npath: %s\n", c->model_name,
+        c->demo ? " (bundled demo: random weights, its output is noise)" : "", c->model_path);
+    if (mi)
+        ADD("layers %d, dim %d, vocab %d, %.1fM parameters, %s\n", mi->n_layers, mi->model_dim,
+            mi->n_vocab, (double)mi->n_params / 1e6, elm_dtype_name(mi->dtype));
+    else
+        ADD("%s\n", c->model_loading ? "loading..." : "not loaded");
+    if (c->model_loading && c->model_ready)
+        ADD("loading %s: %d%%\n", c->load_name, (int)(c->load_progress * 100));
     struct elm_sampler_params p;
     int max_tokens;
     effective_sampling(c, &p, &max_tokens);
-    char *spath = session_path_for(c->cur->s->name);
-    if (n < sizeof buf)
-        n += (size_t)snprintf(
-            buf + n, sizeof buf - n,
-            "template: %s (%s)\nsession: %s (%s)\ncontext: %zu tokens in the conversation, "
-            "%d cached, window %d\nspeed: prefill %.1f t/s, decode %.1f t/s\n"
-            "sampling: temperature %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, "
-            "seed %llu, max-tokens %d",
-            c->tpl ? c->tpl->name : "?", c->tpl && c->tpl->path ? c->tpl->path : "",
-            c->cur->s->name, spath ? spath : "", c->cur->tokens.n, c->n_past, c->n_ctx,
-            c->prefill_tps, c->decode_tps, (double)p.temperature, p.top_k, (double)p.top_p,
-            (double)p.min_p, (double)p.repeat_penalty, (unsigned long long)p.seed, max_tokens);
+    char *spath = session_path_for(v->s->name);
+    struct conv_fill f;
+    conversation_fill(&v->cv, &f);
+    ADD("template: %s (%s)\nsession: %s (%s), %zu open\n", v->tpl->name,
+        v->tpl->path ? v->tpl->path : "", v->s->name, spath ? spath : "", c->n_convs);
+    ADD("context: %d tokens of %d (%d%%), %zu cached; policy %s; %d messages out of context, "
+        "%d pinned\n",
+        f.n_tokens, f.n_ctx, (int)(f.fraction * 100.0f), v->cv.cache.n,
+        context_policy_name(c->policy.policy), f.n_out_of_context, f.n_pinned);
+    ADD("last request: %d tokens reused from the cache, %d computed\n", v->n_reused,
+        v->n_computed);
+    ADD("speed: prefill %.1f t/s, decode %.1f t/s\n", c->prefill_tps, c->decode_tps);
+    ADD("sampling: temperature %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, seed %llu, "
+        "max-tokens %d",
+        (double)p.temperature, p.top_k, (double)p.top_p, (double)p.min_p,
+        (double)p.repeat_penalty, (unsigned long long)p.seed, max_tokens);
+#undef ADD
     free(spath);
     info_msg(c, TR_INFO, buf);
 }
@@ -721,11 +865,9 @@ static void show_info(struct chat *c)
 static void switch_to(struct chat *c, struct conv *v)
 {
     c->cur = v;
-    char err[1024];
-    if (!use_template(c, wanted_template(c), err, sizeof err))
-        chat_notice(c, true, "%s", err);
-    ensure_rendered(c, v);
     show_conv(c);
+    try_snapshot(c, v);
+    post_prefill(c, v);
     chat_refresh_session_list(c);
 }
 
@@ -756,7 +898,7 @@ static struct conv *open_session(struct chat *c, const char *name, bool create, 
         return NULL;
     }
     free(path);
-    return conv_new(c, s);
+    return conv_open(c, s, err, err_size);
 }
 
 static bool busy_refuse(struct chat *c)
@@ -766,6 +908,64 @@ static bool busy_refuse(struct chat *c)
         return true;
     }
     return false;
+}
+
+static bool ready_refuse(struct chat *c)
+{
+    if (busy_refuse(c))
+        return true;
+    if (!c->model_ready || c->model_loading) {
+        chat_notice(c, true, c->model_loading ? "wait for the model to load" : "no model loaded");
+        return true;
+    }
+    return false;
+}
+
+/* /pin [N], /unpin [N]: N counts the exchanges (user messages) from 1;
+ * none: the last one. */
+static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pin)
+{
+    struct session *s = v->s;
+    size_t want = 0;
+    if (arg) {
+        char *end;
+        errno = 0;
+        long k = strtol(arg, &end, 10);
+        if (errno || *end || k < 1) {
+            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)",
+                        pin ? "pin" : "unpin");
+            return;
+        }
+        want = (size_t)k;
+    }
+    size_t last = 0, idx = SIZE_MAX;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        if (s->msgs[i].role != ROLE_USER)
+            continue;
+        last++;
+        if (last == want || want == 0)
+            idx = i;
+    }
+    if (idx == SIZE_MAX) {
+        if (last)
+            chat_notice(c, true, "there is no exchange %zu (1 to %zu)", want, last);
+        else
+            chat_notice(c, true, "nothing to %s yet", pin ? "pin" : "unpin");
+        return;
+    }
+    size_t k = exchange_of(s, idx);
+    if (pin && s->msgs[idx].out_of_context) {
+        chat_notice(c, true, "exchange %zu is already out of context (/undo or edit to bring it back)",
+                    k);
+        return;
+    }
+    conversation_pin(&v->cv, idx, pin);
+    v->dirty = true;
+    show_conv(c);
+    save_conv(c, v, true);
+    chat_notice(c, false, pin ? "exchange %zu pinned: it stays in context"
+                              : "exchange %zu unpinned",
+                k);
 }
 
 static void run_command(struct chat *c, struct cmd *cmd)
@@ -800,9 +1000,13 @@ static void run_command(struct chat *c, struct cmd *cmd)
         if (c->opt.system)
             s->system = x_strdup(c->opt.system);
         apply_cli_sampling(c, s);
-        struct conv *nv = conv_new(c, s);
+        struct conv *nv = conv_open(c, s, err, sizeof err);
+        if (!nv) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
         switch_to(c, nv);
-        chat_notice(c, false, "new session '%s'", s->name);
+        chat_notice(c, false, "new session '%s'", nv->s->name);
         break;
     }
     case CMD_SWITCH:
@@ -823,6 +1027,10 @@ static void run_command(struct chat *c, struct cmd *cmd)
         if (cmd->arg && strcmp(cmd->arg, v->s->name) != 0) {
             if (conv_find(c, cmd->arg)) {
                 chat_notice(c, true, "'%s' is open in another session", cmd->arg);
+                break;
+            }
+            if (!session_name_valid(cmd->arg)) {
+                chat_notice(c, true, "invalid session name '%s'", cmd->arg);
                 break;
             }
             free(v->s->name);
@@ -848,56 +1056,64 @@ static void run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
+        if (c->model_ready && !c->model_loading && strcmp(path, c->model_path) == 0) {
+            chat_notice(c, false, "%s is the current model", c->model_name);
+            break;
+        }
         if (c->generating)
-            elm_worker_cancel(c->worker);
-        elm_tokenizer *tok = load_tokenizer(path, err, sizeof err);
-        if (!tok) {
+            elm_worker_cancel(c->worker); /* the partial reply is kept */
+        if (!begin_model_load(c, cmd->arg, path, err, sizeof err)) {
             chat_notice(c, true, "%s", err);
             break;
         }
-        elm_tokenizer_free(c->tok);
-        c->tok = tok;
-        free(c->model_arg);
-        c->model_arg = x_strdup(cmd->arg);
-        snprintf(c->model_path, sizeof c->model_path, "%s", path);
-        c->demo = is_default_model(path);
-        set_model_name(c);
-        c->model_ready = false;
-        for (size_t i = 0; i < c->n_convs; i++)
-            c->convs[i]->rendered = false;
-        if (!use_template(c, wanted_template(c), err, sizeof err))
-            chat_notice(c, true, "%s", err);
-        ensure_rendered(c, v);
-        post_load_model(c);
-        chat_notice(c, false, "loading %s ...", c->model_name);
+        chat_notice(c, false, "loading %s in the background ...", c->load_name);
         break;
     }
-    case CMD_TEMPLATE:
+    case CMD_TEMPLATE: {
         if (busy_refuse(c))
             break;
-        if (!use_template(c, cmd->arg, err, sizeof err)) {
+        struct template *t = template_load(cmd->arg, err, sizeof err);
+        if (!t) {
             chat_notice(c, true, "%s", err);
             break;
         }
+        conversation_set_template(&v->cv, t, c->tok);
+        int rc = conversation_render(&v->cv, err, sizeof err);
+        if (rc && rc != CONV_FULL) {
+            chat_notice(c, true, "%s", err);
+            conversation_set_template(&v->cv, v->tpl, c->tok);
+            conversation_render(&v->cv, err, sizeof err);
+            template_free(t);
+            break;
+        }
+        template_free(v->tpl);
+        v->tpl = t;
         free(v->s->template_name);
-        v->s->template_name = x_strdup(c->tpl->name);
+        v->s->template_name = x_strdup(t->name);
         v->dirty = true;
-        ensure_rendered(c, v);
         show_conv(c);
-        chat_notice(c, false, "template '%s' (%zu tokens re-rendered)", c->tpl->name,
-                    v->tokens.n);
+        post_prefill(c, v);
+        chat_notice(c, false, "template '%s' (%zu tokens rendered again)", t->name,
+                    v->cv.tokens.n);
         break;
-    case CMD_SYSTEM:
+    }
+    case CMD_SYSTEM: {
         if (busy_refuse(c))
             break;
-        free(v->s->system);
-        v->s->system = x_strdup(cmd->arg);
-        v->rendered = false;
+        int rc = conversation_set_system(&v->cv, cmd->arg, err, sizeof err);
+        if (rc && rc != CONV_FULL) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
         v->dirty = true;
-        ensure_rendered(c, v);
         show_conv(c);
-        chat_notice(c, false, "system prompt set");
+        post_prefill(c, v);
+        if (rc == CONV_FULL)
+            chat_notice(c, true, "%s", err);
+        else
+            chat_notice(c, false, "system prompt set");
         break;
+    }
     case CMD_SET: {
         struct sampling *sp = &v->s->sampling;
         switch (cmd->param) {
@@ -928,45 +1144,32 @@ static void run_command(struct chat *c, struct cmd *cmd)
         break;
     }
     case CMD_RETRY: {
-        if (busy_refuse(c))
+        if (ready_refuse(c))
             break;
-        if (!c->model_ready) {
-            chat_notice(c, true, "the model is not loaded yet");
-            break;
-        }
-        size_t n = v->s->n_msgs;
-        if (n == 0) {
-            chat_notice(c, true, "nothing to retry");
+        struct conv_plan plan;
+        int rc = conversation_retry(&v->cv, reply_reserve(c), &plan, err, sizeof err);
+        if (rc) {
+            chat_notice(c, true, "%s", err);
             break;
         }
-        if (!ensure_rendered(c, v))
-            break;
-        if (v->s->msgs[n - 1].role == ROLE_ASSISTANT) {
-            conv_rewind(v, n - 1); /* back to just after the generation prompt */
-            transcript_cut(c, n - 1);
-        }
+        v->dirty = true;
+        show_conv(c);
         start_reply(c);
         break;
     }
     case CMD_UNDO: {
         if (busy_refuse(c))
             break;
-        if (!ensure_rendered(c, v))
-            break;
-        size_t n = v->s->n_msgs;
-        size_t u = n;
-        while (u > 0 && v->s->msgs[u - 1].role != ROLE_USER)
-            u--;
-        if (u == 0) {
-            chat_notice(c, true, "nothing to undo");
+        char *text = NULL;
+        int rc = conversation_undo(&v->cv, &text, err, sizeof err);
+        if (rc) {
+            chat_notice(c, true, "%s", err);
             break;
         }
-        u--;
-        char *text = x_strdup(v->s->msgs[u].content);
-        conv_rewind(v, u);
-        transcript_cut(c, u);
+        show_conv(c);
         input_set_text(text); /* give the message back for editing */
         free(text);
+        v->dirty = true;
         save_conv(c, v, true);
         chat_notice(c, false, "removed the last exchange (its message is back in the input)");
         break;
@@ -974,14 +1177,17 @@ static void run_command(struct chat *c, struct cmd *cmd)
     case CMD_CLEAR:
         if (busy_refuse(c))
             break;
-        if (!ensure_rendered(c, v))
-            break;
-        if (v->n_snaps > 0)
-            conv_rewind(v, 0);
-        session_truncate(v->s, 0);
+        conversation_clear(&v->cv);
+        v->dirty = true;
         show_conv(c);
         save_conv(c, v, true);
         chat_notice(c, false, "conversation cleared");
+        break;
+    case CMD_PIN:
+    case CMD_UNPIN:
+        if (busy_refuse(c))
+            break;
+        pin_command(c, v, cmd->arg, cmd->id == CMD_PIN);
         break;
     }
 }
@@ -994,7 +1200,7 @@ void chat_submit(struct chat *c, char *line)
     }
     struct cmd cmd;
     size_t start;
-    char err[512];
+    char err[1024];
     enum cmd_parse_result r = cmd_parse(line, &cmd, &start, err, sizeof err);
     if (r == CMD_ERROR) {
         chat_notice(c, true, "%s", err);
@@ -1015,43 +1221,39 @@ void chat_submit(struct chat *c, char *line)
         free(line);
         return;
     }
-    if (c->generating || !c->model_ready) {
-        chat_notice(c, true, c->generating ? "a reply is being generated: Esc or Ctrl-C stops it"
-                                           : "the model is still loading: your text is kept");
+    if (c->generating || !c->model_ready || c->model_loading) {
+        chat_notice(c, true,
+                    c->generating ? "a reply is being generated: Esc or Ctrl-C stops it"
+                                  : "the model is still loading: your text is kept");
         input_set_text(line);
         free(line);
         return;
     }
     input_history_add(line);
     struct conv *v = c->cur;
-    if (!ensure_rendered(c, v)) {
-        input_set_text(line);
-        free(line);
-        return;
-    }
-    struct snap sn;
-    snap_take(&sn, v);
-    if (v->r.state == TEMPLATE_IN_REPLY) {
-        /* the previous reply never came (error): this turn follows the user
-         * turn directly, which the template does not allow; re-render */
-        snap_fini(&sn);
-        v->rendered = false;
-        ensure_rendered(c, v);
-        snap_take(&sn, v);
-    }
-    int rc = template_render_user(&v->r, text, &v->tokens);
+    struct conv_plan plan;
+    int rc = conversation_user_turn(&v->cv, text, reply_reserve(c), &plan, err, sizeof err);
     if (rc) {
-        snap_fini(&sn);
-        chat_notice(c, true, "cannot render the message: %s", elm_status_str((elm_status)rc));
+        /* nothing changed: the text stays in the input */
+        chat_notice(c, true, "%s", err);
         input_set_text(line);
         free(line);
         return;
     }
-    conv_push_snap(v, &sn);
-    session_append(v->s, ROLE_USER, text);
-    v->dirty = true;
-    transcript_add(&c->tr, TR_USER, text, strlen(text), (int)(v->s->n_msgs - 1));
     free(line);
+    v->dirty = true;
+    if (plan.n_dropped > 0) {
+        show_conv(c); /* the dropped messages get their mark */
+        chat_notice(c, false,
+                    "%d earlier message%s dropped from the context to make room (/pin keeps an "
+                    "exchange)",
+                    plan.n_dropped, plan.n_dropped == 1 ? "" : "s");
+    } else {
+        const struct message *m = &v->s->msgs[v->s->n_msgs - 1];
+        size_t k = transcript_add(&c->tr, TR_USER, m->content, strlen(m->content),
+                                  (int)(v->s->n_msgs - 1));
+        c->tr.msgs[k].exchange = (int)exchange_of(v->s, v->s->n_msgs - 1);
+    }
     start_reply(c);
 }
 
@@ -1060,18 +1262,24 @@ void chat_submit(struct chat *c, char *line)
 void chat_status(struct chat *c, struct status_info *st, double now)
 {
     memset(st, 0, sizeof *st);
+    struct conv *v = c->cur;
     st->model = c->model_name;
-    st->template_name = c->tpl ? c->tpl->name : NULL;
-    st->session = c->cur ? c->cur->s->name : NULL;
-    st->n_past = c->cur ? (int)c->cur->tokens.n : 0;
-    if (c->generating && c->gen_conv == c->cur)
-        st->n_past += (int)c->reply_ids.n;
-    st->n_ctx = c->n_ctx;
+    st->template_name = v ? v->tpl->name : NULL;
+    st->session = v ? v->s->name : NULL;
+    st->n_past = v ? (int)v->cv.tokens.n : 0;
+    st->n_ctx = v ? v->cv.n_ctx : c->n_ctx;
+    if (!c->model_ready)
+        st->n_ctx = c->n_ctx;
     st->prefill_tps = c->prefill_tps;
     st->decode_tps = c->decode_tps;
     st->demo = c->demo;
     if (c->model_loading) {
-        snprintf(c->state_text, sizeof c->state_text, "loading %d%%",
+        /* a small progress bar: 10 cells */
+        char bar[64] = "";
+        int cells = (int)(c->load_progress * 10.0f + 0.5f);
+        for (int i = 0; i < 10; i++)
+            strcat(bar, i < cells ? "█" : "░");
+        snprintf(c->state_text, sizeof c->state_text, "loading %.40s %s %d%%", c->load_name, bar,
                  (int)(c->load_progress * 100));
         st->busy = true;
     } else if (c->generating && !c->got_token) {
@@ -1080,16 +1288,21 @@ void chat_status(struct chat *c, struct status_info *st, double now)
         st->busy = true;
     } else if (c->generating) {
         snprintf(c->state_text, sizeof c->state_text, "generating %zu · Esc stops",
-                 c->reply_ids.n);
+                 c->reply_n_ids);
         st->busy = true;
     } else if (!c->model_ready) {
         snprintf(c->state_text, sizeof c->state_text, "no model");
-    } else if (c->n_ctx > 0 && st->n_past * 10 >= c->n_ctx * 9) {
-        snprintf(c->state_text, sizeof c->state_text, "context nearly full");
     } else {
         snprintf(c->state_text, sizeof c->state_text, "idle");
     }
     st->state = c->state_text;
+    int pct;
+    if (v && c->model_ready && near_full(c, v, &pct)) {
+        snprintf(c->warn_text, sizeof c->warn_text, "context %d%%: %s", pct,
+                 c->policy.policy == CONTEXT_STOP ? "full soon, then refused"
+                                                  : "oldest turns drop next");
+        st->warning = c->warn_text;
+    }
     if (c->notice[0] && now < c->notice_until) {
         st->notice = c->notice;
         st->notice_error = c->notice_error;
@@ -1193,13 +1406,21 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
     config_init(&c->cfg);
     if (config_load(&c->cfg, NULL, err, err_size) != 0)
         return false;
+    c->policy = conv_policy_from_config(&c->cfg);
+    /* Test and demo pacing: at least this long between tokens, so that a
+     * fast machine still shows a reply streaming (tests/ui-tmux.sh). */
+    const char *delay = getenv("ELMCHAT_TEST_TOKEN_DELAY_MS");
+    if (delay && *delay) {
+        long ms = strtol(delay, NULL, 10);
+        c->token_delay_ms = ms > 0 && ms < 10000 ? (int)ms : 0;
+    }
 
     const char *marg = opt->common.model ? opt->common.model : c->cfg.default_model;
     if (!resolve_model(c, marg, c->model_path, sizeof c->model_path, err, err_size))
         return false;
     c->model_arg = marg ? x_strdup(marg) : NULL;
     c->demo = is_default_model(c->model_path);
-    set_model_name(c);
+    model_label(c->model_path, c->demo, c->model_name, sizeof c->model_name);
     c->tok = load_tokenizer(c->model_path, err, err_size);
     if (!c->tok)
         return false;
@@ -1236,17 +1457,16 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
         s->template_name = NULL;
     }
     apply_cli_sampling(c, s);
-    c->cur = conv_new(c, s);
-    if (!use_template(c, wanted_template(c), err, err_size)) {
-        return false;
-    }
-    if (conv_render(c, c->cur, err, err_size) != 0)
+    c->cur = conv_open(c, s, err, err_size);
+    if (!c->cur)
         return false;
     show_conv(c);
 
     c->worker = elm_worker_new(err, err_size);
     if (!c->worker)
         return false;
+    snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
+    snprintf(c->load_name, sizeof c->load_name, "%s", c->model_name);
     post_load_model(c);
     if (c->demo)
         info_msg(c, TR_INFO,
@@ -1261,7 +1481,8 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
 void chat_save_all(struct chat *c)
 {
     if (c->generating && c->gen_conv) {
-        /* keep the partial reply, marked interrupted */
+        /* keep the partial reply, marked interrupted; the worker stops
+         * within a layer, before the snapshot is written */
         struct elm_event ev = {.type = ELM_EV_DONE, .reason = ELM_DONE_CANCELLED};
         elm_worker_cancel(c->worker);
         c->gen_req = 0; /* its DONE will be ignored */
@@ -1271,10 +1492,33 @@ void chat_save_all(struct chat *c)
         save_conv(c, c->convs[i], true);
 }
 
+/* The snapshots posted by the last saves are written by the worker: give
+ * it a moment (elm_worker_free drops queued requests). */
+static void wait_kv_saves(struct chat *c, double limit)
+{
+    double end = chat_now() + limit;
+    while (c->n_kv_saves > 0) {
+        double left = end - chat_now();
+        if (left <= 0)
+            break;
+        struct pollfd p = {.fd = elm_worker_wake_fd(c->worker), .events = POLLIN};
+        poll(&p, 1, (int)(left * 1000) + 1);
+        elm_worker_drain_wake(c->worker);
+        struct elm_event ev;
+        while (elm_worker_next_event(c->worker, &ev)) {
+            if ((ev.type == ELM_EV_DONE || ev.type == ELM_EV_ERROR) &&
+                ev.request_type == ELM_REQ_SAVE_STATE && c->n_kv_saves > 0)
+                c->n_kv_saves--;
+            elm_event_fini(&ev);
+        }
+    }
+}
+
 void chat_fini(struct chat *c)
 {
     if (c->worker) {
         chat_save_all(c);
+        wait_kv_saves(c, 3.0);
         elm_worker_free(c->worker);
     }
     for (size_t i = 0; i < c->n_convs; i++)
@@ -1285,11 +1529,11 @@ void chat_fini(struct chat *c)
             free(c->session_list[i]);
         free(c->session_list);
     }
-    template_free(c->tpl);
     elm_tokenizer_free(c->tok);
+    elm_tokenizer_free(c->load_tok);
     free(c->info);
     free(c->model_arg);
-    idvec_fini(&c->reply_ids);
+    free(c->load_arg);
     sbuf_fini(&c->reply_text);
     transcript_fini(&c->tr);
     config_fini(&c->cfg);

@@ -12,6 +12,7 @@
 #include "engine/elm_worker.h"
 #include "src/cli.h"
 #include "src/config_file.h"
+#include "src/conversation.h"
 #include "src/session.h"
 #include "src/template.h"
 #include "ui/commands.h"
@@ -30,20 +31,29 @@ struct chat_options {
 struct chat {
     struct chat_options opt;
     struct config cfg;
+    struct conv_policy policy;   /* from config.yaml's context: section */
     elm_worker *worker;
+    int token_delay_ms;          /* ELMCHAT_TEST_TOKEN_DELAY_MS: test/demo pacing */
 
-    /* the model */
+    /* the current model */
     char *model_arg;             /* as the user named it (owned), NULL: default */
     char model_path[4096];
     char model_name[128];
     bool demo;                   /* the bundled random-weight model */
-    bool model_ready, model_loading;
-    float load_progress;
-    uint64_t load_req;
+    bool model_ready;            /* a model is current in the worker */
     struct elm_model_info *info; /* owned copy from MODEL_READY */
     elm_tokenizer *tok;          /* owned: loaded here, immutable, any thread */
-    struct template *tpl;        /* owned */
     int n_ctx;
+
+    /* a model being loaded (/model, or the first one) */
+    bool model_loading;
+    float load_progress;
+    uint64_t load_req;
+    char *load_arg;              /* owned */
+    char load_path[4096];
+    char load_name[128];
+    elm_tokenizer *load_tok;     /* owned until MODEL_READY */
+    double load_started;
 
     /* conversations */
     struct conv **convs;
@@ -56,14 +66,16 @@ struct chat {
     uint64_t gen_req;
     struct conv *gen_conv;
     size_t gen_tr;               /* its transcript message */
-    struct idvec reply_ids;
+    size_t reply_n_ids;
     struct sbuf reply_text;
     float prefill_progress;
     bool got_token;
     const char *stopped_by;      /* the stop string seen, or NULL */
-    uint64_t prefill_req;        /* background prefill after a model switch */
+    uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
+    struct conv *prefill_conv;
     double prefill_tps, decode_tps;
     int n_past;
+    int n_kv_saves;              /* SAVE_STATE requests not answered yet */
 
     struct transcript tr;
     bool show_sessions;
@@ -73,7 +85,8 @@ struct chat {
     char notice[512];
     bool notice_error;
     double notice_until;         /* monotonic seconds */
-    char state_text[64];
+    char state_text[128];
+    char warn_text[128];
     bool quit;
     bool changed;                /* something to redraw */
 };

@@ -23,6 +23,8 @@ enum cmd_id {
     CMD_CLEAR,
     CMD_INFO,
     CMD_QUIT,
+    CMD_PIN,
+    CMD_UNPIN,
 };
 
 /* What an argument completes to. */

@@ -88,9 +88,15 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
             int used = put_text(w, label, strlen(label), wd);
             free(label);
             wattrset(w, screen_attr(SA_MARK));
-            const char *mark = m->streaming ? " …" : m->interrupted ? " [interrupted]" : "";
-            if (m->out_of_context)
-                mark = " [out of context]";
+            char mark[96];
+            snprintf(mark, sizeof mark, "%s%s%s",
+                     m->streaming ? " …" : m->interrupted ? " [interrupted]" : "",
+                     m->pinned ? " [pinned]" : "", m->out_of_context ? " [out of context]" : "");
+            if (m->exchange > 0) {
+                char num[16];
+                snprintf(num, sizeof num, " #%d", m->exchange);
+                used += put_text(w, num, strlen(num), wd - used);
+            }
             put_text(w, mark, strlen(mark), wd - used);
             wattrset(w, A_NORMAL);
         } else if (l->kind == TRL_BODY) {
@@ -142,11 +148,16 @@ int status_format(const struct status_info *s, int width, char *buf, size_t size
     }
     if (s->n_ctx > 0)
         snprintf(parts[np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);
-    if (!s->notice && s->decode_tps > 0)
+    if (!s->notice && s->decode_tps > 0 && s->prefill_tps > 0)
         snprintf(parts[np++], sizeof parts[0], "pp %.0f t/s  tg %.1f t/s", s->prefill_tps,
                  s->decode_tps);
+    else if (!s->notice && s->decode_tps > 0)
+        snprintf(parts[np++], sizeof parts[0], "tg %.1f t/s", s->decode_tps);
     snprintf(parts[np++], sizeof parts[0], "%s", s->state ? s->state : "idle");
-    const char *demo = "DEMO MODEL (random weights): output is noise";
+    /* The highlighted tail: a warning about the context, else (on the demo
+     * model) that its output is noise. */
+    const char *demo = s->warning ? s->warning : "DEMO MODEL (random weights): output is noise";
+    bool tail = s->demo || s->warning;
     /* Drop middle parts until it fits; the state and (on the demo) the
      * warning are kept longest. */
     int keep[8];
@@ -167,7 +178,7 @@ int status_format(const struct status_info *s, int width, char *buf, size_t size
         }
         cat(buf, size, " ");
         warn_at = -1;
-        if (s->demo) {
+        if (tail) {
             warn_at = u8_width(buf, strlen(buf));
             cat(buf, size, " ");
             cat(buf, size, demo);
@@ -175,12 +186,13 @@ int status_format(const struct status_info *s, int width, char *buf, size_t size
         }
         if (u8_width(buf, strlen(buf)) <= width)
             return warn_at;
-        if (s->demo && warn_at <= width) {
+        if (tail && warn_at <= width) {
             /* shorten the warning before dropping more */
             char *d = strstr(buf, demo);
             if (d) {
                 *d = '\0';
-                cat(buf, size, "DEMO: noise ");
+                cat(buf, size, s->warning ? "ctx!" : "DEMO: noise");
+                cat(buf, size, " ");
                 if (u8_width(buf, strlen(buf)) <= width)
                     return warn_at;
             }

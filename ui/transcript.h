@@ -41,7 +41,8 @@ struct tr_msg {
     enum tr_role role;
     struct sbuf text;      /* sanitized, what is drawn */
     struct sbuf pending;   /* raw bytes not yet sanitizable (streaming) */
-    bool streaming, interrupted, out_of_context;
+    bool streaming, interrupted, out_of_context, pinned;
+    int exchange;          /* user messages: the exchange number shown (0: none) */
     int ref;               /* caller's tag (e.g. the session message index) */
     size_t first_line, n_lines;
 };

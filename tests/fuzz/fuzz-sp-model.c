@@ -1,0 +1,18 @@
+/* fuzz-sp-model.c: tokenizer.model (engine/sp_model.c's protobuf reader)
+ * and the tokenizer it builds. */
+#include "config.h"
+
+#include "tests/fuzz/fuzz.h"
+
+#include "engine/tokenizer_impl.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    elm_tokenizer *tok = NULL;
+    char err[512];
+    if (sp_model_parse(data, size, "tokenizer.model", &tok, err, sizeof err) == 0 && tok) {
+        fuzz_exercise_tokenizer(tok, data, size);
+        elm_tokenizer_free(tok);
+    }
+    return 0;
+}

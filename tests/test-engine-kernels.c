@@ -1,0 +1,264 @@
+/* test-engine-kernels.c: every kernel set this CPU can run (generic, avx2,
+ * avx512) against float64 references: matrix rows times 1..9 vectors for
+ * F32/BF16/F16 at awkward widths, row-range independence (what makes decode
+ * bit-identical across thread counts), SwiGLU, tiled attention with an
+ * online softmax, the GEMM paths (row kernels and BLIS) and the pool. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/gemm.h"
+#include "engine/kernels.h"
+#include "engine/model.h"
+#include "engine/quant.h"
+#include "engine/threadpool.h"
+#include "tests/tap.h"
+
+static double frand(unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return ((*s >> 8) & 0xffff) / 32768.0 - 1.0;
+}
+
+/* W[rows, cols] of dtype with values exactly representable in it, and the
+ * same values as f32 in wf. */
+static void *make_w(enum elm_dtype dt, long rows, long cols, float *wf, unsigned seed)
+{
+    uint16_t *h = malloc((size_t)rows * (size_t)cols * 2);
+    float *f = malloc((size_t)rows * (size_t)cols * 4);
+    for (long i = 0; i < rows * cols; i++) {
+        float v = (float)frand(&seed);
+        if (dt == ELM_DTYPE_BF16) {
+            h[i] = elm_f32_to_bf16(v);
+            v = elm_bf16_to_f32(h[i]);
+        } else if (dt == ELM_DTYPE_F16) {
+            h[i] = elm_f32_to_f16(v);
+            v = elm_f16_to_f32(h[i]);
+        }
+        wf[i] = f[i] = v;
+    }
+    if (dt == ELM_DTYPE_F32) {
+        free(h);
+        return f;
+    }
+    free(f);
+    return h;
+}
+
+static void matmul_case(const char *set, enum elm_dtype dt, long cols)
+{
+    enum { ROWS = 37, M = 9 };
+    float *wf = malloc(sizeof(float) * ROWS * (size_t)cols);
+    void *w = make_w(dt, ROWS, cols, wf, (unsigned)(cols * 7 + dt));
+    float *x = malloc(sizeof(float) * M * (size_t)cols);
+    unsigned s = 99;
+    for (long i = 0; i < M * cols; i++)
+        x[i] = (float)frand(&s);
+    struct elm_matrix mat = {.data = w, .dtype = dt, .rows = ROWS, .cols = cols};
+    float y[M * ROWS], y1[M * ROWS];
+    double worst = 0.0;
+    bool split_same = true;
+    for (int m = 1; m <= M; m++) {
+        for (int i = 0; i < M * ROWS; i++)
+            y[i] = 1.0f; /* accumulate onto 1 */
+        elm_matmul_rows(&mat, x, cols, m, y, ROWS, 0, ROWS, true);
+        for (int t = 0; t < m; t++)
+            for (int r = 0; r < ROWS; r++) {
+                double ref = 1.0;
+                for (long k = 0; k < cols; k++)
+                    ref += (double)wf[r * cols + k] * x[t * cols + k];
+                double e = fabs(y[t * ROWS + r] - ref) / (1.0 + fabs(ref));
+                worst = e > worst ? e : worst;
+            }
+        /* The same rows computed in three odd ranges: bit-identical. */
+        elm_matmul_rows(&mat, x, cols, m, y1, ROWS, 0, 5, false);
+        elm_matmul_rows(&mat, x, cols, m, y1 + 5, ROWS, 5, 22, false);
+        elm_matmul_rows(&mat, x, cols, m, y1 + 22, ROWS, 22, ROWS, false);
+        for (int t = 0; t < m; t++)
+            for (int r = 0; r < ROWS; r++)
+                split_same = split_same && y1[t * ROWS + r] + 1.0f == y[t * ROWS + r];
+    }
+    ok(worst < 1e-5, "%s %s cols %ld: rows x 1..%d vectors vs float64 (max rel err %.2g)", set,
+       elm_dtype_name(dt), cols, M, worst);
+    ok(split_same, "%s %s cols %ld: any row ranges give identical results", set,
+       elm_dtype_name(dt), cols);
+    free(w);
+    free(wf);
+    free(x);
+}
+
+static void swiglu_case(const char *set)
+{
+    enum { N = 203 };
+    float g[N], u[N];
+    double worst = 0.0;
+    for (int i = 0; i < N; i++) {
+        g[i] = (float)((i - 100) * 0.45); /* -45 .. 46: both tails */
+        u[i] = (float)(0.5 + i * 0.01);
+    }
+    float g0[N];
+    memcpy(g0, g, sizeof g);
+    elm_swiglu(g, u, N);
+    for (int i = 0; i < N; i++) {
+        double ref = g0[i] / (1.0 + exp(-(double)g0[i])) * u[i];
+        double e = fabs(g[i] - ref) / (1e-30 + fabs(ref) > 1.0 ? fabs(ref) : 1.0);
+        worst = e > worst ? e : worst;
+    }
+    ok(worst < 1e-6, "%s: swiglu vs float64 (max err %.2g)", set, worst);
+}
+
+/* Online softmax over blocks == softmax over all keys at once. */
+static void attn_case(const char *set, int hd, int n_keys)
+{
+    int ldv = hd + 3;
+    float *q = malloc(sizeof(float) * (size_t)hd);
+    float *kk = malloc(sizeof(float) * (size_t)n_keys * (size_t)hd);
+    float *v = malloc(sizeof(float) * (size_t)n_keys * (size_t)ldv);
+    float *kt = malloc(sizeof(float) * (size_t)hd * ELM_ATTN_BK);
+    float *o = calloc((size_t)hd, sizeof(float));
+    double *sc = malloc(sizeof(double) * (size_t)n_keys);
+    unsigned s = (unsigned)(hd * 31 + n_keys);
+    for (int i = 0; i < hd; i++)
+        q[i] = (float)(3.0 * frand(&s));
+    for (int i = 0; i < n_keys * hd; i++)
+        kk[i] = (float)frand(&s);
+    for (int i = 0; i < n_keys * ldv; i++)
+        v[i] = (float)frand(&s);
+    float scale = 1.0f / sqrtf((float)hd), m = -INFINITY, l = 0.0f;
+    for (int kb = 0; kb < n_keys; kb += ELM_ATTN_BK) {
+        int nk = n_keys - kb < ELM_ATTN_BK ? n_keys - kb : ELM_ATTN_BK;
+        for (int d = 0; d < hd; d++)
+            for (int j = 0; j < ELM_ATTN_BK; j++)
+                kt[d * ELM_ATTN_BK + j] = j < nk ? kk[(kb + j) * hd + d] : 0.0f;
+        elm_attn_block(q, scale, kt, v + (size_t)kb * ldv, ldv, nk, hd, &m, &l, o);
+    }
+    double mx = -INFINITY, sum = 0.0, worst = 0.0;
+    for (int j = 0; j < n_keys; j++) {
+        double dot = 0.0;
+        for (int d = 0; d < hd; d++)
+            dot += (double)q[d] * kk[j * hd + d];
+        sc[j] = dot * scale;
+        mx = sc[j] > mx ? sc[j] : mx;
+    }
+    for (int j = 0; j < n_keys; j++)
+        sum += (sc[j] = exp(sc[j] - mx));
+    for (int d = 0; d < hd; d++) {
+        double ref = 0.0;
+        for (int j = 0; j < n_keys; j++)
+            ref += sc[j] / sum * v[j * ldv + d];
+        double e = fabs(o[d] / l - ref);
+        worst = e > worst ? e : worst;
+    }
+    ok(worst < 1e-5, "%s: attention hd %d over %d keys, online softmax vs float64 (max err %.2g)",
+       set, hd, n_keys, worst);
+    free(q);
+    free(kk);
+    free(v);
+    free(kt);
+    free(o);
+    free(sc);
+}
+
+/* elm_gemm on both paths (row kernels below ELM_GEMM_MIN_BLIS_M, BLIS from
+ * it) and with 1 and 3 threads, 16-bit weights widened tile by tile. */
+static void gemm_case(enum elm_dtype dt)
+{
+    enum { ROWS = 300, COLS = 96, MMAX = 20 };
+    float *wf = malloc(sizeof(float) * ROWS * COLS);
+    void *w = make_w(dt, ROWS, COLS, wf, 5u + dt);
+    float *a = malloc(sizeof(float) * MMAX * COLS), *c = malloc(sizeof(float) * MMAX * ROWS);
+    unsigned s = 7;
+    for (int i = 0; i < MMAX * COLS; i++)
+        a[i] = (float)frand(&s);
+    struct elm_matrix mat = {.data = w, .dtype = dt, .rows = ROWS, .cols = COLS};
+    for (int nt = 1; nt <= 3; nt += 2) {
+        struct elm_threadpool *pool = NULL;
+        struct elm_gemm_tile tile;
+        bool r = elm_threadpool_new(nt, &pool) == ELM_OK && elm_gemm_tile_init(&tile, nt, COLS);
+        /* a tiny tile: several widening steps per range */
+        tile.floats = 40 * COLS;
+        double worst = 0.0;
+        for (int m = 1; r && m <= MMAX; m += 3) {
+            elm_gemm(a, COLS, m, &mat, c, ROWS, false, pool, &tile);
+            for (int t = 0; t < m; t++)
+                for (int row = 0; row < ROWS; row++) {
+                    double ref = 0.0;
+                    for (int k = 0; k < COLS; k++)
+                        ref += (double)wf[row * COLS + k] * a[t * COLS + k];
+                    double e = fabs(c[t * ROWS + row] - ref);
+                    worst = e > worst ? e : worst;
+                }
+        }
+        ok(r && worst < 1e-4, "gemm %s, %d threads, m 1..%d (both paths): max err %.2g",
+           elm_dtype_name(dt), nt, MMAX, worst);
+        elm_gemm_tile_free(&tile);
+        elm_threadpool_free(pool);
+    }
+    free(w);
+    free(wf);
+    free(a);
+    free(c);
+}
+
+struct count_job {
+    int *hits;
+};
+
+static void count_task(void *arg, long b, long e, int ith)
+{
+    (void)ith;
+    struct count_job *j = arg;
+    for (long i = b; i < e; i++)
+        j->hits[i]++;
+}
+
+/* Every item exactly once, for many jobs in a row (the join/close protocol). */
+static void pool_case(void)
+{
+    enum { N = 1000, JOBS = 2000 };
+    static int hits[N];
+    struct elm_threadpool *pool = NULL;
+    if (!ok(elm_threadpool_new(3, &pool) == ELM_OK, "pool of 3 threads"))
+        return;
+    struct count_job j = {.hits = hits};
+    bool good = true;
+    for (int k = 0; k < JOBS && good; k++) {
+        memset(hits, 0, sizeof hits);
+        long chunk = 1 + k % 17;
+        elm_threadpool_for(pool, N - k % 7, chunk, count_task, &j);
+        for (int i = 0; i < N; i++)
+            good = good && hits[i] == (i < N - k % 7 ? 1 : 0);
+    }
+    ok(good, "pool: %d jobs, every item done exactly once", JOBS);
+    elm_threadpool_free(pool);
+}
+
+int main(void)
+{
+    plan_lazy();
+    const char *sets[] = {"generic", "avx2", "avx512"};
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+        if (!elm_kernels_select(sets[i])) {
+            diag("this CPU cannot run the %s kernels", sets[i]);
+            continue;
+        }
+        is_str(elm_kernels_name(), sets[i], "kernel set %s selected", sets[i]);
+        const long widths[] = {1, 15, 16, 33, 64, 203, 1280};
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+            matmul_case(sets[i], ELM_DTYPE_F32, widths[wi]);
+            matmul_case(sets[i], ELM_DTYPE_BF16, widths[wi]);
+            matmul_case(sets[i], ELM_DTYPE_F16, widths[wi]);
+        }
+        swiglu_case(sets[i]);
+        attn_case(sets[i], 64, 1);
+        attn_case(sets[i], 64, 200);
+        attn_case(sets[i], 24, 130);
+        gemm_case(ELM_DTYPE_F32);
+        gemm_case(ELM_DTYPE_BF16);
+    }
+    pool_case();
+    return done_testing();
+}
