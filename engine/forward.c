@@ -153,15 +153,24 @@ static void norm_rows(struct elm_ctx *c, const float *src, float *dst, const flo
     elm_threadpool_for(c->pool, n, elm_threadpool_chunk(c->pool, n, 2, 1, 8), rmsnorm_task, &job);
 }
 
-/* QK-norm and RoPE on the fresh rows, then K and V into the cache. */
-static void qk_rope_store(struct elm_ctx *c, int li, int n, int pos0)
+/* QK-norm and RoPE on the fresh rows, then K and V into the cache, a range
+ * of tokens per task. */
+struct rope_job {
+    struct elm_ctx *c;
+    int li, pos0;
+};
+
+static void qk_rope_task(void *arg, long b, long e, int ith)
 {
+    (void)ith;
+    const struct rope_job *j = arg;
+    struct elm_ctx *c = j->c;
     const struct elm_model_info *in = &c->model->info;
-    const struct elm_layer *l = &c->model->layers[li];
+    const struct elm_layer *l = &c->model->layers[j->li];
     int hd = in->head_dim, half = hd / 2;
     size_t row_qkv = (size_t)(l->nq + 2 * l->nkv) * hd, row_kv = (size_t)l->nkv * hd;
-    for (int t = 0; t < n; t++) {
-        int p = pos0 + t;
+    for (long t = b; t < e; t++) {
+        int p = j->pos0 + (int)t;
         const float *cs = c->rope_cos + (size_t)p * half, *sn = c->rope_sin + (size_t)p * half;
         float *q = c->qkv + (size_t)t * row_qkv;
         float *k = q + (size_t)l->nq * hd, *v = k + row_kv;
@@ -169,13 +178,20 @@ static void qk_rope_store(struct elm_ctx *c, int li, int n, int pos0)
             rmsnorm(q + h * hd, l->q_norm, q + h * hd, hd, in->rms_eps);
             rope(q + h * hd, cs, sn, half);
         }
-        float *kc = c->k_cache[li] + (size_t)p * row_kv, *vc = c->v_cache[li] + (size_t)p * row_kv;
+        float *kc = c->k_cache[j->li] + (size_t)p * row_kv;
+        float *vc = c->v_cache[j->li] + (size_t)p * row_kv;
         for (int h = 0; h < l->nkv; h++) {
             rmsnorm(k + h * hd, l->k_norm, kc + h * hd, hd, in->rms_eps);
             rope(kc + h * hd, cs, sn, half);
         }
         memcpy(vc, v, row_kv * sizeof *vc);
     }
+}
+
+static void qk_rope_store(struct elm_ctx *c, int li, int n, int pos0)
+{
+    struct rope_job j = {.c = c, .li = li, .pos0 = pos0};
+    elm_threadpool_for(c->pool, n, elm_threadpool_chunk(c->pool, n, 2, 1, 8), qk_rope_task, &j);
 }
 
 static void layer(struct elm_ctx *c, int li, int n, int pos0)

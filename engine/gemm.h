@@ -21,19 +21,31 @@ struct elm_gemm_tile {
     float **buf;   /* [n_threads] buffers of `floats` each, owned */
     int n;         /* buffers */
     size_t floats; /* capacity of each */
+    /* Our own AVX-512 GEMM (gemm_avx512.c): the packed activations, and a
+     * W panel plus a widening row per thread; all allocated on first use. */
+    float *apack;
+    size_t apack_floats;
+    float **wpack; /* [n_threads] */
 };
 
-/* Batches below this many tokens use the row kernels, not BLIS. */
-#define ELM_GEMM_MIN_BLIS_M 8
+/* Batches below this many tokens use the row kernels, not the large GEMM
+ * (ours or BLIS; measured crossovers, see gemm.c). */
+int elm_gemm_min_blis_m(enum elm_dtype dtype);
 
 /* Allocate n_threads tiles able to hold a useful block of rows of cols_max
  * columns; false on out of memory. */
 bool elm_gemm_tile_init(struct elm_gemm_tile *tile, int n_threads, size_t cols_max);
 void elm_gemm_tile_free(struct elm_gemm_tile *tile);
 
-/* C[m, W.rows] (+)= A[m, W.cols] x W^T, row strides lda and ldc (floats). */
+/* C[m, W.rows] (+)= A[m, W.cols] x W^T, row strides lda and ldc (floats):
+ * the row kernels for small m, else our packed AVX-512 GEMM
+ * (gemm_avx512.c) or, without AVX-512 or with ELM_GEMM=blis, BLIS. */
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
               bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile);
+
+/* "own" or "blis": which GEMM runs batches from elm_gemm_min_blis_m tokens
+ * (ELM_GEMM=own|blis in the environment forces one). */
+const char *elm_gemm_large_name(void);
 
 /* The BLIS configuration in use ("skx", "haswell", "generic" ...), and
  * whether elmchat chose it (BLIS 0.9 does not know recent CPUs). */

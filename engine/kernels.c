@@ -884,7 +884,10 @@ void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n)
     case ELM_DTYPE_F32: memcpy(dst, src, n * sizeof *dst); break;
     case ELM_DTYPE_F16: k.cvt_f16(src, dst, n); break;
     case ELM_DTYPE_BF16: k.cvt_bf16(src, dst, n); break;
-    default: elm_dequantize(src, dtype, dst, (int64_t)n); break; /* block types: quant.c */
+    default: /* block types: AVX-512 Q8_0/Q4_0 here, the rest (and the fallback) quant.c */
+        if (!elm_quant_fast_to_f32(src, dtype, dst, n))
+            elm_dequantize(src, dtype, dst, (int64_t)n);
+        break;
     }
 }
 
@@ -926,6 +929,8 @@ void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m
     if (r1 <= r0 || m <= 0)
         return;
     if (elm_dtype_is_quant(w->dtype)) { /* GGUF block types: quant.c, a token at a time */
+        if (elm_quant_fast_rows(w, x, ldx, m, y, ldy, r0, r1, accumulate))
+            return;
         for (int t = 0; t < m; t++)
             elm_quant_matvec_rows(w->data, w->dtype, w->cols, x + t * ldx, y + t * ldy, r0, r1,
                                   accumulate);

@@ -50,6 +50,14 @@ void elm_matvec_rows(const struct elm_matrix *w, const float *x, float *y, int64
 void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                      long ldy, int64_t r0, int64_t r1, bool accumulate);
 
+/* Q8_0 / Q4_0 rows with the AVX-512 kernels of kernels_quant.c, as
+ * elm_matmul_rows; false (nothing done) when the set in use has none for
+ * this dtype: then quant.c's kernels run. */
+bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
+                         long ldy, int64_t r0, int64_t r1, bool accumulate);
+/* Widen n weights of a Q8_0 / Q4_0 row; false when not handled here. */
+bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
+
 /* Keys per block of the tiled attention. */
 #define ELM_ATTN_BK 64
 /* One step of attention with an online softmax, for one query row q[hd]

@@ -14,13 +14,19 @@
 
 const char *elm_system_info(void)
 {
-    static char line[256];
+    static char line[320];
     bool ours = false;
     const char *arch = elm_gemm_blis_arch(&ours);
     snprintf(line, sizeof line,
-             "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 K-quants: quant.c); "
-             "prefill gemm (>= %d tokens): BLIS '%s'%s, single-threaded per row range",
-             elm_kernels_name(), ELM_GEMM_MIN_BLIS_M, arch,
+             "matvec/small batches: %s (f32 bf16 f16%s; other block types: quant.c); "
+             "prefill gemm (from %d f32,quantized / %d bf16,f16 tokens): %s; BLIS '%s'%s",
+             elm_kernels_name(),
+             strcmp(elm_kernels_name(), "avx512") == 0 ? " q8_0 q4_0" : "",
+             elm_gemm_min_blis_m(ELM_DTYPE_F32),
+             elm_gemm_min_blis_m(ELM_DTYPE_BF16),
+             elm_gemm_large_name()[0] == 'o' ? "own AVX-512 14x32 packed kernel"
+                                             : "BLIS, single-threaded per row range",
+             arch,
              ours ? " (chosen by elmchat)" : getenv("BLIS_ARCH_TYPE") ? " (BLIS_ARCH_TYPE)" : "");
     return line;
 }

@@ -22,8 +22,10 @@ engine_libelm_a_SOURCES += \
 	engine/safetensors.c engine/safetensors.h \
 	engine/kernels.c engine/kernels.h \
 	engine/kernels_info.c \
+	engine/kernels_quant.c \
 	engine/threadpool.c engine/threadpool.h \
 	engine/gemm.c engine/gemm.h \
+	engine/gemm_avx512.c engine/gemm_avx512.h \
 	engine/ctx.c engine/ctx.h \
 	engine/forward.c \
 	engine/state.c

@@ -270,7 +270,7 @@ bool kvcache_adopt(struct conversation *cv, const char *kv_path, uint64_t finger
     memcpy(ids, r.p + r.off, (size_t)n_tokens * sizeof *ids);
     /* Recorded ids go into the sequence as they are: refuse any the
      * tokenizer (hence the model) cannot have produced (found by fuzzing). */
-    int n_vocab = cv->tok ? elm_tokenizer_n_vocab(cv->tok) : 0;
+    int n_vocab = cv->tok ? elm_tokenizer_n_vocab(cv->tok) : INT32_MAX;
     for (uint64_t i = 0; i < n_tokens; i++)
         if (ids[i] < 0 || ids[i] >= n_vocab)
             goto out;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test-engine-generic.sh (TAP): the forward-pass tests again on the portable
-# kernels (ELM_KERNELS=generic, what a CPU without AVX2 runs), then
-# `elmchat bench` end to end on a tiny generated model (output formats).
+# kernels (ELM_KERNELS=generic, what a CPU without AVX2 runs) and with BLIS
+# for large batches (ELM_GEMM=blis), then `elmchat bench` end to end on a
+# tiny generated model (output formats).
 set -u
 
 top_builddir=${top_builddir:-.}
@@ -29,6 +30,12 @@ for t in test-engine-invariants test-engine-golden; do
     [ "$st" -eq 0 ] || sed 's/^/# /' "$tmp/$t.out" | grep '^# not ok' | head -5
     ok "$st" "$t passes on the generic kernels"
 done
+
+# And on BLIS for the large batches (our GEMM is the default with AVX-512).
+ELM_GEMM=blis "$top_builddir/tests/test-engine-invariants" >"$tmp/blis.out" 2>&1
+st=$?
+grep -q '^not ok' "$tmp/blis.out" && st=1
+ok "$st" "test-engine-invariants passes with ELM_GEMM=blis"
 
 "$ELMCHAT" bench --kernels >"$tmp/k" 2>&1
 st=$?

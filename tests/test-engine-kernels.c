@@ -90,6 +90,49 @@ static void matmul_case(const char *set, enum elm_dtype dt, long cols)
     free(x);
 }
 
+/* Q8_0 / Q4_0 rows (AVX-512 in kernels_quant.c, or quant.c) against
+ * float64 over the dequantized weights, and widening against quant.c. */
+static void quant_case(const char *set, enum elm_dtype dt)
+{
+    enum { ROWS = 21, COLS = 320, M = 3 };
+    float *src = malloc(sizeof(float) * ROWS * COLS), *wf = malloc(sizeof(float) * ROWS * COLS);
+    float *wf2 = malloc(sizeof(float) * ROWS * COLS);
+    size_t rs = elm_row_size(dt, COLS);
+    uint8_t *q = malloc(rs * ROWS);
+    unsigned s = 3u + dt;
+    for (int i = 0; i < ROWS * COLS; i++)
+        src[i] = (float)frand(&s);
+    for (int r = 0; r < ROWS; r++)
+        elm_quantize_row(src + r * COLS, dt, q + r * rs, COLS);
+    elm_dequantize(q, dt, wf, ROWS * COLS);
+    elm_to_f32(q, dt, wf2, ROWS * COLS);
+    ok(memcmp(wf, wf2, sizeof(float) * ROWS * COLS) == 0, "%s %s: widening == quant.c's", set,
+       elm_dtype_name(dt));
+    float x[M * COLS], y[M * ROWS], y1[M * ROWS];
+    for (int i = 0; i < M * COLS; i++)
+        x[i] = (float)frand(&s);
+    struct elm_matrix mat = {.data = q, .dtype = dt, .rows = ROWS, .cols = COLS};
+    elm_matmul_rows(&mat, x, COLS, M, y, ROWS, 0, ROWS, false);
+    elm_matmul_rows(&mat, x, COLS, M, y1, ROWS, 0, 8, false);
+    elm_matmul_rows(&mat, x, COLS, M, y1 + 8, ROWS, 8, ROWS, false);
+    double worst = 0.0;
+    for (int t = 0; t < M; t++)
+        for (int r = 0; r < ROWS; r++) {
+            double ref = 0.0;
+            for (int k = 0; k < COLS; k++)
+                ref += (double)wf[r * COLS + k] * x[t * COLS + k];
+            double e = fabs(y[t * ROWS + r] - ref) / (1.0 + fabs(ref));
+            worst = e > worst ? e : worst;
+        }
+    ok(worst < 1e-5 && memcmp(y, y1, sizeof y) == 0,
+       "%s %s: rows x %d vectors vs float64 (max rel err %.2g), row ranges identical", set,
+       elm_dtype_name(dt), M, worst);
+    free(src);
+    free(wf);
+    free(wf2);
+    free(q);
+}
+
 static void swiglu_case(const char *set)
 {
     enum { N = 203 };
@@ -162,11 +205,12 @@ static void attn_case(const char *set, int hd, int n_keys)
     free(sc);
 }
 
-/* elm_gemm on both paths (row kernels below ELM_GEMM_MIN_BLIS_M, BLIS from
- * it) and with 1 and 3 threads, 16-bit weights widened tile by tile. */
-static void gemm_case(enum elm_dtype dt)
+/* elm_gemm on every path (row kernels below elm_gemm_min_blis_m, then our
+ * GEMM or BLIS), with 1 and 3 threads, 16-bit weights widened tile by tile;
+ * ragged row, token and column blocks. */
+static void gemm_case(enum elm_dtype dt, long COLS)
 {
-    enum { ROWS = 300, COLS = 96, MMAX = 20 };
+    enum { ROWS = 300, MMAX = 200 };
     float *wf = malloc(sizeof(float) * ROWS * COLS);
     void *w = make_w(dt, ROWS, COLS, wf, 5u + dt);
     float *a = malloc(sizeof(float) * MMAX * COLS), *c = malloc(sizeof(float) * MMAX * ROWS);
@@ -181,7 +225,7 @@ static void gemm_case(enum elm_dtype dt)
         /* a tiny tile: several widening steps per range */
         tile.floats = 40 * COLS;
         double worst = 0.0;
-        for (int m = 1; r && m <= MMAX; m += 3) {
+        for (int m = 1; r && m <= MMAX; m += m < 8 ? 3 : 23) {
             elm_gemm(a, COLS, m, &mat, c, ROWS, false, pool, &tile);
             for (int t = 0; t < m; t++)
                 for (int row = 0; row < ROWS; row++) {
@@ -192,8 +236,8 @@ static void gemm_case(enum elm_dtype dt)
                     worst = e > worst ? e : worst;
                 }
         }
-        ok(r && worst < 1e-4, "gemm %s, %d threads, m 1..%d (both paths): max err %.2g",
-           elm_dtype_name(dt), nt, MMAX, worst);
+        ok(r && worst < 1e-4, "gemm %s, k %ld, %d threads, m 1..%d (all paths): max err %.2g",
+           elm_dtype_name(dt), COLS, nt, MMAX, worst);
         elm_gemm_tile_free(&tile);
         elm_threadpool_free(pool);
     }
@@ -253,11 +297,14 @@ int main(void)
             matmul_case(sets[i], ELM_DTYPE_F16, widths[wi]);
         }
         swiglu_case(sets[i]);
+        quant_case(sets[i], ELM_DTYPE_Q8_0);
+        quant_case(sets[i], ELM_DTYPE_Q4_0);
         attn_case(sets[i], 64, 1);
         attn_case(sets[i], 64, 200);
         attn_case(sets[i], 24, 130);
-        gemm_case(ELM_DTYPE_F32);
-        gemm_case(ELM_DTYPE_BF16);
+        gemm_case(ELM_DTYPE_F32, 96);
+        gemm_case(ELM_DTYPE_F32, 300); /* two column panels, a ragged one */
+        gemm_case(ELM_DTYPE_BF16, 96);
     }
     pool_case();
     return done_testing();

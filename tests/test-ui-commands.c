@@ -46,6 +46,16 @@ int main(void)
     is_int(parse("/switch", &c, &start, err), CMD_ERROR, "/switch needs a name");
     is_str(err, "usage: /switch NAME", "usage hint");
     is_int(parse("/undo now", &c, &start, err), CMD_ERROR, "/undo takes no argument");
+    is_int(parse("/pin", &c, &start, err), CMD_OK, "/pin without a number");
+    ok(c.id == CMD_PIN && c.arg == NULL, "/pin: the last exchange");
+    is_int(parse("/pin 3", &c, &start, err), CMD_OK, "/pin N");
+    ok(c.id == CMD_PIN && c.arg && strcmp(c.arg, "3") == 0, "/pin 3");
+    cmd_fini(&c);
+    is_int(parse("/unpin 2", &c, &start, err), CMD_OK, "/unpin N");
+    ok(c.id == CMD_UNPIN && c.arg && strcmp(c.arg, "2") == 0, "/unpin 2");
+    cmd_fini(&c);
+    is_int(parse("/u", &c, &start, err), CMD_ERROR, "/u is ambiguous (/undo, /unpin)");
+    is_int(parse("/p", &c, &start, err), CMD_OK, "/p is /pin");
     is_int(parse("/system You are terse.  ", &c, &start, err), CMD_OK, "/system TEXT");
     is_str(c.arg, "You are terse.", "system text, trailing blanks trimmed");
     cmd_fini(&c);

@@ -57,18 +57,22 @@ reused=$(ui_screen | sed -n 's/.*last request: \([0-9]*\) tokens reused.*/\1/p' 
 ok '[ "${reused:-0}" -ge "$n_cached" ]' "the first reply after the restart reused them ($reused)"
 
 # /model: another checkpoint (same tokenizer), loaded in the background.
-"$GEN" --preset default --seed 7 -o "$UI_DIR/other" >/dev/null 2>&1
-ok '[ -f "$UI_DIR/other/config.json" ]' "a second checkpoint"
-ui_keys "/model $UI_DIR/other" Enter
+# Its name says "instruct": the conversation follows it to the
+# openelm-instruct template (rendered again, then prefilled).
+other="$UI_DIR/other-instruct"
+"$GEN" --preset default --seed 7 -o "$other" >/dev/null 2>&1
+ok '[ -f "$other/config.json" ]' "a second checkpoint"
+ui_keys "/model $other" Enter
 ok 'ui_wait "loaded in" 20' "/model loads it and says so"
-ok 'ui_screen | grep -q "^other \[interrupted\]"' "the replies are labelled with the new model"
+ok 'ui_screen | grep -q "^other-instruct \[interrupted\]"' "the replies are labelled with the new model"
 ok 'ui_screen | grep -q "third question" && ui_screen | grep -q "first question"' \
    "the conversation is still there"
 ui_keys 'fourth question' Enter
 ok 'ui_until "[ \"\$(ui_screen | grep -c \"\[interrupted\]\")\" -ge 3 ]" 10 && ui_wait "idle" 5' \
    "the new model answers in the same conversation"
 ui_keys '/info' Enter
-ok 'ui_wait "path: $UI_DIR/other" 5' "/info names the new model"
+ok 'ui_wait "path: $other" 5' "/info names the new model"
+ok 'ui_screen | grep -q "template: openelm-instruct"' "... and the template that goes with it"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ok 'grep -q "fourth question" "$sessions/keep.yaml"' "saved"

@@ -67,6 +67,7 @@ ui_cleanup() {
 ui_start() {
     w=$1; h=$2; shift 2
     rm -f "$UI_DIR/exit" "$UI_DIR/stty"
+    [ -f "$UI_DIR/stderr" ] && cat "$UI_DIR/stderr" >> "$UI_DIR/stderr.all"
     # The shell shares elmchat's process group: keep Ctrl-C from killing it.
     cat > "$UI_DIR/run.sh" <<EOS
 trap '' INT QUIT
@@ -156,6 +157,9 @@ ui_tty_sane() {
 }
 
 ui_done() {
+    # every run's stderr: no sanitizer report (--enable-sanitizers builds)
+    ok '! cat "$UI_DIR/stderr.all" "$UI_DIR/stderr" 2>/dev/null | grep -q -e Sanitizer -e "runtime error"' \
+       "no sanitizer report on stderr"
     echo "1..$n"
     exit $failed
 }

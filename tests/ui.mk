@@ -10,8 +10,11 @@ tests_test_ui_commands_LDADD = tests/libtap.a $(ELM_UI_LIBS)
 TESTS += tests/test-ui-layout tests/test-ui-text tests/test-ui-commands
 
 # tmux drives the real binary (bundled demo model) in a pty; skipped when
-# tmux is missing.  ui-tmux.sh holds the shared helpers.
-UI_TMUX_TESTS = tests/test-ui-chat.sh tests/test-ui-edit.sh tests/test-ui-session.sh
+# tmux is missing.  ui-tmux.sh holds the shared helpers; replies are paced
+# with ELMCHAT_TEST_TOKEN_DELAY_MS so the tests do not depend on the speed
+# of the machine.  test-ui-conv.sh needs tests/gen-checkpoint (built by all).
+UI_TMUX_TESTS = tests/test-ui-chat.sh tests/test-ui-edit.sh tests/test-ui-session.sh \
+	tests/test-ui-conv.sh tests/test-ui-context.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 EXTRA_DIST += tests/ui-tmux.sh
 TESTS += $(UI_TMUX_TESTS)

@@ -41,6 +41,7 @@ struct conv {
     bool kv_loaded;             /* a snapshot was loaded: say what it saved */
     bool warned;                /* the context warning was shown in the transcript */
     int n_reused, n_computed;   /* the last request's cache use */
+    int n_dropped_note;         /* messages evicted by the turn being answered */
 };
 double chat_now(void)
 {
@@ -580,9 +581,18 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     else if (ev->reason == ELM_DONE_CONTEXT_FULL)
         chat_notice(c, true, "the context is full (%d tokens): the next message drops old turns",
                     ev->n_ctx);
-    else if (ev->reason == ELM_DONE_LENGTH)
+    else if (ev->reason == ELM_DONE_LENGTH && v->n_dropped_note == 0)
         chat_notice(c, false, "reply cut at max-tokens (/set max-tokens N)");
     save_conv(c, v, true); /* autosave after every turn, with its snapshot */
+    if (v->n_dropped_note > 0 && v == c->cur) {
+        char buf[300];
+        snprintf(buf, sizeof buf,
+                 "%d earlier message%s left the context to make room for this exchange (marked "
+                 "out of context above; they stay in the session). /pin keeps an exchange.",
+                 v->n_dropped_note, v->n_dropped_note == 1 ? "" : "s");
+        info_msg(c, TR_INFO, buf);
+    }
+    v->n_dropped_note = 0;
     warn_if_near_full(c, v);
     c->changed = true;
 }
@@ -618,8 +628,9 @@ static void model_ready(struct chat *c, struct elm_event *ev)
     c->n_ctx = ev->n_ctx;
     bool new_tok = c->load_tok != NULL;
     bool redraw = new_tok;
+    elm_tokenizer *old_tok = NULL; /* freed once every conversation is rebuilt */
     if (new_tok) {
-        elm_tokenizer *old = c->tok;
+        old_tok = c->tok;
         c->tok = c->load_tok;
         c->load_tok = NULL;
         free(c->model_arg);
@@ -645,13 +656,18 @@ static void model_ready(struct chat *c, struct elm_event *ev)
                 /* rebuilt against the new template right away, then the old
                  * one can go */
                 int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
-                template_free(v->tpl);
-                v->tpl = t;
+                if (rc && rc != CONV_FULL) {
+                    /* keep the template it has (still rendered with it) */
+                    conversation_set_template(&v->cv, v->tpl, c->tok);
+                    template_free(t);
+                } else {
+                    template_free(v->tpl);
+                    v->tpl = t;
+                }
                 if (rc)
                     chat_notice(c, true, "%s", err);
             }
         }
-        elm_tokenizer_free(old);
     }
     for (size_t i = 0; i < c->n_convs; i++) {
         struct conv *v = c->convs[i];
@@ -671,6 +687,7 @@ static void model_ready(struct chat *c, struct elm_event *ev)
                 redraw = true;
         }
     }
+    elm_tokenizer_free(old_tok);
     if (c->cur) {
         if (redraw)
             show_conv(c); /* out-of-context marks, another template's system prompt */
@@ -679,7 +696,7 @@ static void model_ready(struct chat *c, struct elm_event *ev)
     }
     if (!first) {
         double dt = chat_now() - c->load_started;
-        chat_notice(c, false, "%s loaded in %.1f s; the conversation continues (%zu tokens)",
+        chat_notice(c, false, "%s loaded in %.2f s; the conversation continues (%zu tokens)",
                     c->model_name, dt, c->cur ? c->cur->cv.tokens.n : 0);
     }
 }
@@ -1066,7 +1083,7 @@ static void run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
-        chat_notice(c, false, "loading %s in the background ...", c->load_name);
+        c->changed = true; /* the status bar shows the progress */
         break;
     }
     case CMD_TEMPLATE: {
@@ -1244,6 +1261,7 @@ void chat_submit(struct chat *c, char *line)
     v->dirty = true;
     if (plan.n_dropped > 0) {
         show_conv(c); /* the dropped messages get their mark */
+        v->n_dropped_note = plan.n_dropped; /* said after the reply */
         chat_notice(c, false,
                     "%d earlier message%s dropped from the context to make room (/pin keeps an "
                     "exchange)",
@@ -1298,7 +1316,7 @@ void chat_status(struct chat *c, struct status_info *st, double now)
     st->state = c->state_text;
     int pct;
     if (v && c->model_ready && near_full(c, v, &pct)) {
-        snprintf(c->warn_text, sizeof c->warn_text, "context %d%%: %s", pct,
+        snprintf(c->warn_text, sizeof c->warn_text, "ctx %d%%: %s", pct,
                  c->policy.policy == CONTEXT_STOP ? "full soon, then refused"
                                                   : "oldest turns drop next");
         st->warning = c->warn_text;

@@ -130,6 +130,27 @@ static void cat(char *buf, size_t size, const char *s)
         snprintf(buf + n, size - n, "%s", s);
 }
 
+/* Cut s (UTF-8, in a buffer of size bytes) to at most cols columns, ending
+ * with an ellipsis when something was cut. */
+static void cut_cols(char *s, size_t size, int cols)
+{
+    size_t len = strlen(s), i = 0;
+    if (cols < 1 || u8_width(s, len) <= cols)
+        return;
+    int used = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t k = u8_decode(s + i, len - i, &cp);
+        int cw = k ? u8_cp_width(cp) : 1;
+        if (!k || used + (cw > 0 ? cw : 0) > cols - 1)
+            break;
+        used += cw > 0 ? cw : 0;
+        i += k;
+    }
+    if (i + 4 <= size)
+        memcpy(s + i, "…", 4); /* with its NUL */
+}
+
 int status_format(const struct status_info *s, int width, char *buf, size_t size)
 {
     char parts[8][160];
@@ -184,14 +205,24 @@ int status_format(const struct status_info *s, int width, char *buf, size_t size
             cat(buf, size, demo);
             cat(buf, size, " ");
         }
-        if (u8_width(buf, strlen(buf)) <= width)
+        int over = u8_width(buf, strlen(buf)) - width;
+        if (over <= 0)
             return warn_at;
+        if (s->notice && *s->notice && keep[0] && s->warning) {
+            /* a context warning outranks the end of a notice */
+            int nw = u8_width(parts[0], strlen(parts[0]));
+            if (nw - over >= 16) {
+                cut_cols(parts[0], sizeof parts[0], nw - over);
+                drop--;
+                continue;
+            }
+        }
         if (tail && warn_at <= width) {
             /* shorten the warning before dropping more */
             char *d = strstr(buf, demo);
             if (d) {
                 *d = '\0';
-                cat(buf, size, s->warning ? "ctx!" : "DEMO: noise");
+                cat(buf, size, s->warning ? "ctx full soon" : "DEMO: noise");
                 cat(buf, size, " ");
                 if (u8_width(buf, strlen(buf)) <= width)
                     return warn_at;

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 static char tmpdir[PATH_MAX];
-static char written[4][PATH_MAX];
+static char written[4][PATH_MAX + 64];
 static int n_written;
 
 static void cleanup(void)
@@ -41,8 +41,9 @@ const char *fuzz_tmpdir(void)
 
 const char *fuzz_write_file(const char *name, const uint8_t *data, size_t size)
 {
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", fuzz_tmpdir(), name);
+    char path[PATH_MAX + 64];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", fuzz_tmpdir(), name) >= sizeof path)
+        abort();
     FILE *f = fopen(path, "wb");
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
         perror(path);

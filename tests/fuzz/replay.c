@@ -158,7 +158,7 @@ static char **list_dir(const char *dir, size_t *n)
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        char path[4096];
+        char path[4096 + 256];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat sb;
         if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
