@@ -12,14 +12,6 @@
 #include "engine/jsonfile.h"
 #include "engine/model.h"
 
-/* Generous bounds: far above any OpenELM, far below anything that could
- * overflow the size arithmetic of the loader. */
-#define MAX_MODEL_DIM 65536
-#define MAX_HEAD_DIM 1024
-#define MAX_HEADS 4096
-#define MAX_VOCAB (1 << 22)
-#define MAX_CTX (1 << 20)
-#define MAX_FFN (1 << 20)
 
 struct cfg {
     const char *file;

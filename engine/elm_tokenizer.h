@@ -18,8 +18,9 @@ extern "C" {
 
 typedef struct elm_tokenizer elm_tokenizer;
 
-/* tokenizer.model (SentencePiece protobuf) or tokenizer.json (Hugging Face),
- * chosen by content.  Returns 0 or a negative elm_status; err names the file
+/* tokenizer.model (SentencePiece protobuf), tokenizer.json (Hugging Face)
+ * or a GGUF model file (its tokenizer.ggml.* vocabulary, else the
+ * tokenizer.model or tokenizer.json beside it), chosen by content.  Returns 0 or a negative elm_status; err names the file
  * and the problem. */
 int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size);
 void elm_tokenizer_free(elm_tokenizer *tok);

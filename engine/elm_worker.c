@@ -4,6 +4,12 @@
  * queue (one mutex, one condvar), the wake pipe, and two atomics (the cancel
  * watermark and the quit flag).  Everything else (models, contexts, slots,
  * the running request) belongs to the worker thread alone.
+ *
+ * LOAD_MODEL runs on a loader thread that the worker thread starts and
+ * joins, so the current model keeps serving meanwhile.  The loader touches
+ * only its own model_rec, ld_status/ld_err (read by the worker after the
+ * join) and the event queue (progress); it says it is done with ld_done
+ * under the mutex.  The worker adopts the new model between two requests.
  */
 #include "config.h"
 
@@ -76,6 +82,21 @@ struct elm_worker {
     atomic_bool quitting;
     int wake_r, wake_w;
     struct req_node stop_node; /* elm_worker_free's SHUTDOWN: cannot fail */
+
+    bool ld_done;      /* the loader thread has finished */
+    int load_delay_ms; /* test hook (ELM_WORKER_TEST_LOAD_DELAY_MS), read-only */
+
+    /* the loader: started and joined by the worker thread, which owns these
+     * fields; the loader reads ld_node's request and fills ld_rec,
+     * ld_status and ld_err (the worker reads them after the join) */
+    pthread_t ld_thread;
+    bool ld_running;
+    struct req_node *ld_node;  /* the LOAD_MODEL being loaded */
+    struct model_rec *ld_rec;
+    elm_status ld_status;
+    char ld_err[ELM_ERR_MAX];
+    double ld_last_emit;                  /* loader thread only */
+    struct req_node *ld_q_head, *ld_q_tail; /* LOAD_MODELs waiting their turn */
 
     /* worker thread only */
     struct model_rec *models; /* the current one and the kept ones */
@@ -211,10 +232,11 @@ static void emit_token(elm_worker *w, const int32_t *ids, int n_ids, const char 
     pthread_mutex_unlock(&w->mu);
 }
 
-/* Progress: an unread one of the same request is updated in place. */
-static void emit_progress(elm_worker *w, enum elm_event_type type, float fraction)
+/* Progress of request r: an unread one of the same request is updated in
+ * place.  Called from the worker thread and from the loader. */
+static void emit_progress(elm_worker *w, const struct req_node *r, enum elm_event_type type,
+                          float fraction)
 {
-    const struct req_node *r = w->run;
     pthread_mutex_lock(&w->mu);
     struct ev_node *t = w->eq_tail;
     if (t && t->ev.type == type && t->ev.request_id == r->id) {
@@ -424,7 +446,7 @@ static bool should_abort(void *user)
         if (t - w->pf_last_emit >= PROGRESS_PERIOD) {
             int polls = w->pf_polls < w->pf_layers ? w->pf_polls : w->pf_layers;
             double done = w->pf_done + (double)w->pf_chunk * polls / w->pf_layers;
-            emit_progress(w, ELM_EV_PREFILL_PROGRESS, (float)(done / w->pf_total));
+            emit_progress(w, w->run, ELM_EV_PREFILL_PROGRESS, (float)(done / w->pf_total));
             w->pf_last_emit = t;
         }
     }
@@ -433,14 +455,28 @@ static bool should_abort(void *user)
 
 /* ------------------------------------------------------------- LOAD_MODEL */
 
+static void req_free(struct req_node *n)
+{
+    if (!n)
+        return;
+    free(n->req.path);
+    free(n->req.tokens);
+    if (n->final) {
+        elm_event_fini(&n->final->ev);
+        free(n->final);
+    }
+    free(n);
+}
+
+/* The loader thread's progress callback. */
 static void load_progress(float fraction, void *user)
 {
     elm_worker *w = user;
     double t = now_sec();
-    if (fraction < 1.0f && t - w->pf_last_emit < PROGRESS_PERIOD)
+    if (fraction < 1.0f && t - w->ld_last_emit < PROGRESS_PERIOD)
         return;
-    w->pf_last_emit = t;
-    emit_progress(w, ELM_EV_LOAD_PROGRESS, fraction);
+    w->ld_last_emit = t;
+    emit_progress(w, w->ld_node, ELM_EV_LOAD_PROGRESS, fraction);
 }
 
 static void model_ready(elm_worker *w, struct model_rec *m)
@@ -458,20 +494,52 @@ static void model_ready(elm_worker *w, struct model_rec *m)
     finish(w);
 }
 
-static void do_load_model(elm_worker *w)
+static void *loader_main(void *arg)
 {
-    const struct elm_request *rq = &w->run->req;
+    elm_worker *w = arg;
+    const struct elm_request *rq = &w->ld_node->req;
+    /* Test hook: a slow disk.  Shutdown ends the wait at once. */
+    double until = now_sec() + w->load_delay_ms * 1e-3;
+    while (w->load_delay_ms > 0 && now_sec() < until && !atomic_load(&w->quitting)) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&w->quitting)) {
+        w->ld_status = ELM_E_ABORTED;
+        snprintf(w->ld_err, sizeof w->ld_err, "%s: load abandoned (shutdown)", rq->path);
+    } else {
+        struct elm_model_params mp = elm_model_default_params();
+        mp.n_threads = rq->n_threads;
+        mp.progress_cb = load_progress;
+        mp.progress_user = w;
+        w->ld_err[0] = '\0';
+        w->ld_status = elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err,
+                                      sizeof w->ld_err);
+    }
+    pthread_mutex_lock(&w->mu);
+    w->ld_done = true;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Runs LOAD_MODEL n (its turn has come): a kept model is current at once,
+ * else the loader thread starts and n stays in ld_node until it is done. */
+static void start_load(elm_worker *w, struct req_node *n)
+{
+    const struct elm_request *rq = &n->req;
+    w->run = n;
     if (rq->mem_budget)
         w->budget = rq->mem_budget;
     if (!rq->path || !*rq->path) {
         finish_error(w, ELM_E_INVALID, 0, "LOAD_MODEL without a path");
-        return;
+        goto done;
     }
     for (struct model_rec *m = w->models; m; m = m->next) {
         if (strcmp(m->path, rq->path) == 0 && m->n_ctx == rq->n_ctx &&
             m->n_threads == rq->n_threads) {
             model_ready(w, m); /* kept: instant, caches intact */
-            return;
+            goto done;
         }
     }
     struct model_rec *m = calloc(1, sizeof *m);
@@ -480,31 +548,72 @@ static void do_load_model(elm_worker *w)
         free(m);
         free(path);
         finish_error(w, ELM_E_NOMEM, 0, NULL);
-        return;
+        goto done;
     }
     m->path = path;
     m->n_ctx = rq->n_ctx;
     m->n_threads = rq->n_threads;
-    struct elm_model_params mp = elm_model_default_params();
-    mp.n_threads = rq->n_threads;
-    mp.progress_cb = load_progress;
-    mp.progress_user = w;
-    w->pf_last_emit = 0;
-    char err[ELM_ERR_MAX];
-    err[0] = '\0';
-    elm_status st = elm_model_load(rq->path, &mp, &m->model, err, sizeof err);
-    if (st != ELM_OK) {
+    w->ld_node = n;
+    w->ld_rec = m;
+    w->ld_last_emit = 0;
+    /* The loader inherits this thread's signal mask (all blocked). */
+    int e = pthread_create(&w->ld_thread, NULL, loader_main, w);
+    if (e != 0) {
+        w->ld_node = NULL;
+        w->ld_rec = NULL;
         free(m->path);
         free(m);
-        /* The current model stays current. */
-        struct slot_ctx *sc = slot_find(w->cur, rq->slot);
-        finish_error(w, st, sc ? elm_ctx_n_past(sc->ctx) : 0, err);
-        return;
+        char msg[128];
+        snprintf(msg, sizeof msg, "cannot start the loader thread: %s", strerror(e));
+        finish_error(w, ELM_E_NOMEM, 0, msg);
+        goto done;
     }
-    m->info = elm_model_get_info(m->model);
-    m->next = w->models;
-    w->models = m;
-    model_ready(w, m);
+    w->ld_running = true;
+    w->run = NULL;
+    return;
+done:
+    w->run = NULL;
+    req_free(n);
+}
+
+/* Start the next waiting LOAD_MODEL when no load is running. */
+static void next_load(elm_worker *w)
+{
+    while (!w->ld_running && w->ld_q_head) {
+        struct req_node *n = w->ld_q_head;
+        w->ld_q_head = n->next;
+        if (!w->ld_q_head)
+            w->ld_q_tail = NULL;
+        start_load(w, n);
+    }
+}
+
+/* The loader is done (ld_done seen): join it and adopt the model, or
+ * report the failure (the current model stays current). */
+static void complete_load(elm_worker *w)
+{
+    pthread_join(w->ld_thread, NULL);
+    w->ld_running = false;
+    struct model_rec *m = w->ld_rec;
+    struct req_node *n = w->ld_node;
+    w->ld_rec = NULL;
+    w->ld_node = NULL;
+    w->run = n;
+    if (w->ld_status != ELM_OK) {
+        elm_model_free(m->model);
+        free(m->path);
+        free(m);
+        struct slot_ctx *sc = slot_find(w->cur, n->req.slot);
+        finish_error(w, w->ld_status, sc ? elm_ctx_n_past(sc->ctx) : 0, w->ld_err);
+    } else {
+        m->info = elm_model_get_info(m->model);
+        m->next = w->models;
+        w->models = m;
+        model_ready(w, m);
+    }
+    w->run = NULL;
+    req_free(n);
+    next_load(w);
 }
 
 /* --------------------------------------------------------------- GENERATE */
@@ -554,7 +663,7 @@ static elm_status prefill(elm_worker *w, struct slot_ctx *sc, const int32_t *tok
         sc->logits_at = elm_ctx_n_past(sc->ctx);
     }
     if (st == ELM_OK && w->in_prefill)
-        emit_progress(w, ELM_EV_PREFILL_PROGRESS, 1.0f);
+        emit_progress(w, w->run, ELM_EV_PREFILL_PROGRESS, 1.0f);
     w->in_prefill = false;
     return st;
 }
@@ -853,26 +962,21 @@ static void do_free_ctx(elm_worker *w)
 
 /* ------------------------------------------------------------- the thread */
 
-static void req_free(struct req_node *n)
-{
-    if (!n)
-        return;
-    free(n->req.path);
-    free(n->req.tokens);
-    if (n->final) {
-        elm_event_fini(&n->final->ev);
-        free(n->final);
-    }
-    free(n);
-}
-
 static void *worker_main(void *arg)
 {
     elm_worker *w = arg;
     for (;;) {
         pthread_mutex_lock(&w->mu);
-        while (!w->rq_head)
+        /* With no current model, requests wait for the load in progress
+         * (a first LOAD_MODEL then GENERATE behaves as if run in order). */
+        while (!w->ld_done && (!w->rq_head || (w->ld_running && !w->cur)))
             pthread_cond_wait(&w->cv, &w->mu);
+        if (w->ld_done) {
+            w->ld_done = false;
+            pthread_mutex_unlock(&w->mu);
+            complete_load(w); /* MODEL_READY: between two requests */
+            continue;
+        }
         struct req_node *n = w->rq_head;
         w->rq_head = n->next;
         if (!w->rq_head)
@@ -894,8 +998,16 @@ static void *worker_main(void *arg)
         ev->slot = n->req.slot;
         switch (n->req.type) {
         case ELM_REQ_LOAD_MODEL:
-            do_load_model(w);
-            break;
+            /* in turn with the other loads, beside everything else */
+            w->run = NULL;
+            n->next = NULL;
+            if (w->ld_q_tail)
+                w->ld_q_tail->next = n;
+            else
+                w->ld_q_head = n;
+            w->ld_q_tail = n;
+            next_load(w);
+            continue;
         case ELM_REQ_GENERATE:
             do_generate(w);
             break;
@@ -918,6 +1030,23 @@ static void *worker_main(void *arg)
             break;
         }
         w->run = NULL;
+        req_free(n);
+    }
+    /* A load in progress: the loader stops at once when it is still in the
+     * test delay, else after elm_model_load returns (it cannot be cut). */
+    if (w->ld_running) {
+        pthread_join(w->ld_thread, NULL);
+        w->ld_running = false;
+        elm_model_free(w->ld_rec->model);
+        free(w->ld_rec->path);
+        free(w->ld_rec);
+        req_free(w->ld_node);
+        w->ld_rec = NULL;
+        w->ld_node = NULL;
+    }
+    while (w->ld_q_head) {
+        struct req_node *n = w->ld_q_head;
+        w->ld_q_head = n->next;
         req_free(n);
     }
     while (w->models) {
@@ -965,6 +1094,11 @@ elm_worker *elm_worker_new(char *err, size_t err_size)
     atomic_init(&w->cancel_upto, 0);
     atomic_init(&w->quitting, false);
     w->budget = phys_half();
+    const char *delay = getenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
+    if (delay && *delay) {
+        long ms = strtol(delay, NULL, 10);
+        w->load_delay_ms = ms > 0 && ms <= 60000 ? (int)ms : 0;
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
 

@@ -9,8 +9,9 @@
  * elm_worker_next_event() until it returns false (one wake-up may stand for
  * many events).
  *
- * Replies: requests run one at a time, in the order posted, and every event
- * echoes the id that elm_worker_post returned.  Each request except SHUTDOWN
+ * Replies: requests run one at a time, in the order posted (except
+ * LOAD_MODEL, see Models), and every event echoes the id that
+ * elm_worker_post returned.  Each request except SHUTDOWN
  * gets exactly one final event:
  *   LOAD_MODEL   LOAD_PROGRESS*, then MODEL_READY or ERROR
  *   GENERATE     PREFILL_PROGRESS*, TOKEN*, then DONE (always, even on
@@ -27,10 +28,19 @@
  * any time under the memory budget (then n_past is 0 on the next GENERATE):
  * use ELM_GEN_SYNC and the worker re-prefills only what is missing.
  *
- * Models: LOAD_MODEL runs on the worker; the current model keeps its slots
- * until the new one is loaded, and a failed load leaves it current.  The
- * previous models and their caches are kept while mem_budget allows, so
- * loading the same path again is instant (no disk access, caches intact).
+ * Models: LOAD_MODEL runs on a loader thread of the worker, so the current
+ * model keeps serving: requests posted after a LOAD_MODEL run on the
+ * current model until the new one is ready; then, between two requests,
+ * it becomes current and MODEL_READY is queued (every event before it
+ * comes from the old model, every one after from the new).  Loads run one
+ * at a time in the order posted.  With no current model (the first load),
+ * the other requests wait for the load.  A failed load leaves the current
+ * model current.  elm_worker_cancel does not stop a load; shutdown joins
+ * the loader (after elm_model_load returns).  The previous models and
+ * their caches are kept while mem_budget allows, so loading the same path
+ * again is instant (no disk access, caches intact).  Test hook: the
+ * environment variable ELM_WORKER_TEST_LOAD_DELAY_MS, read by
+ * elm_worker_new, delays every disk load that much (shutdown ends the wait).
  */
 #ifndef ELMCHAT_ENGINE_ELM_WORKER_H
 #define ELMCHAT_ENGINE_ELM_WORKER_H
@@ -142,7 +152,8 @@ void elm_event_fini(struct elm_event *ev); /* frees ids, text, info */
  * they reach the UI thread).  NULL on failure (err filled). */
 elm_worker *elm_worker_new(char *err, size_t err_size);
 /* Cancel, post SHUTDOWN, join, free everything.  NULL is a no-op.
- * Returns within one layer of compute (a model load in progress finishes). */
+ * Returns within one layer of compute (a model load in progress finishes,
+ * on its own thread). */
 void elm_worker_free(elm_worker *w);
 
 /* Copy req into the queue; returns its id (> 0, increasing), or 0 on OOM or

@@ -104,13 +104,10 @@ static void attn_task(void *arg, long b, long e, int ith)
         for (int kb = 0; kb < max_keys; kb += ELM_ATTN_BK) {
             int nkb = max_keys - kb < ELM_ATTN_BK ? max_keys - kb : ELM_ATTN_BK;
             const float *kp = j->k + (size_t)kb * row_kv + (size_t)kvh * hd;
-            for (int d = 0; d < hd; d++) {
-                float *dst = kt + (size_t)d * ELM_ATTN_BK;
-                for (int s = 0; s < nkb; s++)
-                    dst[s] = kp[(size_t)s * row_kv + d];
-                for (int s = nkb; s < ELM_ATTN_BK; s++)
-                    dst[s] = 0.0f;
-            }
+            elm_transpose(kp, (long)row_kv, nkb, hd, kt, ELM_ATTN_BK);
+            for (int d = 0; nkb < ELM_ATTN_BK && d < hd; d++)
+                memset(kt + (size_t)d * ELM_ATTN_BK + nkb, 0,
+                       (size_t)(ELM_ATTN_BK - nkb) * sizeof *kt);
             const float *vp = j->v + (size_t)kb * row_kv + (size_t)kvh * hd;
             for (int t = t0; t < t1; t++) {
                 int nk = j->pos0 + t + 1 - kb;

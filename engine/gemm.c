@@ -72,6 +72,12 @@ const char *elm_gemm_blis_arch(bool *chosen_by_us)
 
 /* ------------------------------------------------------------- tiles */
 
+/* Cache-line aligned; aligned_alloc wants a multiple of the alignment. */
+static void *alloc64(size_t bytes)
+{
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
 /* 1 Mi floats (4 MiB) a thread: BLIS repacks A once per call, so a call
  * should cover a few hundred rows of W. */
 #define TILE_FLOATS ((size_t)1 << 20)
@@ -133,7 +139,7 @@ static void sgemm1(long m, long n, long k, const float *a, long lda, const float
 static float *tile_of(struct elm_gemm_tile *tile, int ith)
 {
     if (!tile->buf[ith])
-        tile->buf[ith] = aligned_alloc(64, tile->floats * sizeof(float));
+        tile->buf[ith] = alloc64(tile->floats * sizeof(float));
     return tile->buf[ith];
 }
 
@@ -203,7 +209,7 @@ static void own_task(void *arg, long b, long e, int ith)
     const struct gemm_job *j = arg;
     float **wp = &j->tile->wpack[ith];
     if (!*wp)
-        *wp = aligned_alloc(64, 2 * elm_gemm512_wpack_floats() * sizeof(float));
+        *wp = alloc64(2 * elm_gemm512_wpack_floats() * sizeof(float));
     if (!*wp) { /* out of memory: the row kernels need no scratch */
         elm_matmul_rows(j->w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
         return;
@@ -219,7 +225,7 @@ static bool own_gemm(struct gemm_job *job, struct elm_threadpool *pool)
     size_t need = elm_gemm512_apack_floats(job->m, (long)job->w->cols);
     if (need > tile->apack_floats) {
         free(tile->apack);
-        tile->apack = aligned_alloc(64, need * sizeof(float));
+        tile->apack = alloc64(need * sizeof(float));
         tile->apack_floats = tile->apack ? need : 0;
         if (!tile->apack)
             return false;

@@ -43,39 +43,6 @@ void elm_gemm512_pack_a(const float *a, long lda, long m, long k, long t0, float
 }
 
 #ifdef HAVE_GEMM_AVX512
-/* out[i][j] = in[j][i] for a 16 x 16 block of floats (rows of stride ld_in
- * and ld_out): four rounds of shuffles. */
-AVX512 static void transpose16(const float *in, long ld_in, float *out, long ld_out)
-{
-    __m512 r[16], t[16];
-    for (int i = 0; i < 16; i++)
-        r[i] = _mm512_loadu_ps(in + i * ld_in);
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
-        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
-    }
-    /* r[4q + c] holds, in each 128-bit lane l, column c of rows 4l'...: now
-     * gather lanes across the four groups. */
-    for (int c = 0; c < 4; c++) {
-        __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);      /* lanes 0,1 | 0,1 */
-        __m512 b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);      /* lanes 2,3 | 2,3 */
-        __m512 cc = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
-        __m512 d = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
-        t[c] = _mm512_shuffle_f32x4(a, cc, 0x88);      /* lane 0 of each */
-        t[4 + c] = _mm512_shuffle_f32x4(a, cc, 0xdd);  /* lane 1 */
-        t[8 + c] = _mm512_shuffle_f32x4(b, d, 0x88);   /* lane 2 */
-        t[12 + c] = _mm512_shuffle_f32x4(b, d, 0xdd);  /* lane 3 */
-    }
-    for (int i = 0; i < 16; i++)
-        _mm512_storeu_ps(out + i * ld_out, t[i]);
-}
-
 /* 32 rows of W (fewer: zeros), columns [k0, k0 + kc), widened, into
  * wp[k][32].  k0 is a multiple of KC, hence of every block size.  row:
  * scratch of 32 * KC floats for rows that need widening. */
@@ -104,8 +71,8 @@ AVX512 static void pack_w(const struct elm_matrix *w, long r0, long nr, long k0,
     ld = uniform ? (long)(row_bytes / sizeof(float)) : ELM_GEMM512_KC;
     long kk = 0;
     for (; kk + 16 <= kc; kk += 16) {
-        transpose16(src[0] + kk, ld, wp + kk * ELM_GEMM512_NR, ELM_GEMM512_NR);
-        transpose16(src[16] + kk, ld, wp + kk * ELM_GEMM512_NR + 16, ELM_GEMM512_NR);
+        elm_transpose(src[0] + kk, ld, 16, 16, wp + kk * ELM_GEMM512_NR, ELM_GEMM512_NR);
+        elm_transpose(src[16] + kk, ld, 16, 16, wp + kk * ELM_GEMM512_NR + 16, ELM_GEMM512_NR);
     }
     for (; kk < kc; kk++)
         for (int r = 0; r < ELM_GEMM512_NR; r++)

@@ -6,17 +6,13 @@
 
 #include "engine/gguf.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "engine/mapfile.h"
 #include "engine/model.h"
 #include "engine/quant.h"
 
@@ -506,8 +502,7 @@ void elm_gguf_close(struct elm_gguf *g)
         free(g->tensors[i].name);
     free(g->tensors);
     free(g->by_name);
-    if (g->addr)
-        munmap(g->addr, g->size);
+    elm_unmap_file(g->addr, g->size);
     free(g->path);
     free(g);
 }
@@ -519,33 +514,10 @@ elm_status elm_gguf_open(const char *path, struct elm_gguf **out, char *err, siz
         free(g);
         return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        elm_status st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
-        elm_gguf_close(g);
-        return st;
-    }
-    struct stat sb;
-    elm_status st = ELM_OK;
-    if (fstat(fd, &sb) != 0)
-        st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode))
-        st = elm_set_error(err, err_size, ELM_E_IO, "%s: not a regular file", path);
-    else if ((uint64_t)sb.st_size > SIZE_MAX / 2)
-        st = elm_set_error(err, err_size, ELM_E_FORMAT, "%s: too large", path);
-    else if (sb.st_size < 24)
+    elm_status st = elm_map_file(path, SIZE_MAX / 2, &g->addr, &g->size, err, err_size);
+    if (!st && g->size < 24)
         st = elm_set_error(err, err_size, ELM_E_FORMAT,
-                           "%s: header: truncated (%lld bytes; a GGUF header is 24)", path,
-                           (long long)sb.st_size);
-    if (!st) {
-        g->size = (size_t)sb.st_size;
-        void *a = mmap(NULL, g->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (a == MAP_FAILED)
-            st = elm_set_error(err, err_size, ELM_E_IO, "%s: mmap: %s", path, strerror(errno));
-        else
-            g->addr = a;
-    }
-    close(fd);
+                           "%s: header: truncated (%zu bytes; a GGUF header is 24)", path, g->size);
     if (!st)
         st = parse(g, err, err_size);
     if (st) {

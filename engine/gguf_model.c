@@ -13,12 +13,6 @@
 #include "engine/model.h"
 #include "engine/quant.h"
 
-#define MAX_MODEL_DIM 65536
-#define MAX_HEAD_DIM 1024
-#define MAX_HEADS 4096
-#define MAX_VOCAB (1 << 22)
-#define MAX_CTX (1 << 20)
-#define MAX_FFN (1 << 20)
 
 struct gld {
     struct elm_model *m;
@@ -29,20 +23,6 @@ struct gld {
     size_t norm_used, norm_size;
     uint64_t bytes_by_dtype[8];
 };
-
-static void hash_bytes(uint64_t *h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        *h ^= p[i];
-        *h *= 0x100000001b3ull;
-    }
-}
-
-static void hash_u64(uint64_t *h, uint64_t v)
-{
-    hash_bytes(h, &v, sizeof v);
-}
 
 static elm_status nomem(struct gld *ld)
 {
@@ -85,34 +65,12 @@ static elm_status get_tensor(struct gld *ld, const char *name, int n_dims, int64
                              "%s: %s: shape %s, but the metadata implies [%lld, %lld]", path,
                              name, got, (long long)ne0, (long long)ne1);
     }
-    hash_bytes(&ld->hash, name, strlen(name));
-    hash_u64(&ld->hash, t->ggml_type);
-    hash_u64(&ld->hash, (uint64_t)ne0);
-    hash_u64(&ld->hash, (uint64_t)ne1);
-    size_t sample = t->size < 64 ? (size_t)t->size : 64;
-    const char *d = t->data;
-    hash_bytes(&ld->hash, d, sample);
-    hash_bytes(&ld->hash, d + t->size / 2 - sample / 2, sample);
-    hash_bytes(&ld->hash, d + t->size - sample, sample);
+    elm_hash_tensor(&ld->hash, name, t->ggml_type, ne0, ne1, t->data, t->size);
     ld->bytes_by_dtype[t->dtype] += t->size;
     ld->m->info.n_params += (uint64_t)ne0 * (uint64_t)(n_dims > 1 ? ne1 : 1);
     ld->m->info.weight_bytes += t->size;
     *out = t;
     return ELM_OK;
-}
-
-/* An owned copy of size bytes (released with the model). */
-static void *own_copy(struct gld *ld, size_t size)
-{
-    struct elm_model *m = ld->m;
-    void **list = realloc(m->aligned_copies, (size_t)(m->n_aligned_copies + 1) * sizeof *list);
-    if (!list)
-        return NULL;
-    m->aligned_copies = list;
-    void *p = malloc(size ? size : 1);
-    if (p)
-        list[m->n_aligned_copies++] = p;
-    return p;
 }
 
 /* Dense data must sit at a multiple of its element size for the kernels. */
@@ -121,7 +79,7 @@ static const void *usable(struct gld *ld, const struct elm_gguf_tensor *t)
     size_t es = elm_dtype_is_quant(t->dtype) ? 1 : elm_quant_block_bytes(t->dtype);
     if ((uintptr_t)t->data % es == 0)
         return t->data;
-    void *p = own_copy(ld, (size_t)t->size);
+    void *p = elm_model_own_copy(ld->m, (size_t)t->size);
     if (p)
         memcpy(p, t->data, (size_t)t->size);
     return p;
@@ -174,7 +132,7 @@ static elm_status bind_gate_up(struct gld *ld, int li, int64_t ff, int64_t d,
         (uintptr_t)gt->data % es == 0) {
         data = gt->data;
     } else if (gt->dtype == ut->dtype) {
-        char *p = own_copy(ld, (size_t)(gt->size + ut->size));
+        char *p = elm_model_own_copy(ld->m, (size_t)(gt->size + ut->size));
         if (!p)
             return nomem(ld);
         memcpy(p, gt->data, (size_t)gt->size);
@@ -183,7 +141,7 @@ static elm_status bind_gate_up(struct gld *ld, int li, int64_t ff, int64_t d,
     } else {
         /* Two types in one matrix: widen both, exactly, to f32 (rare: llama.cpp's
          * mixes give gate and up the same type). */
-        float *p = own_copy(ld, (size_t)(2 * ff * d) * sizeof(float));
+        float *p = elm_model_own_copy(ld->m, (size_t)(2 * ff * d) * sizeof(float));
         if (!p)
             return nomem(ld);
         elm_dequantize(gt->data, gt->dtype, p, ff * d);
@@ -203,12 +161,7 @@ static elm_status bind_all(struct gld *ld)
     char name[64];
     elm_status st;
 
-    ld->norm_size = (size_t)d;
-    for (int i = 0; i < in->n_layers; i++)
-        ld->norm_size += 2 * (size_t)d + 2 * (size_t)hd;
-    m->norm_store = malloc(ld->norm_size * sizeof(float));
-    m->layers = calloc((size_t)in->n_layers, sizeof *m->layers);
-    if (!m->norm_store || !m->layers)
+    if (!(ld->norm_size = elm_model_alloc_layers(m)))
         return nomem(ld);
 
     if (elm_gguf_find_tensor(ld->g, "output.weight"))
@@ -346,17 +299,7 @@ static elm_status read_hparams(struct gld *ld)
     in->bos_id = (int)bos;
     in->eos_id = (int)eos;
 
-    hash_u64(&ld->hash, (uint64_t)in->n_layers);
-    hash_u64(&ld->hash, (uint64_t)in->model_dim);
-    hash_u64(&ld->hash, (uint64_t)in->head_dim);
-    hash_u64(&ld->hash, (uint64_t)in->n_vocab);
-    hash_bytes(&ld->hash, &in->rope_theta, sizeof in->rope_theta);
-    hash_bytes(&ld->hash, &in->rms_eps, sizeof in->rms_eps);
-    for (int i = 0; i < n; i++) {
-        hash_u64(&ld->hash, (uint64_t)in->n_query_heads[i]);
-        hash_u64(&ld->hash, (uint64_t)in->n_kv_heads[i]);
-        hash_u64(&ld->hash, (uint64_t)in->ffn_dim[i]);
-    }
+    elm_hash_config(&ld->hash, in);
     return ELM_OK;
 }
 
@@ -505,10 +448,7 @@ elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err,
                              path, elm_tokenizer_n_vocab(m->tokenizer), m->info.n_vocab);
     struct elm_model_info *in = &m->info;
     in->fingerprint = ld.hash;
-    in->dtype = ELM_DTYPE_F32;
-    for (int t = 1; t < 8; t++)
-        if (ld.bytes_by_dtype[t] > ld.bytes_by_dtype[in->dtype])
-            in->dtype = (enum elm_dtype)t;
+    in->dtype = elm_dominant_dtype(ld.bytes_by_dtype, 8);
     name_model(in, path);
     return ELM_OK;
 }

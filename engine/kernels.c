@@ -120,6 +120,14 @@ static void swiglu_generic(float *g, const float *u, size_t n)
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+static void transpose_generic(const float *in, long ld_in, int rows, int cols, float *out,
+                              long ld_out)
+{
+    for (int c = 0; c < cols; c++)
+        for (int r = 0; r < rows; r++)
+            out[c * ld_out + r] = in[r * ld_in + c];
+}
+
 static float read_sum_generic(const float *p, size_t n)
 {
     float acc[8] = {0};
@@ -755,6 +763,56 @@ AVX512 static void attn_block_avx512(const float *q, float scale, const float *k
     }
 }
 
+/* out[i][j] = in[j][i] for a 16 x 16 block of floats (rows of stride ld_in
+ * and ld_out): four rounds of shuffles. */
+AVX512 static INLINE void transpose16(const float *in, long ld_in, float *out, long ld_out)
+{
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm512_loadu_ps(in + i * ld_in);
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+        r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+        r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+    }
+    /* r[4q + c] holds, in each 128-bit lane l, column c of rows 4l'...: now
+     * gather lanes across the four groups. */
+    for (int c = 0; c < 4; c++) {
+        __m512 a = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);      /* lanes 0,1 | 0,1 */
+        __m512 b = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);      /* lanes 2,3 | 2,3 */
+        __m512 cc = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+        __m512 d = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
+        t[c] = _mm512_shuffle_f32x4(a, cc, 0x88);      /* lane 0 of each */
+        t[4 + c] = _mm512_shuffle_f32x4(a, cc, 0xdd);  /* lane 1 */
+        t[8 + c] = _mm512_shuffle_f32x4(b, d, 0x88);   /* lane 2 */
+        t[12 + c] = _mm512_shuffle_f32x4(b, d, 0xdd);  /* lane 3 */
+    }
+    for (int i = 0; i < 16; i++)
+        _mm512_storeu_ps(out + i * ld_out, t[i]);
+}
+
+AVX512 static void transpose_avx512(const float *in, long ld_in, int rows, int cols, float *out,
+                                    long ld_out)
+{
+    int r0 = 0;
+    for (; r0 + 16 <= rows; r0 += 16) {
+        int c0 = 0;
+        for (; c0 + 16 <= cols; c0 += 16)
+            transpose16(in + r0 * ld_in + c0, ld_in, out + c0 * ld_out + r0, ld_out);
+        for (int c = c0; c < cols; c++)
+            for (int r = r0; r < r0 + 16; r++)
+                out[c * ld_out + r] = in[r * ld_in + c];
+    }
+    for (int r = r0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            out[c * ld_out + r] = in[r * ld_in + c];
+}
+
 AVX512 static float read_sum_avx512(const float *p, size_t n)
 {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -787,12 +845,14 @@ struct kernel_set {
     float (*read_sum)(const float *p, size_t n);
     void (*attn_block)(const float *q, float scale, const float *kt, const float *v, long ldv,
                        int nk, int hd, float *m, float *l, float *o);
+    void (*transpose)(const float *in, long ld_in, int rows, int cols, float *out, long ld_out);
 };
 
 static const struct kernel_set generic_set = {
     "generic",        dot_f32_generic,  {mm_f32_generic, mm_f16_generic, mm_bf16_generic},
     cvt_f16_generic,  cvt_bf16_generic, axpy_generic,
     scale_generic,    swiglu_generic,   read_sum_generic, attn_block_generic,
+    transpose_generic,
 };
 
 #ifdef HAVE_X86_KERNELS
@@ -800,12 +860,14 @@ static const struct kernel_set avx2_set = {
     "avx2",        dot_f32_avx2,  {mm_f32_avx2, mm_f16_avx2, mm_bf16_avx2},
     cvt_f16_avx2,  cvt_bf16_avx2, axpy_avx2,
     scale_avx2,    swiglu_avx2,   read_sum_avx2, attn_block_avx2,
+    transpose_generic,
 };
 
 static const struct kernel_set avx512_set = {
     "avx512",        dot_f32_avx512,  {mm_f32_avx512, mm_f16_avx512, mm_bf16_avx512},
     cvt_f16_avx512,  cvt_bf16_avx512, axpy_avx512,
     scale_avx512,    swiglu_avx512,   read_sum_avx512, attn_block_avx512,
+    transpose_avx512,
 };
 #endif
 
@@ -813,6 +875,7 @@ static struct kernel_set k = {
     "generic",        dot_f32_generic,  {mm_f32_generic, mm_f16_generic, mm_bf16_generic},
     cvt_f16_generic,  cvt_bf16_generic, axpy_generic,
     scale_generic,    swiglu_generic,   read_sum_generic, attn_block_generic,
+    transpose_generic,
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -915,6 +978,11 @@ void elm_attn_block(const float *q, float scale, const float *kt, const float *v
                     int nk, int hd, float *m, float *l, float *o)
 {
     k.attn_block(q, scale, kt, v, ldv, nk, hd, m, l, o);
+}
+
+void elm_transpose(const float *in, long ld_in, int rows, int cols, float *out, long ld_out)
+{
+    k.transpose(in, ld_in, rows, cols, out, ld_out);
 }
 
 float elm_read_sum(const float *p, size_t n)

@@ -68,6 +68,9 @@ bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, si
 void elm_attn_block(const float *q, float scale, const float *kt, const float *v, long ldv,
                     int nk, int hd, float *m, float *l, float *o);
 
+/* out[c * ld_out + r] = in[r * ld_in + c] for r < rows, c < cols. */
+void elm_transpose(const float *in, long ld_in, int rows, int cols, float *out, long ld_out);
+
 /* Sum of n floats read as fast as the CPU can (the bandwidth probe). */
 float elm_read_sum(const float *p, size_t n);
 

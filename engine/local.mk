@@ -12,12 +12,15 @@ engine_libelm_a_SOURCES = \
 engine_libelm_a_SOURCES += \
 	engine/tokenizer.c engine/tokenizer_impl.h \
 	engine/sp_model.c \
-	engine/tokenizer_json.c
+	engine/tokenizer_json.c \
+	engine/tokenizer_gguf.c
 # Model loading, the forward pass, the KV cache (the engine proper).
 engine_libelm_a_SOURCES += \
 	engine/model.c engine/model.h \
+	engine/model_setup.c \
 	engine/config.c \
 	engine/error.c \
+	engine/mapfile.c engine/mapfile.h \
 	engine/jsonfile.c engine/jsonfile.h \
 	engine/safetensors.c engine/safetensors.h \
 	engine/kernels.c engine/kernels.h \
@@ -28,7 +31,7 @@ engine_libelm_a_SOURCES += \
 	engine/gemm_avx512.c engine/gemm_avx512.h \
 	engine/ctx.c engine/ctx.h \
 	engine/forward.c \
-	engine/state.c
+	engine/state.c engine/state.h
 # GGUF files and the quantized weight types (read, bind, write, quantize).
 engine_libelm_a_SOURCES += \
 	engine/gguf.c engine/gguf.h \

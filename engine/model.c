@@ -29,20 +29,6 @@ struct loader {
     uint64_t bytes_by_dtype[3];
 };
 
-static void hash_bytes(uint64_t *h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        *h ^= p[i];
-        *h *= 0x100000001b3ull;
-    }
-}
-
-static void hash_u64(uint64_t *h, uint64_t v)
-{
-    hash_bytes(h, &v, sizeof v);
-}
-
 static bool is_file(const char *path)
 {
     struct stat sb;
@@ -138,16 +124,7 @@ static elm_status check_tensor(struct loader *ld, const struct elm_mapping *map,
                              "%s: %s: shape %s, but config.json implies %s", map->path, t->name,
                              got, want);
     }
-    hash_bytes(&ld->hash, t->name, strlen(t->name));
-    hash_u64(&ld->hash, (uint64_t)t->dtype);
-    hash_u64(&ld->hash, (uint64_t)rows);
-    hash_u64(&ld->hash, (uint64_t)cols);
-    /* A sample of the data, so that two random checkpoints of one shape differ. */
-    size_t sample = t->size < 64 ? (size_t)t->size : 64;
-    const char *d = t->data;
-    hash_bytes(&ld->hash, d, sample);
-    hash_bytes(&ld->hash, d + t->size / 2 - sample / 2, sample);
-    hash_bytes(&ld->hash, d + t->size - sample, sample);
+    elm_hash_tensor(&ld->hash, t->name, (uint64_t)t->dtype, rows, cols, t->data, t->size);
     ld->bytes_by_dtype[t->dtype] += t->size;
     ld->m->info.n_params += (uint64_t)rows * (uint64_t)cols;
     ld->m->info.weight_bytes += t->size;
@@ -166,16 +143,11 @@ static elm_status bind_matrix(struct loader *ld, const char *name, int64_t rows,
     size_t align = elm_dtype_size(t->dtype);
     if ((uintptr_t)data % align) {
         /* The format does not promise alignment; copy the rare odd tensor. */
-        struct elm_model *m = ld->m;
-        void **list = realloc(m->aligned_copies, (size_t)(m->n_aligned_copies + 1) * sizeof *list);
-        void *copy = list ? malloc(t->size ? (size_t)t->size : 1) : NULL;
-        if (list)
-            m->aligned_copies = list;
+        void *copy = elm_model_own_copy(ld->m, (size_t)t->size);
         if (!copy)
             return elm_set_error(ld->err, ld->err_size, ELM_E_NOMEM, "%s: %s: out of memory",
                                  map->path, name);
         memcpy(copy, data, (size_t)t->size);
-        list[m->n_aligned_copies++] = copy;
         data = copy;
     }
     *out = (struct elm_matrix){.data = data, .dtype = t->dtype, .rows = rows, .cols = cols};
@@ -214,12 +186,7 @@ static elm_status bind_all(struct loader *ld)
     char name[128];
     elm_status st;
 
-    ld->norm_size = (size_t)d;
-    for (int i = 0; i < in->n_layers; i++)
-        ld->norm_size += 2 * (size_t)d + 2 * (size_t)hd;
-    m->norm_store = malloc(ld->norm_size * sizeof(float));
-    m->layers = calloc((size_t)in->n_layers, sizeof *m->layers);
-    if (!m->norm_store || !m->layers)
+    if (!(ld->norm_size = elm_model_alloc_layers(m)))
         return elm_set_error(ld->err, ld->err_size, ELM_E_NOMEM, "%s: out of memory", ld->dir);
 
     if ((st = bind_matrix(ld, "transformer.token_embeddings.weight", in->n_vocab, d, &m->embed)))
@@ -344,6 +311,13 @@ static void progress(const struct elm_model_params *p, float f)
         p->progress_cb(f, p->progress_user);
 }
 
+/* 0 threads asked for: one a CPU. */
+static int n_threads_for(const struct elm_model_params *p)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return p->n_threads > 0 ? p->n_threads : ncpu > 0 ? (int)ncpu : 1;
+}
+
 struct elm_model_params elm_model_default_params(void)
 {
     struct elm_model_params p = {.n_threads = 0, .progress_cb = NULL, .progress_user = NULL};
@@ -374,8 +348,7 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
             elm_model_free(m);
             return gst;
         }
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        m->n_threads = params->n_threads > 0 ? params->n_threads : ncpu > 0 ? (int)ncpu : 1;
+        m->n_threads = n_threads_for(params);
         progress(params, 1.0f);
         *out = m;
         return ELM_OK;
@@ -398,18 +371,7 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
             st = load_index(ld, &index);
     }
     if (!st) {
-        const struct elm_model_info *in = &m->info;
-        hash_u64(&ld->hash, (uint64_t)in->n_layers);
-        hash_u64(&ld->hash, (uint64_t)in->model_dim);
-        hash_u64(&ld->hash, (uint64_t)in->head_dim);
-        hash_u64(&ld->hash, (uint64_t)in->n_vocab);
-        hash_bytes(&ld->hash, &in->rope_theta, sizeof in->rope_theta);
-        hash_bytes(&ld->hash, &in->rms_eps, sizeof in->rms_eps);
-        for (int i = 0; i < in->n_layers; i++) {
-            hash_u64(&ld->hash, (uint64_t)in->n_query_heads[i]);
-            hash_u64(&ld->hash, (uint64_t)in->n_kv_heads[i]);
-            hash_u64(&ld->hash, (uint64_t)in->ffn_dim[i]);
-        }
+        elm_hash_config(&ld->hash, &m->info);
         st = bind_all(ld);
     }
     if (!st) {
@@ -424,13 +386,9 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
     }
     struct elm_model_info *in = &m->info;
     in->fingerprint = ld->hash;
-    in->dtype = ELM_DTYPE_F32;
-    for (int t = 1; t < 3; t++)
-        if (ld->bytes_by_dtype[t] > ld->bytes_by_dtype[in->dtype])
-            in->dtype = (enum elm_dtype)t;
+    in->dtype = elm_dominant_dtype(ld->bytes_by_dtype, 3);
     name_model(ld, path);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    m->n_threads = params->n_threads > 0 ? params->n_threads : ncpu > 0 ? (int)ncpu : 1;
+    m->n_threads = n_threads_for(params);
     free(ld);
     progress(params, 1.0f);
     *out = m;

@@ -12,6 +12,16 @@
 
 #include "engine/elm.h"
 
+/* Bounds on hyperparameters, one set for both loaders (config.json, GGUF):
+ * far above any OpenELM, far below anything that could overflow the size
+ * arithmetic of the loader. */
+#define MAX_MODEL_DIM 65536
+#define MAX_HEAD_DIM 1024
+#define MAX_HEADS 4096
+#define MAX_VOCAB (1 << 22)
+#define MAX_CTX (1 << 20)
+#define MAX_FFN (1 << 20)
+
 /* A row-major [rows, cols] weight matrix, PyTorch [out, in] layout. */
 struct elm_matrix {
     const void *data; /* rows * cols elements of dtype, borrowed from a mapping */
@@ -59,5 +69,20 @@ size_t elm_dtype_size(enum elm_dtype dtype);
 /* Fill err with printf-style text; returns status (helper for every loader). */
 elm_status elm_set_error(char *err, size_t err_size, elm_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Shared by the two loaders (model_setup.c).  The fingerprint is FNV-1a over
+ * the hyperparameters and every bound tensor (name, type, shape, samples). */
+void elm_hash_bytes(uint64_t *h, const void *data, size_t n);
+void elm_hash_u64(uint64_t *h, uint64_t v);
+void elm_hash_config(uint64_t *h, const struct elm_model_info *in);
+void elm_hash_tensor(uint64_t *h, const char *name, uint64_t type, int64_t dim0, int64_t dim1,
+                     const void *data, uint64_t size);
+/* An owned copy of size bytes (released with the model); NULL: out of memory. */
+void *elm_model_own_copy(struct elm_model *m, size_t size);
+/* m->layers and m->norm_store for m->info; returns the store's size in
+ * floats, 0 when out of memory. */
+size_t elm_model_alloc_layers(struct elm_model *m);
+/* The dtype (< n) holding the most weight bytes: the model's dtype. */
+enum elm_dtype elm_dominant_dtype(const uint64_t *bytes_by_dtype, int n);
 
 #endif

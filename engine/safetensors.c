@@ -4,16 +4,13 @@
 #include "engine/safetensors.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "engine/jsonfile.h"
+#include "engine/mapfile.h"
 #include "engine/model.h"
 
 #define MAX_HEADER (100u << 20) /* the format's own limit */
@@ -36,8 +33,7 @@ void elm_safetensors_close(struct elm_mapping *map)
     for (int i = 0; i < map->n_tensors; i++)
         free(map->tensors[i].name);
     free(map->tensors);
-    if (map->addr)
-        munmap(map->addr, map->size);
+    elm_unmap_file(map->addr, map->size);
     free(map->path);
     free(map);
 }
@@ -208,29 +204,7 @@ elm_status elm_safetensors_open(const char *path, struct elm_mapping **out, char
         free(map);
         return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        elm_status st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
-        elm_safetensors_close(map);
-        return st;
-    }
-    struct stat sb;
-    elm_status st = ELM_OK;
-    if (fstat(fd, &sb) != 0)
-        st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
-    else if (!S_ISREG(sb.st_mode))
-        st = elm_set_error(err, err_size, ELM_E_IO, "%s: not a regular file", path);
-    else if ((uint64_t)sb.st_size > SIZE_MAX)
-        st = elm_set_error(err, err_size, ELM_E_FORMAT, "%s: too large", path);
-    if (!st && sb.st_size > 0) {
-        map->size = (size_t)sb.st_size;
-        void *addr = mmap(NULL, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (addr == MAP_FAILED)
-            st = elm_set_error(err, err_size, ELM_E_IO, "%s: mmap: %s", path, strerror(errno));
-        else
-            map->addr = addr;
-    }
-    close(fd);
+    elm_status st = elm_map_file(path, SIZE_MAX, &map->addr, &map->size, err, err_size);
     if (!st)
         st = parse_header(map, err, err_size);
     if (st) {

@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/ctx.h"
+#include "engine/mapfile.h"
+#include "engine/state.h"
 
 #define MAGIC "ELMSTATE"
 #define STATE_VERSION 1u
@@ -61,6 +61,25 @@ struct header {
 static size_t row_floats(const struct elm_ctx *ctx, int layer)
 {
     return (size_t)ctx->model->layers[layer].nkv * (size_t)ctx->model->info.head_dim;
+}
+
+uint64_t elm_state_checksum(const struct elm_ctx *ctx, const unsigned char *p, uint32_t n_past)
+{
+    const struct elm_model_info *in = &ctx->model->info;
+    struct sum s;
+    sum_init(&s);
+    sum_add(&s, p, sizeof(struct header));
+    sum_add(&s, p + sizeof(struct header), (size_t)in->n_layers * 4);
+    const unsigned char *q = p + sizeof(struct header) + (size_t)in->n_layers * 4;
+    sum_add(&s, q, (size_t)n_past * 4);
+    q += (size_t)n_past * 4;
+    for (int i = 0; i < in->n_layers; i++) {
+        size_t bytes = (size_t)n_past * row_floats(ctx, i) * sizeof(float);
+        sum_add(&s, q, bytes);
+        sum_add(&s, q + bytes, bytes);
+        q += 2 * bytes;
+    }
+    return s.h;
 }
 
 /* Each piece is hashed on its own, so save and load agree without needing
@@ -154,22 +173,9 @@ static elm_status check(const elm_ctx *ctx, const char *path, const unsigned cha
     if (size != need)
         return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: %zu bytes, expected %zu (%s)", path,
                              size, need, size < need ? "truncated" : "trailing data");
-    struct sum s;
-    sum_init(&s);
-    sum_add(&s, p, sizeof h);
-    sum_add(&s, p + sizeof h, (size_t)in->n_layers * 4);
-    const unsigned char *q = p + sizeof h + (size_t)in->n_layers * 4;
-    sum_add(&s, q, (size_t)h.n_past * 4);
-    q += (size_t)h.n_past * 4;
-    for (int i = 0; i < in->n_layers; i++) {
-        size_t bytes = (size_t)h.n_past * row_floats(ctx, i) * sizeof(float);
-        sum_add(&s, q, bytes);
-        sum_add(&s, q + bytes, bytes);
-        q += 2 * bytes;
-    }
-    uint64_t stored;
-    memcpy(&stored, q, sizeof stored);
-    if (stored != s.h)
+    uint64_t stored; /* the last 8 bytes: size == need */
+    memcpy(&stored, p + size - sizeof stored, sizeof stored);
+    if (stored != elm_state_checksum(ctx, p, h.n_past))
         return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: checksum mismatch (corrupt file)",
                              path);
     const unsigned char *tok = p + sizeof h + (size_t)in->n_layers * 4;
@@ -187,30 +193,15 @@ elm_status elm_state_load(elm_ctx *ctx, const char *path, char *err, size_t err_
 {
     if (!ctx || !path)
         return elm_set_error(err, err_size, ELM_E_INVALID, "elm_state_load: no ctx or path");
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size == 0) {
-        close(fd);
+    void *map;
+    size_t size;
+    elm_status st = elm_map_file(path, SIZE_MAX, &map, &size, err, err_size);
+    if (st)
+        return st;
+    if (size == 0)
         return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: empty file", path);
-    }
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED)
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: mmap: %s", path, strerror(errno));
     const unsigned char *p = map;
-    elm_status st = check(ctx, path, p, size, err, err_size);
+    st = check(ctx, path, p, size, err, err_size);
     if (!st) {
         const struct elm_model_info *in = &ctx->model->info;
         struct header h;
@@ -226,6 +217,6 @@ elm_status elm_state_load(elm_ctx *ctx, const char *path, char *err, size_t err_
         }
         ctx->n_past = (int)h.n_past;
     }
-    munmap(map, size);
+    elm_unmap_file(map, size);
     return st;
 }

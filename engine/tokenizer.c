@@ -374,6 +374,8 @@ int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t 
         set_err(err, err_size, "no tokenizer file given");
         return ELM_E_INVALID;
     }
+    if (tokenizer_file_is_gguf(path)) /* a model file: never read whole */
+        return tokenizer_gguf_load(path, out, err, err_size);
     char *buf;
     size_t size;
     int st = read_file(path, &buf, &size, err, err_size);
@@ -437,33 +439,41 @@ int elm_tokenizer_type(const elm_tokenizer *tok, int32_t id)
 
 /* ---- Encoding ---------------------------------------------------------- */
 
-/* Length of the valid UTF-8 character at p (avail bytes), 0 when invalid:
- * the rules of sentencepiece's DecodeUTF8 (no overlongs, no surrogates,
- * nothing above U+10FFFF). */
-static size_t utf8_char_len(const unsigned char *p, size_t avail)
+/* The length a lead byte announces (1..4; 0: never a lead byte) and the
+ * range [*lo, *hi] of the byte after it, which excludes overlongs,
+ * surrogates and values above U+10FFFF (sentencepiece's DecodeUTF8 rules). */
+static size_t utf8_lead(unsigned c, unsigned *lo, unsigned *hi)
 {
-    unsigned c = p[0];
+    *lo = 0x80;
+    *hi = 0xBF;
     if (c < 0x80)
         return 1;
-    size_t need;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 3;
+    if (c >= 0xC2 && c <= 0xDF)
+        return 2;
+    if (c >= 0xE0 && c <= 0xEF) {
         if (c == 0xE0)
-            lo = 0xA0;
+            *lo = 0xA0;
         else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return 0;
+            *hi = 0x9F;
+        return 3;
     }
+    if (c >= 0xF0 && c <= 0xF4) {
+        if (c == 0xF0)
+            *lo = 0x90;
+        else if (c == 0xF4)
+            *hi = 0x8F;
+        return 4;
+    }
+    return 0;
+}
+
+/* Length of the valid UTF-8 character at p (avail bytes), 0 when invalid. */
+static size_t utf8_char_len(const unsigned char *p, size_t avail)
+{
+    unsigned lo, hi;
+    size_t need = utf8_lead(p[0], &lo, &hi);
+    if (need <= 1)
+        return need;
     if (avail < need || p[1] < lo || p[1] > hi)
         return 0;
     for (size_t i = 2; i < need; i++)
@@ -751,29 +761,11 @@ static void sink_put(struct sink *k, const char *p, size_t n)
  * 0: a valid but incomplete prefix; -1: the first byte can never start one. */
 static int utf8_prefix_status(const unsigned char *p, int n)
 {
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    int need;
-    unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
+    unsigned lo, hi;
+    int need = (int)utf8_lead(p[0], &lo, &hi);
+    if (need == 0)
         return -1;
-    }
-    if (n >= 2 && (p[1] < lo || p[1] > hi))
+    if (n >= 2 && need >= 2 && (p[1] < lo || p[1] > hi))
         return -1;
     for (int i = 2; i < n && i < need; i++)
         if ((p[i] & 0xC0) != 0x80)

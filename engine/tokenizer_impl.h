@@ -32,5 +32,9 @@ int sp_model_parse(const unsigned char *buf, size_t size, const char *path, elm_
                    char *err, size_t err_size);
 int tokenizer_json_parse(const char *buf, size_t size, const char *path, elm_tokenizer **out,
                          char *err, size_t err_size);
+/* GGUF model files (tokenizer_gguf.c): the magic, and the vocabulary the
+ * model uses (its tokenizer.ggml.* keys, else the files beside it). */
+bool tokenizer_file_is_gguf(const char *path);
+int tokenizer_gguf_load(const char *path, elm_tokenizer **out, char *err, size_t err_size);
 
 #endif

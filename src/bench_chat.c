@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "engine/elm_worker.h"
@@ -32,6 +31,7 @@
 #include "src/conversation.h"
 #include "src/kvcache_store.h"
 #include "src/session.h"
+#include "src/stopwatch.h"
 #include "src/template.h"
 #include "src/xalloc.h"
 
@@ -55,13 +55,6 @@ static void help(void)
            "  -h, --help            display this help and exit\n"
            "\n"
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static const char *const words[] = {
@@ -95,15 +88,6 @@ struct row {
     double fresh_ttft, fresh_cpu;
 };
 
-/* CPU time of the whole process (every compute thread): on a shared
- * machine it says what the work cost when the wall clock is noisy. */
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Prefill what ctx lacks of seq and sample the first id (greedy). */
 static elm_status prefill_first(elm_ctx *ctx, const struct idvec *seq, float *logits, int n_vocab,
                                 int eos, int *computed, int32_t *first)
@@ -131,8 +115,8 @@ static elm_status prefill_first(elm_ctx *ctx, const struct idvec *seq, float *lo
 
 static bool wait_final(elm_worker *w, uint64_t id, struct elm_event *out, double timeout)
 {
-    double end = now_s() + timeout;
-    while (now_s() < end) {
+    double end = wall_seconds() + timeout;
+    while (wall_seconds() < end) {
         struct pollfd p = {elm_worker_wake_fd(w), POLLIN, 0};
         poll(&p, 1, 100);
         elm_worker_drain_wake(w);
@@ -155,13 +139,13 @@ static bool worker_load(elm_worker *w, const char *path, int threads, double *se
     struct elm_request rq = elm_request_default(ELM_REQ_LOAD_MODEL);
     rq.path = (char *)(uintptr_t)path;
     rq.n_threads = threads;
-    double t0 = now_s();
+    double t0 = wall_seconds();
     struct elm_event ev;
     if (!wait_final(w, elm_worker_post(w, &rq), &ev, 600)) {
         cli_error("%s: loading timed out", path);
         return false;
     }
-    *secs = now_s() - t0;
+    *secs = wall_seconds() - t0;
     bool okay = ev.type == ELM_EV_MODEL_READY;
     if (!okay)
         cli_error("%s", ev.text ? ev.text : "model load failed");
@@ -176,13 +160,13 @@ static bool worker_prefill(elm_worker *w, const struct conversation *cv, double 
     conversation_request(cv, &rq);
     rq.max_tokens = 1; /* the first token: what a user waits for */
     rq.sampler.temperature = 0;
-    double t0 = now_s();
+    double t0 = wall_seconds();
     struct elm_event ev;
     if (!wait_final(w, elm_worker_post(w, &rq), &ev, 600)) {
         cli_error("prefill timed out");
         return false;
     }
-    *secs = now_s() - t0;
+    *secs = wall_seconds() - t0;
     bool okay = ev.type == ELM_EV_DONE && ev.reason != ELM_DONE_ERROR;
     if (!okay)
         cli_error("%s", ev.text ? ev.text : "prefill failed");
@@ -280,10 +264,8 @@ int bench_chat_main(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (threads == 0) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = ncpu > 0 ? ncpu : 1;
-    }
+    if (threads == 0)
+        threads = cmd_all_cpus();
 
     char err[1024];
     struct template *tpl = template_load(tpl_name, err, sizeof err);
@@ -348,18 +330,18 @@ int bench_chat_main(int argc, char **argv)
         /* without reuse first (so the reuse run is not helped by warm caches
          * it would not have had... both see the same warm weights) */
         elm_ctx_truncate(fresh, 0);
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = wall_seconds(), c0 = cpu_seconds();
         elm_status st = prefill_first(fresh, &cv.tokens, logits, in->n_vocab, in->eos_id,
                                       &row.fresh_computed, &id2);
-        row.fresh_ttft = now_s() - t0;
-        row.fresh_cpu = cpu_s() - c0;
+        row.fresh_ttft = wall_seconds() - t0;
+        row.fresh_cpu = cpu_seconds() - c0;
         if (st == ELM_OK) {
-            t0 = now_s();
-            c0 = cpu_s();
+            t0 = wall_seconds();
+            c0 = cpu_seconds();
             st = prefill_first(ctx, &cv.tokens, logits, in->n_vocab, in->eos_id, &row.computed,
                                &id);
-            row.ttft = now_s() - t0;
-            row.cpu = cpu_s() - c0;
+            row.ttft = wall_seconds() - t0;
+            row.cpu = cpu_seconds() - c0;
         }
         if (st != ELM_OK) {
             cli_error("decode failed: %s", elm_status_str(st));
@@ -408,9 +390,9 @@ int bench_chat_main(int argc, char **argv)
             goto done;
         }
         close(fd);
-        double t0 = now_s();
+        double t0 = wall_seconds();
         elm_status st = elm_state_save(ctx, path, err, sizeof err);
-        double t_save = now_s() - t0;
+        double t_save = wall_seconds() - t0;
         char *msg = message((int)turns + 1, (int)n_words);
         struct conv_plan plan;
         int r = conversation_user_turn(&cv, msg, (int)n_reply, &plan, err, sizeof err);
@@ -423,20 +405,20 @@ int bench_chat_main(int argc, char **argv)
             goto done;
         }
         size_t reused = 0;
-        t0 = now_s();
+        t0 = wall_seconds();
         st = kvcache_restore_sync(ctx, path, cv.tokens.v, cv.tokens.n, &reused, err, sizeof err);
-        double t_load = now_s() - t0;
+        double t_load = wall_seconds() - t0;
         int computed = 0, fc = 0;
         int32_t id;
-        t0 = now_s();
+        t0 = wall_seconds();
         if (st == ELM_OK)
             st = prefill_first(ctx, &cv.tokens, logits, in->n_vocab, in->eos_id, &computed, &id);
-        double ttft = now_s() - t0;
+        double ttft = wall_seconds() - t0;
         elm_ctx_truncate(fresh, 0);
-        t0 = now_s();
+        t0 = wall_seconds();
         if (st == ELM_OK)
             st = prefill_first(fresh, &cv.tokens, logits, in->n_vocab, in->eos_id, &fc, &id);
-        double fttft = now_s() - t0;
+        double fttft = wall_seconds() - t0;
         unlink(path);
         if (st != ELM_OK) {
             cli_error("resume: %s", elm_status_str(st));

@@ -5,6 +5,7 @@
 #ifndef ELMCHAT_SRC_CLI_H
 #define ELMCHAT_SRC_CLI_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,7 @@ int cmd_info(int argc, char **argv);
 int cli_usage_error(const char *cmd, const char *fmt, ...) ATTR_FORMAT(2, 3);
 /* Print "elmchat: message" to stderr (runtime errors). */
 void cli_error(const char *fmt, ...) ATTR_FORMAT(1, 2);
+void cli_verror(const char *fmt, va_list ap) ATTR_FORMAT(1, 0);
 
 /* "1,2,3" (also spaces) -> ids; false on a malformed list.  *ids owned. */
 bool cli_parse_ids(const char *s, int32_t **ids, size_t *n);

@@ -10,12 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "src/bench_chat.h"
 #include "src/cli.h"
 #include "src/cmd_model.h"
+#include "src/stopwatch.h"
 #include "src/xalloc.h"
 
 static void help(void)
@@ -41,18 +40,11 @@ static void help(void)
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* One run; returns the seconds taken, or a negative value on error. */
 static double run_once(elm_ctx *ctx, const int32_t *ids, int n_prompt, int n_gen, float *logits)
 {
     elm_ctx_truncate(ctx, 0);
-    double t0 = now_s();
+    double t0 = wall_seconds();
     elm_status st = ELM_OK;
     if (n_prompt > 0)
         st = elm_decode(ctx, ids, n_prompt, logits, 0);
@@ -62,7 +54,7 @@ static double run_once(elm_ctx *ctx, const int32_t *ids, int n_prompt, int n_gen
         cli_error("decode failed: %s", elm_status_str(st));
         return -1.0;
     }
-    return now_s() - t0;
+    return wall_seconds() - t0;
 }
 
 struct result {
@@ -157,10 +149,8 @@ int cmd_bench(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (threads == 0) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = ncpu > 0 ? ncpu : 1;
-    }
+    if (threads == 0)
+        threads = cmd_all_cpus();
 
     int rc = EXIT_RUNTIME;
     elm_ctx *ctx = NULL;

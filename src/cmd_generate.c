@@ -70,16 +70,11 @@ int cmd_generate(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (!tokens_arg)
-        return cli_usage_error(argv[0], "--tokens is required");
     int32_t *prompt;
     size_t n_prompt;
-    if (!cli_parse_ids(tokens_arg, &prompt, &n_prompt))
-        return cli_usage_error(argv[0], "invalid --tokens '%s'", tokens_arg);
-    if (n_prompt == 0) {
-        free(prompt);
-        return cli_usage_error(argv[0], "--tokens is empty");
-    }
+    int urc = cmd_parse_tokens(argv[0], tokens_arg, &prompt, &n_prompt);
+    if (urc != EXIT_OK)
+        return urc;
     int n_new = c.max_tokens >= 0 ? c.max_tokens : DEFAULT_N;
 
     int rc = EXIT_RUNTIME;

@@ -62,18 +62,13 @@ int cmd_logits(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (!tokens_arg)
-        return cli_usage_error(argv[0], "--tokens is required");
-    if (!out_path)
+    if (tokens_arg && !out_path) /* a missing --tokens is said first */
         return cli_usage_error(argv[0], "-o FILE is required");
     int32_t *ids;
     size_t n;
-    if (!cli_parse_ids(tokens_arg, &ids, &n))
-        return cli_usage_error(argv[0], "invalid --tokens '%s'", tokens_arg);
-    if (n == 0) {
-        free(ids);
-        return cli_usage_error(argv[0], "--tokens is empty");
-    }
+    int urc = cmd_parse_tokens(argv[0], tokens_arg, &ids, &n);
+    if (urc != EXIT_OK)
+        return urc;
 
     int rc = EXIT_RUNTIME;
     float *logits = NULL;

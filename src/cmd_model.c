@@ -4,6 +4,8 @@
 #include "src/cmd_model.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "src/cli.h"
 
@@ -47,4 +49,24 @@ int cmd_check_ids(const char *cmd, const elm_model *model, const int32_t *ids, s
             return cli_usage_error(cmd, "token id %d is outside the vocabulary (0..%d)",
                                    (int)ids[i], n_vocab - 1);
     return EXIT_OK;
+}
+
+int cmd_parse_tokens(const char *cmd, const char *arg, int32_t **ids, size_t *n)
+{
+    if (!arg)
+        return cli_usage_error(cmd, "--tokens is required");
+    if (!cli_parse_ids(arg, ids, n))
+        return cli_usage_error(cmd, "invalid --tokens '%s'", arg);
+    if (*n == 0) {
+        free(*ids);
+        *ids = NULL;
+        return cli_usage_error(cmd, "--tokens is empty");
+    }
+    return EXIT_OK;
+}
+
+long cmd_all_cpus(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 0 ? ncpu : 1;
 }

@@ -3,6 +3,7 @@
 #ifndef ELMCHAT_SRC_CMD_MODEL_H
 #define ELMCHAT_SRC_CMD_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/elm.h"
@@ -11,6 +12,11 @@
 elm_model *cmd_load_model(const char *arg, int n_threads);
 /* Owned: elm_ctx_free. */
 elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads);
+/* --tokens ARG (required, comma/space separated ids, at least one) into
+ * *ids (owned) and *n: EXIT_OK, or a usage error printed (exit 2). */
+int cmd_parse_tokens(const char *cmd, const char *arg, int32_t **ids, size_t *n);
+/* The number of online CPUs (at least 1): what -t 0 means. */
+long cmd_all_cpus(void);
 /* Usage error (exit 2) when an id is outside the model's vocabulary. */
 int cmd_check_ids(const char *cmd, const elm_model *model, const int32_t *ids, size_t n);
 

@@ -100,13 +100,8 @@ static elm_tokenizer *open_tokenizer(const char *model, const char *file)
                 return NULL;
             }
         } else {
-            size_t len = strlen(dir);
-            if (len >= 5 && strcmp(dir + len - 5, ".gguf") == 0) {
-                cli_error("%s: reading the tokenizer from a GGUF file is not supported yet; "
-                          "use --tokenizer FILE", dir);
-                return NULL;
-            }
-            memcpy(path, dir, len + 1);
+            /* a GGUF model: its vocabulary (elm_tokenizer_load knows the format) */
+            snprintf(path, sizeof path, "%s", dir);
         }
         file = path;
     }

@@ -84,7 +84,7 @@ static uint64_t str_hash(const char *s)
     return h;
 }
 
-static uint64_t fnv(const unsigned char *p, size_t n)
+uint64_t kvcache_meta_checksum(const unsigned char *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++)
@@ -157,7 +157,7 @@ int kvcache_meta_save(const struct conversation *cv, const char *kv_path, uint64
     put_u64(&b, cv->tokens.n);
     put(&b, cv->tokens.v ? (const void *)cv->tokens.v : (const void *)"",
         cv->tokens.n * sizeof(int32_t));
-    put_u64(&b, fnv(b.p, b.n));
+    put_u64(&b, kvcache_meta_checksum(b.p, b.n));
     char *path = meta_path(kv_path);
     int rc = store_write_atomic(path, b.p, b.n, err, err_size);
     free(path);
@@ -228,7 +228,7 @@ bool kvcache_adopt(struct conversation *cv, const char *kv_path, uint64_t finger
     uint64_t sum = 0;
     if (len >= 16)
         memcpy(&sum, r.p + len - 8, sizeof sum);
-    if (len < 16 || fnv(r.p, len - 8) != sum)
+    if (len < 16 || kvcache_meta_checksum(r.p, len - 8) != sum)
         goto out;
     r.n = len - 8;
     get(&r, magic, 8);

@@ -52,6 +52,10 @@ int kvcache_meta_save(const struct conversation *cv, const char *kv_path, uint64
  * cv as it was. */
 bool kvcache_adopt(struct conversation *cv, const char *kv_path, uint64_t fingerprint);
 
+/* The .kv.meta trailer: FNV-1a of the n bytes before it (the fuzz harness
+ * writes it into its inputs). */
+uint64_t kvcache_meta_checksum(const unsigned char *p, size_t n);
+
 /* Remove NAME.kv and NAME.kv.meta (session deleted or renamed). */
 void kvcache_remove(const char *kv_path);
 

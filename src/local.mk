@@ -10,6 +10,7 @@ src_libcore_a_SOURCES = \
 	src/xalloc.c src/xalloc.h \
 	src/cmd_stubs.c \
 	src/utf8.c src/utf8.h \
+	src/strbuf.c src/strbuf.h \
 	src/paths.c src/paths.h \
 	src/store.c src/store.h \
 	src/yamldoc.c src/yamldoc.h \
@@ -23,5 +24,6 @@ src_libcore_a_SOURCES += src/cmd_quantize.c
 bin_PROGRAMS += elmchat
 elmchat_SOURCES = src/main.c
 elmchat_LDADD = $(ELM_UI_LIBS)
-src_libcore_a_SOURCES += src/cmd_model.c src/cmd_model.h src/cmd_info.c src/cmd_logits.c src/cmd_generate.c src/cmd_bench.c
+src_libcore_a_SOURCES += src/cmd_model.c src/cmd_model.h src/cmd_info.c src/cmd_logits.c src/cmd_generate.c src/cmd_bench.c \
+	src/stopwatch.c src/stopwatch.h
 src_libcore_a_SOURCES += src/conversation.c src/conversation.h src/kvcache_store.c src/kvcache_store.h src/bench_chat.c src/bench_chat.h

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "src/paths.h"
+#include "src/strbuf.h"
 #include "src/xalloc.h"
 #include "src/yamldoc.h"
 
@@ -171,12 +172,7 @@ static void count_fn(struct seg_sink *sink, enum seg kind, const char *text, siz
 
 /* ---------------------------------------------------------------- loading */
 
-struct textbuf {
-    char *s;
-    size_t n, cap;
-};
-static void tb_add(struct textbuf *b, const char *s, size_t n);
-static void add_unescaped(struct textbuf *b, const char *s, size_t n);
+static void add_unescaped(struct sbuf *b, const char *s, size_t n);
 
 void template_free(struct template *tpl)
 {
@@ -321,9 +317,9 @@ static bool load_stop(struct ydoc *d, struct template *tpl, yaml_node_t *n)
         if (c.n[SEG_BOS] || c.n[SEG_EOS] || c.n[SEG_CONTENT])
             return ydoc_fail(d, item, "stop: a placeholder must be an entry of its own "
                              "(\"{eos}\")");
-        struct textbuf b = {0};
+        struct sbuf b = {0};
         add_unescaped(&b, s, len);
-        tpl->stop[tpl->n_stop++] = b.s;
+        tpl->stop[tpl->n_stop++] = b.data;
     }
     return true;
 }
@@ -625,20 +621,6 @@ const char *template_default_for_model(const char *model)
 
 /* -------------------------------------------------------------- encoding */
 
-static void tb_add(struct textbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        b->s = x_realloc(b->s, cap);
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = '\0';
-}
-
 /* One run: one elm_tokenize call, so it gets the dummy prefix. */
 static int encode_run(const elm_tokenizer *tok, const char *s, size_t n, struct idvec *out)
 {
@@ -712,10 +694,10 @@ static const char *close_rest(const struct template *tpl, size_t *head_len)
 }
 
 /* Copy a lead (plain text, only {{ }} escapes) into b. */
-static void add_unescaped(struct textbuf *b, const char *s, size_t n)
+static void add_unescaped(struct sbuf *b, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        tb_add(b, s + i, 1);
+        sbuf_add(b, s + i, 1);
         if ((s[i] == '{' || s[i] == '}') && i + 1 < n && s[i + 1] == s[i])
             i++;
     }
@@ -728,7 +710,7 @@ static void add_unescaped(struct textbuf *b, const char *s, size_t n)
 struct inc_sink {
     struct seg_sink base;
     struct template_render *r;
-    struct textbuf pending; /* aliases r->pending while expanding */
+    struct sbuf pending; /* aliases r->pending while expanding */
     const char *content;
     struct idvec *out;
     int rc;
@@ -762,16 +744,16 @@ static void inc_fn(struct seg_sink *sink, enum seg kind, const char *text, size_
     }
     switch (kind) {
     case SEG_TEXT:
-        tb_add(&s->pending, text, len);
+        sbuf_add(&s->pending, text, len);
         break;
     case SEG_CONTENT:
-        tb_add(&s->pending, s->content, strlen(s->content));
+        sbuf_add(&s->pending, s->content, strlen(s->content));
         break;
     case SEG_BOS:
     case SEG_EOS:
-        s->rc = encode_run(s->r->tok, s->pending.s, s->pending.n, s->out);
+        s->rc = encode_run(s->r->tok, s->pending.data, s->pending.len, s->out);
         if (!s->rc) {
-            s->pending.n = 0;
+            s->pending.len = 0;
             idvec_push(s->out, special_id(s->r->tok, kind));
         }
         break;
@@ -786,19 +768,19 @@ static int inc_expand(struct template_render *r, const char *str, const char *co
     struct inc_sink s = {{inc_fn}, r, {r->pending, r->n_pending, r->pending_cap},
                          content ? content : "", out, 0, skip_until_eos, skip_text};
     /* Work on a copy of pending so that a failure leaves r unchanged. */
-    struct textbuf copy = {0};
-    tb_add(&copy, s.pending.s ? s.pending.s : "", s.pending.n);
+    struct sbuf copy = {0};
+    sbuf_add(&copy, s.pending.data ? s.pending.data : "", s.pending.len);
     s.pending = copy;
     const char *why;
     scan(str, &s.base, &why);
     if (s.rc) {
         out->n = out_n;
-        free(s.pending.s);
+        free(s.pending.data);
         return s.rc;
     }
     free(r->pending);
-    r->pending = s.pending.s;
-    r->n_pending = s.pending.n;
+    r->pending = s.pending.data;
+    r->n_pending = s.pending.len;
     r->pending_cap = s.pending.cap;
     return 0;
 }
@@ -841,11 +823,11 @@ void template_render_set_after_reply(struct template_render *r)
         p = strchr(p, '}') + 1;
         last = p;
     }
-    struct textbuf b = {r->pending, 0, r->pending_cap};
-    tb_add(&b, "", 0);
+    struct sbuf b = {r->pending, 0, r->pending_cap};
+    sbuf_add(&b, "", 0);
     add_unescaped(&b, last, strlen(last));
-    r->pending = b.s;
-    r->n_pending = b.n;
+    r->pending = b.data;
+    r->n_pending = b.len;
     r->pending_cap = b.cap;
     r->n_run = 0;
     r->state = TEMPLATE_AFTER_REPLY;
@@ -922,10 +904,10 @@ int template_render_generation_prompt(struct template_render *r, struct idvec *o
         r->state = old;
         return rc;
     }
-    struct textbuf run = {r->run, 0, r->run_cap};
-    tb_add(&run, r->pending ? r->pending : "", r->n_pending);
-    r->run = run.s;
-    r->n_run = run.n;
+    struct sbuf run = {r->run, 0, r->run_cap};
+    sbuf_add(&run, r->pending ? r->pending : "", r->n_pending);
+    r->run = run.data;
+    r->n_run = run.len;
     r->run_cap = run.cap;
     r->n_pending = 0;
     r->state = TEMPLATE_IN_REPLY;
@@ -943,15 +925,15 @@ int template_render_reply_end(struct template_render *r, enum template_end how,
     if (how == TEMPLATE_END_STOP) {
         size_t head_len;
         close_rest(r->tpl, &head_len);
-        struct textbuf head = {0};
-        tb_add(&head, "", 0);
+        struct sbuf head = {0};
+        sbuf_add(&head, "", 0);
         add_unescaped(&head, close, head_len);
         for (size_t i = 0; i < r->tpl->n_stop; i++) {
             size_t l = strlen(r->tpl->stop[i]);
-            if (l > skip_text && strncmp(head.s, r->tpl->stop[i], l) == 0)
+            if (l > skip_text && strncmp(head.data, r->tpl->stop[i], l) == 0)
                 skip_text = l;
         }
-        free(head.s);
+        free(head.data);
     }
     int rc = inc_expand(r, close, NULL, skip_eos, skip_text, out);
     if (rc)
@@ -966,13 +948,13 @@ static char *reply_text(const struct template *tpl, const char *content, size_t 
     size_t lead_len, head_len;
     const char *lead = reply_lead(tpl, &lead_len);
     close_rest(tpl, &head_len);
-    struct textbuf t = {0};
-    tb_add(&t, "", 0);
+    struct sbuf t = {0};
+    sbuf_add(&t, "", 0);
     add_unescaped(&t, lead, lead_len);
-    tb_add(&t, content, strlen(content));
+    sbuf_add(&t, content, strlen(content));
     add_unescaped(&t, reply_close(tpl), head_len);
-    *len = t.n;
-    return t.s;
+    *len = t.len;
+    return t.data;
 }
 
 int template_render_reply(struct template_render *r, const char *content, struct idvec *out)
@@ -1080,29 +1062,29 @@ int template_render_conversation(const struct template *tpl, const elm_tokenizer
     struct item_sink s = {{item_fn}, NULL, 0, 0, NULL, tok};
     items_flatten(&s, tpl, system, msgs, n_msgs, add_generation_prompt);
     size_t out_n = out->n;
-    struct textbuf run = {0}, last_run = {0};
-    tb_add(&run, "", 0);
-    tb_add(&last_run, "", 0);
+    struct sbuf run = {0}, last_run = {0};
+    sbuf_add(&run, "", 0);
+    sbuf_add(&last_run, "", 0);
     int rc = 0;
     for (size_t i = 0; i < s.n && !rc; i++) {
         struct item *it = &s.v[i];
         switch (it->kind) {
         case IT_TEXT:
-            tb_add(&run, it->text, it->len);
+            sbuf_add(&run, it->text, it->len);
             break;
         case IT_SPECIAL:
-            rc = encode_run(tok, run.s, run.n, out);
-            run.n = 0;
+            rc = encode_run(tok, run.data, run.len, out);
+            run.len = 0;
             idvec_push(out, it->id);
             break;
         case IT_CUT:
-            rc = encode_run(tok, run.s, run.n, out);
-            last_run.n = 0;
-            tb_add(&last_run, run.s, run.n);
-            run.n = 0;
+            rc = encode_run(tok, run.data, run.len, out);
+            last_run.len = 0;
+            sbuf_add(&last_run, run.data, run.len);
+            run.len = 0;
             break;
         case IT_REPLY:
-            rc = encode_reply(tok, last_run.s, last_run.n, it->text, it->len, out);
+            rc = encode_reply(tok, last_run.data, last_run.len, it->text, it->len, out);
             break;
         }
     }
@@ -1110,8 +1092,8 @@ int template_render_conversation(const struct template *tpl, const elm_tokenizer
     for (size_t i = 0; i < s.n; i++)
         free(s.v[i].text);
     free(s.v);
-    free(run.s);
-    free(last_run.s);
+    free(run.data);
+    free(last_run.data);
     if (rc)
         out->n = out_n;
     return rc;
@@ -1123,16 +1105,16 @@ char *template_render_text(const struct template *tpl, const char *system,
 {
     struct item_sink s = {{item_fn}, NULL, 0, 0, NULL, NULL};
     items_flatten(&s, tpl, system, msgs, n_msgs, add_generation_prompt);
-    struct textbuf t = {0};
-    tb_add(&t, "", 0);
+    struct sbuf t = {0};
+    sbuf_add(&t, "", 0);
     for (size_t i = 0; i < s.n; i++) {
         struct item *it = &s.v[i];
         if (it->kind == IT_TEXT || it->kind == IT_REPLY)
-            tb_add(&t, it->text, it->len);
+            sbuf_add(&t, it->text, it->len);
         else if (it->kind == IT_SPECIAL)
-            tb_add(&t, it->id == 1 ? "<s>" : "</s>", it->id == 1 ? 3 : 4);
+            sbuf_add(&t, it->id == 1 ? "<s>" : "</s>", it->id == 1 ? 3 : 4);
         free(it->text);
     }
     free(s.v);
-    return t.s;
+    return t.data;
 }

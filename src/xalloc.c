@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/cli.h"
+
 static void (*fatal_hook)(void);
 
 void x_set_fatal_hook(void (*hook)(void))
@@ -24,9 +26,7 @@ void x_fatal(const char *fmt, ...)
         hook();
     va_list ap;
     va_start(ap, fmt);
-    fputs("elmchat: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    cli_verror(fmt, ap); /* the program's one error format */
     va_end(ap);
     exit(EXIT_FAILURE);
 }

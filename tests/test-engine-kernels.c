@@ -133,6 +133,21 @@ static void quant_case(const char *set, enum elm_dtype dt)
     free(q);
 }
 
+static void transpose_case(const char *set)
+{
+    enum { R = 37, C = 70, LDI = 75, LDO = 41 };
+    static float in[R * LDI], out[C * LDO];
+    for (int i = 0; i < R * LDI; i++)
+        in[i] = (float)i;
+    memset(out, 0, sizeof out);
+    elm_transpose(in, LDI, R, C, out, LDO);
+    bool good = true;
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            good = good && out[c * LDO + r] == in[r * LDI + c];
+    ok(good, "%s: transpose %d x %d (strided)", set, R, C);
+}
+
 static void swiglu_case(const char *set)
 {
     enum { N = 203 };
@@ -297,6 +312,7 @@ int main(void)
             matmul_case(sets[i], ELM_DTYPE_F16, widths[wi]);
         }
         swiglu_case(sets[i]);
+        transpose_case(sets[i]);
         quant_case(sets[i], ELM_DTYPE_Q8_0);
         quant_case(sets[i], ELM_DTYPE_Q4_0);
         attn_case(sets[i], 64, 1);

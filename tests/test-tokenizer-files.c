@@ -200,6 +200,15 @@ static void load_fails(const char *name, const void *p, size_t n, int want_statu
         elm_tokenizer_free(tok);
 }
 
+/* A model built from o must fail to load like that. */
+static void model_fails(const char *name, const struct model_opts *o, int want_status,
+                        const char *want_msg)
+{
+    struct buf m = make_model(o);
+    load_fails(name, m.p, m.n, want_status, want_msg);
+    free(m.p);
+}
+
 static void check_behaviour(const elm_tokenizer *tok, const char *what)
 {
     /* bc (-0.5) beats ab (-1) beats ▁a (-2): score order, not id order */
@@ -301,39 +310,27 @@ static void bad_models(void)
 
     struct model_opts o = good_opts;
     o.n_pieces = 0;
-    struct buf m = make_model(&o);
-    load_fails("nopieces.model", m.p, m.n, ELM_E_FORMAT, "no pieces");
-    free(m.p);
+    model_fails("nopieces.model", &o, ELM_E_FORMAT, "no pieces");
 
     o = good_opts;
     o.model_type = 1;
-    m = make_model(&o);
-    load_fails("unigram.model", m.p, m.n, ELM_E_UNSUPPORTED, "model type is unigram");
-    free(m.p);
+    model_fails("unigram.model", &o, ELM_E_UNSUPPORTED, "model type is unigram");
 
     o = good_opts;
     o.no_trainer = true;
-    m = make_model(&o);
-    load_fails("notrainer.model", m.p, m.n, ELM_E_UNSUPPORTED, "only BPE");
-    free(m.p);
+    model_fails("notrainer.model", &o, ELM_E_UNSUPPORTED, "only BPE");
 
     o = good_opts;
     o.bad_byte_piece = "<0xZZ>";
-    m = make_model(&o);
-    load_fails("badbyte.model", m.p, m.n, ELM_E_FORMAT, "not <0xNN>");
-    free(m.p);
+    model_fails("badbyte.model", &o, ELM_E_FORMAT, "not <0xNN>");
 
     o = good_opts;
     o.duplicate = true;
-    m = make_model(&o);
-    load_fails("dup.model", m.p, m.n, ELM_E_FORMAT, "repeats piece 259");
-    free(m.p);
+    model_fails("dup.model", &o, ELM_E_FORMAT, "repeats piece 259");
 
     o = good_opts;
     o.n_pieces = 100; /* bytes 0x61.. missing, byte_fallback set */
-    m = make_model(&o);
-    load_fails("nobytes.model", m.p, m.n, ELM_E_FORMAT, "byte_fallback is set but piece <0x61>");
-    free(m.p);
+    model_fails("nobytes.model", &o, ELM_E_FORMAT, "byte_fallback is set but piece <0x61>");
 
     const char junk[] = "\x89PNG\r\n\x1a\n not a tokenizer at all";
     const char *p = write_file("junk.model", junk, sizeof junk - 1);

@@ -144,18 +144,46 @@ static const char *fetch_model(void)
 
 /* ---- the library's cases ----------------------------------------------- */
 
+/* The cases are JSON Lines; a line that does not parse is passed over (the
+ * count of cases read catches a damaged file). */
+struct cases {
+    FILE *f;
+    char *line;
+    size_t cap;
+};
+
+static void cases_open(struct cases *cs, const char *name)
+{
+    cs->line = NULL;
+    cs->cap = 0;
+    if (!(cs->f = fopen(tap_data_path(name), "r")))
+        bail_out("cannot open %s", tap_data_path(name));
+}
+
+/* The next case (owned: json_object_put), NULL at the end. */
+static json_object *cases_next(struct cases *cs)
+{
+    while (getline(&cs->line, &cs->cap, cs->f) > 0) {
+        json_object *c = json_tokener_parse(cs->line);
+        if (c)
+            return c;
+    }
+    return NULL;
+}
+
+static void cases_close(struct cases *cs)
+{
+    free(cs->line);
+    fclose(cs->f);
+}
+
 static void encode_cases(void)
 {
-    FILE *f = fopen(tap_data_path("tokenizer/llama2_cases.jsonl"), "r");
-    if (!f)
-        bail_out("cannot open %s", tap_data_path("tokenizer/llama2_cases.jsonl"));
-    char *line = NULL;
-    size_t cap = 0;
+    struct cases cs;
+    cases_open(&cs, "tokenizer/llama2_cases.jsonl");
     int n_cases = 0, n_pass = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_object *c = json_tokener_parse(line);
-        if (!c)
-            continue;
+    json_object *c;
+    while ((c = cases_next(&cs))) {
         json_object *jt, *jid, *jids, *jpieces, *jdec;
         json_object_object_get_ex(c, "text", &jt);
         json_object_object_get_ex(c, "id", &jid);
@@ -220,24 +248,18 @@ static void encode_cases(void)
             free(ids);
         json_object_put(c);
     }
-    free(line);
-    fclose(f);
+    cases_close(&cs);
     is_int(n_cases, 60, "all 60 encode cases were read");
     diag("encode cases passed: %d/%d", n_pass, n_cases);
 }
 
 static void decode_cases(void)
 {
-    FILE *f = fopen(tap_data_path("tokenizer/llama2_decode_cases.jsonl"), "r");
-    if (!f)
-        bail_out("cannot open llama2_decode_cases.jsonl");
-    char *line = NULL;
-    size_t cap = 0;
+    struct cases cs;
+    cases_open(&cs, "tokenizer/llama2_decode_cases.jsonl");
     int n_cases = 0, n_pass = 0;
-    while (getline(&line, &cap, f) > 0) {
-        json_object *c = json_tokener_parse(line);
-        if (!c)
-            continue;
+    json_object *c;
+    while ((c = cases_next(&cs))) {
         json_object *jids = json_object_object_get(c, "ids");
         json_object *jdec = json_object_object_get(c, "decoded");
         json_object *jcat = json_object_object_get(c, "concat_single_decodes");
@@ -280,8 +302,7 @@ static void decode_cases(void)
         free(cat);
         json_object_put(c);
     }
-    free(line);
-    fclose(f);
+    cases_close(&cs);
     is_int(n_cases, 30, "all 30 decode cases were read");
     diag("decode cases passed: %d/%d", n_pass, n_cases);
 }

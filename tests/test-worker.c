@@ -1,7 +1,8 @@
 /* test-worker.c: the engine thread (engine/elm_worker.c): ordering and ids,
  * cancel during prefill, shutdown while busy, a slow reader, model switch
- * with kept caches, snapshots, errors; generated ids against a direct
- * synchronous elm_decode + greedy run.
+ * with kept caches, snapshots, errors, loads in the background (the current
+ * model serves meanwhile), min_token_interval_ms pacing; generated ids
+ * against a direct synchronous elm_decode + greedy run.
  *
  * Built twice: test-worker-fake links tests/fake-engine.c (deterministic
  * timings, no BLIS), test-worker links libelm and runs on checkpoints made
@@ -382,14 +383,15 @@ static void test_order_and_ids(void)
 
     /* Context full. */
     log_clear(&lg);
+    /* (requests posted before MODEL_READY would run on the current model) */
     uint64_t l64 = post_load(w, model_a, 64, 0);
+    struct elm_event *r = wait_final(w, &lg, l64, 60);
+    ok(r && r->type == ELM_EV_MODEL_READY && r->n_ctx == 64, "LOAD_MODEL n_ctx 64");
     int32_t *p60 = make_prompt(60, n_vocab_a, 2);
     uint64_t gf = post_gen(w, 0, p60, 60, 10, 0, -1);
     uint64_t gover = post_gen(w, 1, p60, 60, 0, 0, -1);
     uint64_t gover2 = post_gen(w, 1, p60, 10, 10, 0, -1);
     d = wait_final(w, &lg, gover2, 30);
-    struct elm_event *r = find_final(&lg, l64);
-    ok(r && r->type == ELM_EV_MODEL_READY && r->n_ctx == 64, "LOAD_MODEL n_ctx 64");
     d = find_final(&lg, gf);
     ok(d && d->reason == ELM_DONE_CONTEXT_FULL && d->n_past == 64 && d->n_ctx == 64,
        "generation stops with CONTEXT_FULL at n_past == n_ctx (%d)", d ? d->n_past : -1);
@@ -658,6 +660,222 @@ static void test_models_and_state(void)
     elm_worker_free(w);
 }
 
+/* Index of the final event of request id in the log, -1 if none. */
+static int final_index(const struct evlog *lg, uint64_t id)
+{
+    for (int i = 0; i < lg->n; i++)
+        if (lg->v[i].request_id == id && is_final(&lg->v[i]))
+            return i;
+    return -1;
+}
+
+static uint64_t post_paced(elm_worker *w, int slot, const int32_t *toks, int n, int max_tokens,
+                           int interval_ms)
+{
+    struct elm_request r = elm_request_default(ELM_REQ_GENERATE);
+    r.slot = slot;
+    r.tokens = (int32_t *)toks;
+    r.n_tokens = n;
+    r.max_tokens = max_tokens;
+    r.flags = ELM_GEN_SYNC;
+    r.min_token_interval_ms = interval_ms;
+    return elm_worker_post(w, &r);
+}
+
+/* LOAD_MODEL on the loader thread: the current model keeps serving, the
+ * switch happens at MODEL_READY; cancel and shutdown during a load.  The
+ * test hook ELM_WORKER_TEST_LOAD_DELAY_MS makes every disk load slow. */
+#define LOAD_DELAY_MS 600
+static void test_background_load(void)
+{
+    char err[256];
+    char delay[16];
+    snprintf(delay, sizeof delay, "%d", LOAD_DELAY_MS);
+    setenv("ELM_WORKER_TEST_LOAD_DELAY_MS", delay, 1);
+    elm_worker *w = elm_worker_new(err, sizeof err);
+    unsetenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
+    struct evlog lg = {0};
+    int32_t *prompt = make_prompt(10, n_vocab_a, 7);
+
+    /* The first load: with no model yet, the GENERATE waits for it. */
+    uint64_t la = post_load(w, model_a, 0, 0);
+    uint64_t g0 = post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
+    struct elm_event *d = wait_final(w, &lg, g0, 60);
+    ok(d && d->type == ELM_EV_DONE && d->n_generated == 4 && final_index(&lg, la) >= 0 &&
+           final_index(&lg, la) < final_index(&lg, g0),
+       "first load: a GENERATE posted after it waits for MODEL_READY");
+    int32_t *ids0 = NULL, *ids1 = NULL;
+    char *t0 = NULL, *t1 = NULL;
+    int n0 = gather_tokens(&lg, g0, &ids0, &t0);
+
+    /* B loads slowly; A keeps answering meanwhile. */
+    log_clear(&lg);
+    double start = now_sec();
+    uint64_t lb = post_load(w, model_b, 0, 0);
+    uint64_t g1 = post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
+    uint64_t g1b = post_gen(w, 3, prompt, 10, 4, ELM_GEN_SYNC, 0);
+    d = wait_final(w, &lg, g1b, 60);
+    double served = now_sec() - start;
+    bool b_ready = find_final(&lg, lb) != NULL;
+    d = find_final(&lg, g1);
+    diag("two GENERATEs served %.1f ms after LOAD_MODEL (load takes >= %d ms)", served * 1e3,
+         LOAD_DELAY_MS);
+    ok(d && d->type == ELM_EV_DONE && !b_ready && served * 1e3 < LOAD_DELAY_MS,
+       "GENERATEs posted during a load are served by the current model");
+    int n1 = gather_tokens(&lg, g1, &ids1, &t1);
+    ok(n1 == n0 && n0 > 0 && memcmp(ids0, ids1, (size_t)n0 * sizeof *ids0) == 0 && d &&
+           d->n_reused > 0,
+       "... model A itself: same ids, its cache reused (%d)", d ? d->n_reused : -1);
+    free(ids1);
+    free(t1);
+    d = wait_final(w, &lg, lb, 60);
+    double loaded = now_sec() - start;
+    ok(d && d->type == ELM_EV_MODEL_READY && loaded * 1e3 >= LOAD_DELAY_MS * 0.9,
+       "MODEL_READY once B is loaded (%.0f ms)", loaded * 1e3);
+    ok(count_type(&lg, lb, ELM_EV_LOAD_PROGRESS) > 0,
+       "LOAD_PROGRESS from the loader thread");
+    uint64_t g2 = post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
+    d = wait_final(w, &lg, g2, 60);
+    ok(d && d->type == ELM_EV_DONE && d->n_reused == 0 && d->n_prefilled == 10,
+       "after MODEL_READY, B serves (slot 0 is new there)");
+
+    /* Cancel during a load stops the generation, not the load. */
+    log_clear(&lg);
+    uint64_t l128 = post_load(w, model_a, 128, 0); /* another n_ctx: a real load */
+    uint64_t g3 = post_paced(w, 0, prompt, 10, 1000, 5);
+    double end = now_sec() + 30;
+    while (count_type(&lg, g3, ELM_EV_TOKEN) == 0 && now_sec() < end)
+        pump(w, &lg, 50);
+    elm_worker_cancel(w);
+    d = wait_final(w, &lg, g3, 30);
+    ok(d && d->reason == ELM_DONE_CANCELLED && !find_final(&lg, l128),
+       "cancel during a load: the generation stops, the load goes on");
+    d = wait_final(w, &lg, l128, 60);
+    ok(d && d->type == ELM_EV_MODEL_READY && d->n_ctx == 128, "... and completes");
+
+    /* Loads run in order; a kept model's turn is instant. */
+    log_clear(&lg);
+    uint64_t lx = post_load(w, model_b, 64, 0);
+    uint64_t lk = post_load(w, model_a, 128, 0);
+    d = wait_final(w, &lg, lk, 60);
+    ok(d && d->type == ELM_EV_MODEL_READY && final_index(&lg, lx) >= 0 &&
+           final_index(&lg, lx) < final_index(&lg, lk),
+       "LOAD_MODELs complete in the order posted");
+    d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 0, ELM_GEN_SYNC, 0), 30);
+    ok(d && d->n_ctx == 128, "the last one posted is current");
+
+    /* Shutdown during a load joins the loader at once (it is in the
+     * delay: a real elm_model_load would finish first). */
+    post_load(w, model_b, 100, 0);
+    post_paced(w, 0, prompt, 10, 1000, 5);
+    pump(w, &lg, 100);
+    double f0 = now_sec();
+    elm_worker_free(w);
+    double dt = now_sec() - f0;
+    ok(dt < PROMPT_DEADLINE, "elm_worker_free during a load returns promptly (%.1f ms)",
+       dt * 1e3);
+
+    /* A failed load in the background leaves the current model. */
+    w = elm_worker_new(err, sizeof err);
+    d = wait_final(w, &lg, post_load(w, model_a, 0, 0), 60);
+    uint64_t lbad = post_load(w, "/nonexistent/model", 0, 0);
+    d = wait_final(w, &lg, lbad, 30);
+    ok(d && d->type == ELM_EV_ERROR, "a failed background load -> ERROR");
+    d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0), 30);
+    ok(d && d->type == ELM_EV_DONE && d->n_generated == 4, "... and the current model serves");
+    elm_worker_free(w);
+
+    free(ids0);
+    free(t0);
+    free(prompt);
+    log_free(&lg);
+}
+
+/* min_token_interval_ms: tokens are spaced, the output is the same, and a
+ * cancel (or shutdown) ends the wait at once. */
+static void test_pacing(void)
+{
+    char err[256];
+    elm_worker *w = elm_worker_new(err, sizeof err);
+    struct evlog lg = {0};
+    int32_t *prompt = make_prompt(10, n_vocab_a, 8);
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0, 0), 60);
+    if (!ok(d && d->type == ELM_EV_MODEL_READY, "model for pacing")) {
+        log_free(&lg);
+        elm_worker_free(w);
+        free(prompt);
+        return;
+    }
+    const int n = 6, ms = 40;
+    uint64_t g = post_paced(w, 0, prompt, 10, n, 0);
+    d = wait_final(w, &lg, g, 30);
+    int32_t *fast = NULL, *paced = NULL;
+    char *tf = NULL, *tp = NULL;
+    int nf = gather_tokens(&lg, g, &fast, &tf);
+
+    /* Record when each TOKEN event arrives (the reader is quick: one event
+     * per token). */
+    log_clear(&lg);
+    double arrive[64];
+    int n_arr = 0;
+    double t0 = now_sec();
+    g = post_paced(w, 1, prompt, 10, n, ms);
+    double end = t0 + 30;
+    while (!find_final(&lg, g) && now_sec() < end) {
+        int before = lg.n;
+        pump(w, &lg, 100);
+        for (int i = before; i < lg.n; i++)
+            if (lg.v[i].type == ELM_EV_TOKEN && n_arr < 64)
+                arrive[n_arr++] = now_sec();
+    }
+    double total = now_sec() - t0;
+    d = find_final(&lg, g);
+    int np = gather_tokens(&lg, g, &paced, &tp);
+    ok(d && d->reason == ELM_DONE_LENGTH && np == n && nf == n &&
+           memcmp(fast, paced, (size_t)n * sizeof *fast) == 0,
+       "paced generation gives the same ids");
+    ok(total * 1e3 >= (n - 1) * ms, "%d tokens at >= %d ms each take %.0f ms (>= %d)", n, ms,
+       total * 1e3, (n - 1) * ms);
+    double min_gap = 1e9;
+    for (int i = 1; i < n_arr; i++)
+        if (arrive[i] - arrive[i - 1] < min_gap)
+            min_gap = arrive[i] - arrive[i - 1];
+    diag("%d TOKEN events, smallest gap between arrivals %.1f ms", n_arr, min_gap * 1e3);
+    ok(n_arr >= 2 && min_gap * 1e3 >= ms * 0.5, "tokens arrive spaced (min gap %.1f ms)",
+       min_gap * 1e3);
+    free(fast);
+    free(paced);
+    free(tf);
+    free(tp);
+
+    /* A long pause: cancel ends it at once. */
+    log_clear(&lg);
+    g = post_paced(w, 2, prompt, 10, 5, 5000);
+    end = now_sec() + 30;
+    while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
+        pump(w, &lg, 50);
+    double c0 = now_sec();
+    elm_worker_cancel(w);
+    d = wait_final(w, &lg, g, 30);
+    double dt = now_sec() - c0;
+    ok(d && d->reason == ELM_DONE_CANCELLED && d->n_generated == 1,
+       "cancel during the pause -> DONE{CANCELLED} after 1 token");
+    ok(dt < PROMPT_DEADLINE, "... at once (%.1f ms, not 5 s)", dt * 1e3);
+
+    /* Shutdown in the pause. */
+    g = post_paced(w, 2, prompt, 10, 5, 5000);
+    end = now_sec() + 30;
+    while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
+        pump(w, &lg, 50);
+    c0 = now_sec();
+    elm_worker_free(w);
+    dt = now_sec() - c0;
+    ok(dt < PROMPT_DEADLINE, "elm_worker_free during the pause returns at once (%.1f ms)",
+       dt * 1e3);
+    free(prompt);
+    log_free(&lg);
+}
+
 /* ---------------------------------------------------------------- models */
 
 #ifdef FAKE_ENGINE
@@ -714,5 +932,7 @@ int main(void)
     test_cancel();
     test_shutdown_busy();
     test_models_and_state();
+    test_background_load();
+    test_pacing();
     return done_testing();
 }

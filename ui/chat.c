@@ -224,32 +224,25 @@ static bool resolve_model(struct chat *c, const char *arg, char *path, size_t si
 }
 
 /* The tokenizer is loaded here too (it is immutable and cheap), because the
- * templates render on this thread. */
+ * templates render on this thread.  A model file (GGUF) brings its own
+ * vocabulary (elm_tokenizer_load reads it, or the files beside it); a
+ * folder has tokenizer.model or tokenizer.json. */
 static elm_tokenizer *load_tokenizer(const char *model_path, char *err, size_t err_size)
 {
     static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
     struct stat st;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", model_path);
-    if (stat(model_path, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *slash = '\0';
-        else
-            snprintf(dir, sizeof dir, ".");
-    }
+    elm_tokenizer *tok = NULL;
+    if (stat(model_path, &st) == 0 && !S_ISDIR(st.st_mode))
+        return elm_tokenizer_load(model_path, &tok, err, err_size) == 0 ? tok : NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char p[4200];
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        snprintf(p, sizeof p, "%s/%s", model_path, names[i]);
         if (stat(p, &st) != 0)
             continue;
-        elm_tokenizer *tok = NULL;
-        int rc = elm_tokenizer_load(p, &tok, err, err_size);
-        if (rc == 0)
-            return tok;
-        return NULL;
+        return elm_tokenizer_load(p, &tok, err, err_size) == 0 ? tok : NULL;
     }
-    snprintf(err, err_size, "%s: no tokenizer.model or tokenizer.json beside the model", dir);
+    snprintf(err, err_size, "%s: no tokenizer.model or tokenizer.json in the model folder",
+             model_path);
     return NULL;
 }
 
@@ -410,7 +403,7 @@ static bool save_conv(struct chat *c, struct conv *v, bool quiet)
  * session load or switch): the next reply then computes only its turn. */
 static void post_prefill(struct chat *c, struct conv *v)
 {
-    if (!c->model_ready || c->model_loading || v->cv.tokens.n == 0)
+    if (!c->model_ready || v->cv.tokens.n == 0)
         return;
     struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
     req.slot = v->slot;
@@ -727,6 +720,11 @@ static void on_done(struct chat *c, struct elm_event *ev)
     }
     if (c->generating && ev->request_id == c->gen_req) {
         finish_reply(c, ev);
+        if (c->has_pending_ready) {
+            c->has_pending_ready = false;
+            model_ready(c, &c->pending_ready);
+            elm_event_fini(&c->pending_ready);
+        }
         return;
     }
     if (ev->request_id == c->prefill_req) {
@@ -755,8 +753,16 @@ void chat_poll_events(struct chat *c)
                 c->load_progress = ev.progress;
             break;
         case ELM_EV_MODEL_READY:
-            if (ev.request_id == c->load_req)
-                model_ready(c, &ev);
+            if (ev.request_id != c->load_req)
+                break;
+            if (c->generating) {
+                /* switch after the reply's DONE (on_done) */
+                elm_event_fini(&c->pending_ready);
+                c->pending_ready = ev;
+                c->has_pending_ready = true;
+                continue; /* ev is kept: not finished here */
+            }
+            model_ready(c, &ev);
             break;
         case ELM_EV_PREFILL_PROGRESS:
             if (ev.request_id == c->gen_req)
@@ -931,7 +937,7 @@ static bool ready_refuse(struct chat *c)
 {
     if (busy_refuse(c))
         return true;
-    if (!c->model_ready || c->model_loading) {
+    if (!c->model_ready) {
         chat_notice(c, true, c->model_loading ? "wait for the model to load" : "no model loaded");
         return true;
     }
@@ -1077,8 +1083,7 @@ static void run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, false, "%s is the current model", c->model_name);
             break;
         }
-        if (c->generating)
-            elm_worker_cancel(c->worker); /* the partial reply is kept */
+        /* the current model keeps answering until the new one is ready */
         if (!begin_model_load(c, cmd->arg, path, err, sizeof err)) {
             chat_notice(c, true, "%s", err);
             break;
@@ -1238,7 +1243,7 @@ void chat_submit(struct chat *c, char *line)
         free(line);
         return;
     }
-    if (c->generating || !c->model_ready || c->model_loading) {
+    if (c->generating || !c->model_ready) {
         chat_notice(c, true,
                     c->generating ? "a reply is being generated: Esc or Ctrl-C stops it"
                                   : "the model is still loading: your text is kept");
@@ -1291,7 +1296,7 @@ void chat_status(struct chat *c, struct status_info *st, double now)
     st->prefill_tps = c->prefill_tps;
     st->decode_tps = c->decode_tps;
     st->demo = c->demo;
-    if (c->model_loading) {
+    if (c->model_loading && !c->generating) {
         /* a small progress bar: 10 cells */
         char bar[64] = "";
         int cells = (int)(c->load_progress * 10.0f + 0.5f);
@@ -1299,6 +1304,11 @@ void chat_status(struct chat *c, struct status_info *st, double now)
             strcat(bar, i < cells ? "█" : "░");
         snprintf(c->state_text, sizeof c->state_text, "loading %.40s %s %d%%", c->load_name, bar,
                  (int)(c->load_progress * 100));
+        st->busy = true;
+    } else if (c->model_loading) {
+        /* the current model answers while the next one loads */
+        snprintf(c->state_text, sizeof c->state_text, "generating %zu · loading %.24s %d%%",
+                 c->reply_n_ids, c->load_name, (int)(c->load_progress * 100));
         st->busy = true;
     } else if (c->generating && !c->got_token) {
         snprintf(c->state_text, sizeof c->state_text, "prefill %d%% · Esc stops",
@@ -1552,6 +1562,7 @@ void chat_fini(struct chat *c)
     free(c->info);
     free(c->model_arg);
     free(c->load_arg);
+    elm_event_fini(&c->pending_ready);
     sbuf_fini(&c->reply_text);
     transcript_fini(&c->tr);
     config_fini(&c->cfg);

@@ -54,6 +54,10 @@ struct chat {
     char load_name[128];
     elm_tokenizer *load_tok;     /* owned until MODEL_READY */
     double load_started;
+    /* MODEL_READY that came while a reply was streaming: the switch waits
+     * for its DONE (the old model keeps serving during a load) */
+    struct elm_event pending_ready;
+    bool has_pending_ready;
 
     /* conversations */
     struct conv **convs;

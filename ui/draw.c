@@ -14,14 +14,10 @@
 /* Draw n bytes of sanitized UTF-8 at the cursor, at most max_cols columns. */
 static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
 {
-    int cols = 0;
+    int cols = 0, cw;
     size_t i = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t k = u8_decode(s + i, n - i, &cp);
-        if (k == 0)
-            break;
-        int cw = u8_cp_width(cp);
+    uint32_t cp;
+    while (u8_next(s, n, &i, &cp, &cw)) {
         if (cw < 0)
             cp = U8_REPLACEMENT, cw = 1;
         if (cols + cw > max_cols)
@@ -29,7 +25,6 @@ static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
         wchar_t wc = (wchar_t)cp;
         waddnwstr(w, &wc, 1);
         cols += cw;
-        i += k;
     }
     return cols;
 }
@@ -267,17 +262,11 @@ void draw_status(void *vwin, const struct status_info *s)
     size_t split = len;
     if (warn_at >= 0) {
         /* find the byte offset of column warn_at */
-        int cols = 0;
+        int cols = 0, cw;
         size_t i = 0;
-        while (i < len && cols < warn_at) {
-            uint32_t cp;
-            size_t k = u8_decode(text + i, len - i, &cp);
-            if (!k)
-                break;
-            int cw = u8_cp_width(cp);
+        uint32_t cp;
+        while (cols < warn_at && u8_next(text, len, &i, &cp, &cw))
             cols += cw > 0 ? cw : 0;
-            i += k;
-        }
         split = i;
     }
     int used = put_text(w, text, split, wd);

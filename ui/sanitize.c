@@ -9,7 +9,6 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "src/xalloc.h"
 
 size_t u8_decode(const char *s, size_t n, uint32_t *cp)
 {
@@ -93,41 +92,26 @@ int u8_cp_width(uint32_t cp)
     return w;
 }
 
+bool u8_next(const char *s, size_t n, size_t *i, uint32_t *cp, int *cols)
+{
+    if (*i >= n)
+        return false;
+    size_t k = u8_decode(s + *i, n - *i, cp);
+    if (k == 0)
+        return false;
+    *cols = u8_cp_width(*cp);
+    *i += k;
+    return true;
+}
+
 int u8_width(const char *s, size_t n)
 {
-    int cols = 0;
+    int cols = 0, w;
     size_t i = 0;
-    while (i < n) {
-        uint32_t cp;
-        size_t k = u8_decode(s + i, n - i, &cp);
-        if (k == 0)
-            break;
-        int w = u8_cp_width(cp);
+    uint32_t cp;
+    while (u8_next(s, n, &i, &cp, &w))
         cols += w > 0 ? w : 0;
-        i += k;
-    }
     return cols;
-}
-
-void sbuf_fini(struct sbuf *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof *b);
-}
-
-void sbuf_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        b->data = x_realloc(b->data, cap);
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->data + b->len, s, n);
-    b->len += n;
-    b->data[b->len] = '\0';
 }
 
 static void add_cp(struct sbuf *out, uint32_t cp)

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/strbuf.h" /* struct sbuf */
+
 #define U8_REPLACEMENT 0xFFFDu
 
 /* Decode the sequence at s (n > 0 bytes available).  Returns the bytes used
@@ -20,16 +22,13 @@ size_t u8_encode(uint32_t cp, char out[4]);
 /* Display columns of one code point: 0 (combining), 1 or 2; -1 for a
  * control or anything the terminal cannot be trusted to draw. */
 int u8_cp_width(uint32_t cp);
+/* Step over the code point at s[*i] (of n bytes): *cp, its columns *cols
+ * (u8_cp_width), *i moved past it.  False at the end or before an
+ * incomplete sequence (nothing moved). */
+bool u8_next(const char *s, size_t n, size_t *i, uint32_t *cp, int *cols);
 /* Columns of a sanitized (valid, control-free except '\n') string. */
 int u8_width(const char *s, size_t n);
 
-/* A growable byte buffer (owned; free with sbuf_fini). */
-struct sbuf {
-    char *data; /* NUL terminated when non-NULL */
-    size_t len, cap;
-};
-void sbuf_fini(struct sbuf *b);
-void sbuf_add(struct sbuf *b, const char *s, size_t n);
 
 /* Filter n bytes of untrusted text into out (appended), so that what is
  * drawn is valid UTF-8 with no C0/C1 control other than '\n':

@@ -2,8 +2,8 @@
  * kvcache_adopt) against a freshly loaded conversation.
  *
  * The file ends in an FNV-1a checksum of everything before it; random bytes
- * never match it, so the harness writes the right one (the format's hash,
- * restated here) and the reader behind it gets fuzzed. */
+ * never match it, so the harness writes the right one (kvcache_store.c's
+ * own kvcache_meta_checksum) and the reader behind it gets fuzzed. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -56,21 +56,13 @@ static struct session *make_session(void)
     return s;
 }
 
-static uint64_t fnv(const unsigned char *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const elm_tokenizer *tok = fuzz_tiny_tokenizer();
     unsigned char *copy = malloc(size ? size : 1);
     memcpy(copy, data, size);
     if (size >= 16) {
-        uint64_t h = fnv(copy, size - 8);
+        uint64_t h = kvcache_meta_checksum(copy, size - 8);
         memcpy(copy + size - 8, &h, 8);
     }
     (void)fuzz_write_file("state.kv.meta", copy, size);
