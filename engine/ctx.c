@@ -41,6 +41,7 @@ void elm_ctx_free(elm_ctx *ctx)
     free(ctx->att);
     free(ctx->ffn);
     free(ctx->attn_scratch);
+    free(ctx->attn_part);
     free(ctx);
 }
 
@@ -93,7 +94,7 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     c->abort_user = params->abort_user;
 
     int d = in->model_dim, hd = in->head_dim, L = in->n_layers;
-    size_t max_r = 0, max_q = 0, max_f = 0, max_cols = (size_t)d, max_grp = 1;
+    size_t max_nq = 1, max_r = 0, max_q = 0, max_f = 0, max_cols = (size_t)d, max_grp = 1;
     for (int i = 0; i < L; i++) {
         const struct elm_layer *l = &model->layers[i];
         size_t r = (size_t)(l->nq + 2 * l->nkv) * (size_t)hd, q = (size_t)l->nq * (size_t)hd;
@@ -101,6 +102,7 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
         size_t grp = (size_t)(l->nq / l->nkv);
         max_grp = grp > max_grp ? grp : max_grp;
         max_q = q > max_q ? q : max_q;
+        max_nq = (size_t)l->nq > max_nq ? (size_t)l->nq : max_nq;
         max_f = 2 * (size_t)l->ff > max_f ? 2 * (size_t)l->ff : max_f;
         max_cols = q > max_cols ? q : max_cols;
         max_cols = (size_t)l->ff > max_cols ? (size_t)l->ff : max_cols;
@@ -122,8 +124,11 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     size_t attn = (size_t)hd * ELM_ATTN_BK + (size_t)ATTN_BQ * max_grp * ((size_t)hd + 2);
     c->attn_stride = (attn + 15) / 16 * 16;
     c->attn_scratch = alloc_floats((size_t)c->n_threads, c->attn_stride);
+    /* untouched pages cost nothing: a short context never faults these in */
+    size_t splits = ((size_t)c->n_ctx + ATTN_KS - 1) / ATTN_KS;
+    c->attn_part = alloc_floats(splits * max_nq * ATTN_BQ, (size_t)hd + 2);
     bool okay = c->tokens && c->k_cache && c->v_cache && c->rope_cos && c->rope_sin && tiles &&
-                c->x && c->h && c->qkv && c->att && c->ffn && c->attn_scratch;
+                c->x && c->h && c->qkv && c->att && c->ffn && c->attn_scratch && c->attn_part;
     for (int i = 0; okay && i < L; i++) {
         size_t row = (size_t)model->layers[i].nkv * (size_t)hd;
         /* calloc: untouched cache pages cost no memory until used */

@@ -9,6 +9,9 @@
 
 /* Query tokens per task of the tiled attention (forward.c). */
 #define ATTN_BQ 16
+/* Keys per task when one query block attends a long context (decode):
+ * a multiple of ELM_ATTN_BK. */
+#define ATTN_KS 256
 
 struct elm_threadpool;
 
@@ -32,6 +35,7 @@ struct elm_ctx {
     float *ffn;    /* [n_batch, max 2 ff] */
     float *attn_scratch; /* [n_threads, attn_stride]: a key tile and query-row state */
     size_t attn_stride;  /* floats, a multiple of 16 */
+    float *attn_part;    /* key-split partials: [nq x ATTN_BQ x (hd + 2)] per ATTN_KS keys */
 };
 
 #endif

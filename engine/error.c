@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "engine/error.h"
 #include "engine/model.h"
 
 elm_status elm_set_error(char *err, size_t err_size, elm_status status, const char *fmt, ...)
@@ -13,6 +14,20 @@ elm_status elm_set_error(char *err, size_t err_size, elm_status status, const ch
         va_start(ap, fmt);
         vsnprintf(err, err_size, fmt, ap);
         va_end(ap);
+    }
+    return status;
+}
+
+elm_status elm_vset_error_at(char *err, size_t err_size, elm_status status, const char *path,
+                             const char *what, const char *fmt, va_list ap)
+{
+    if (err && err_size) {
+        char msg[384];
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        if (what)
+            snprintf(err, err_size, "%s: %s: %s", path, what, msg);
+        else
+            snprintf(err, err_size, "%s: %s", path, msg);
     }
     return status;
 }

@@ -12,16 +12,9 @@
 #include "engine/quant.h"
 #include "engine/threadpool.h"
 
-/* out = x * rsqrt(mean(x^2) + eps) * w; the sum in double (cheap, and it
- * keeps the f32 engine close to the float64 reference). */
 static void rmsnorm(const float *x, const float *w, float *out, int n, float eps)
 {
-    double ss = 0.0;
-    for (int i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    float r = (float)(1.0 / sqrt(ss / n + (double)eps));
-    for (int i = 0; i < n; i++)
-        out[i] = (x[i] * r) * w[i];
+    elm_rmsnorm(x, w, out, (size_t)n, eps);
 }
 
 /* Rotate-half RoPE: pairs (j, j + hd/2). */
@@ -72,7 +65,68 @@ struct attn_job {
     const struct elm_layer *l;
     const float *k, *v; /* cache of this layer */
     int n, pos0, n_blocks;
+    int n_splits; /* key ranges per task (one query block only); 1: none */
 };
+
+/* Per-thread state of one task: the transposed key tile, and per query row
+ * (ATTN_BQ tokens x grp heads) the unnormalized output, max and sum. */
+struct attn_acc {
+    float *kt, *o, *mx, *sum;
+};
+
+/* Online softmax of query tokens [t0, t1) of kv head kvh over the keys
+ * [kb0, kb1) (multiples of ELM_ATTN_BK, causal limit per token applied):
+ * fills a->o, a->mx, a->sum from scratch.  The key blocks are the same
+ * whether or not the keys are split, so a split changes only the merge. */
+static void attn_range(const struct attn_job *j, int kvh, int t0, int t1, int kb0, int kb1,
+                       const struct attn_acc *a)
+{
+    const struct elm_layer *l = j->l;
+    struct elm_ctx *c = j->c;
+    int hd = c->model->info.head_dim, grp = l->nq / l->nkv;
+    size_t row_qkv = (size_t)(l->nq + 2 * l->nkv) * hd, row_kv = (size_t)l->nkv * hd;
+    float scale = 1.0f / sqrtf((float)hd);
+    int rows = (t1 - t0) * grp, max_keys = j->pos0 + t1;
+    kb1 = kb1 < max_keys ? kb1 : max_keys;
+    for (int i = 0; i < rows; i++) {
+        a->mx[i] = -INFINITY;
+        a->sum[i] = 0.0f;
+    }
+    memset(a->o, 0, (size_t)rows * hd * sizeof *a->o);
+    for (int kb = kb0; kb < kb1; kb += ELM_ATTN_BK) {
+        int nkb = kb1 - kb < ELM_ATTN_BK ? kb1 - kb : ELM_ATTN_BK;
+        const float *kp = j->k + (size_t)kb * row_kv + (size_t)kvh * hd;
+        elm_transpose(kp, (long)row_kv, nkb, hd, a->kt, ELM_ATTN_BK);
+        for (int d = 0; nkb < ELM_ATTN_BK && d < hd; d++)
+            memset(a->kt + (size_t)d * ELM_ATTN_BK + nkb, 0,
+                   (size_t)(ELM_ATTN_BK - nkb) * sizeof *a->kt);
+        const float *vp = j->v + (size_t)kb * row_kv + (size_t)kvh * hd;
+        for (int t = t0; t < t1; t++) {
+            int nk = j->pos0 + t + 1 - kb;
+            if (nk <= 0)
+                continue;
+            nk = nk < nkb ? nk : nkb;
+            for (int g = 0; g < grp; g++) {
+                int i = (t - t0) * grp + g, h = kvh * grp + g;
+                const float *q = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
+                elm_attn_block(q, scale, a->kt, vp, (long)row_kv, nk, hd, &a->mx[i], &a->sum[i],
+                               a->o + (size_t)i * hd);
+            }
+        }
+    }
+}
+
+static struct attn_acc thread_acc(const struct attn_job *j, int ith)
+{
+    struct elm_ctx *c = j->c;
+    int hd = c->model->info.head_dim, grp = j->l->nq / j->l->nkv;
+    struct attn_acc a;
+    a.kt = c->attn_scratch + (size_t)ith * c->attn_stride;
+    a.o = a.kt + (size_t)hd * ELM_ATTN_BK;
+    a.mx = a.o + (size_t)ATTN_BQ * grp * hd;
+    a.sum = a.mx + ATTN_BQ * grp;
+    return a;
+}
 
 /* Causal attention, tiled: a task is one kv head and a block of ATTN_BQ
  * query tokens (all grp query heads that share the kv head); keys stream
@@ -85,52 +139,93 @@ static void attn_task(void *arg, long b, long e, int ith)
     const struct elm_layer *l = j->l;
     struct elm_ctx *c = j->c;
     int hd = c->model->info.head_dim, grp = l->nq / l->nkv;
-    size_t row_qkv = (size_t)(l->nq + 2 * l->nkv) * hd, row_kv = (size_t)l->nkv * hd;
     size_t row_att = (size_t)l->nq * hd;
-    float scale = 1.0f / sqrtf((float)hd);
-    float *kt = c->attn_scratch + (size_t)ith * c->attn_stride;
-    float *o = kt + (size_t)hd * ELM_ATTN_BK;
-    float *mx = o + (size_t)ATTN_BQ * grp * hd, *sum = mx + ATTN_BQ * grp;
+    struct attn_acc a = thread_acc(j, ith);
     for (long item = b; item < e; item++) {
         /* the longest rows (last tokens) first: better balance */
         int kvh = (int)(item % l->nkv), blk = j->n_blocks - 1 - (int)(item / l->nkv);
         int t0 = blk * ATTN_BQ, t1 = t0 + ATTN_BQ < j->n ? t0 + ATTN_BQ : j->n;
-        int rows = (t1 - t0) * grp, max_keys = j->pos0 + t1;
-        for (int i = 0; i < rows; i++) {
-            mx[i] = -INFINITY;
-            sum[i] = 0.0f;
-        }
-        memset(o, 0, (size_t)rows * hd * sizeof *o);
-        for (int kb = 0; kb < max_keys; kb += ELM_ATTN_BK) {
-            int nkb = max_keys - kb < ELM_ATTN_BK ? max_keys - kb : ELM_ATTN_BK;
-            const float *kp = j->k + (size_t)kb * row_kv + (size_t)kvh * hd;
-            elm_transpose(kp, (long)row_kv, nkb, hd, kt, ELM_ATTN_BK);
-            for (int d = 0; nkb < ELM_ATTN_BK && d < hd; d++)
-                memset(kt + (size_t)d * ELM_ATTN_BK + nkb, 0,
-                       (size_t)(ELM_ATTN_BK - nkb) * sizeof *kt);
-            const float *vp = j->v + (size_t)kb * row_kv + (size_t)kvh * hd;
-            for (int t = t0; t < t1; t++) {
-                int nk = j->pos0 + t + 1 - kb;
-                if (nk <= 0)
-                    continue;
-                nk = nk < nkb ? nk : nkb;
-                for (int g = 0; g < grp; g++) {
-                    int i = (t - t0) * grp + g, h = kvh * grp + g;
-                    const float *q = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
-                    elm_attn_block(q, scale, kt, vp, (long)row_kv, nk, hd, &mx[i], &sum[i],
-                                   o + (size_t)i * hd);
-                }
-            }
-        }
+        attn_range(j, kvh, t0, t1, 0, j->pos0 + t1, &a);
         for (int t = t0; t < t1; t++)
             for (int g = 0; g < grp; g++) {
                 int i = (t - t0) * grp + g, h = kvh * grp + g;
                 float *out = c->att + (size_t)t * row_att + (size_t)h * hd;
-                float inv = 1.0f / sum[i];
+                float inv = 1.0f / a.sum[i];
                 for (int d = 0; d < hd; d++)
-                    out[d] = o[(size_t)i * hd + d] * inv;
+                    out[d] = a.o[(size_t)i * hd + d] * inv;
             }
     }
+}
+
+/* Decode at a long context (one query block, few kv heads): a task is one
+ * kv head and one range of ATTN_KS keys; its partial output, max and sum go
+ * to c->attn_part, and attn_merge combines them in key order.  The split
+ * depends only on the key count, never on the threads, so results are the
+ * same for any thread count. */
+static size_t part_floats(const struct attn_job *j)
+{
+    int hd = j->c->model->info.head_dim, rows = j->n * (j->l->nq / j->l->nkv);
+    return (size_t)rows * ((size_t)hd + 2);
+}
+
+static void attn_split_task(void *arg, long b, long e, int ith)
+{
+    const struct attn_job *j = arg;
+    int hd = j->c->model->info.head_dim, rows = j->n * (j->l->nq / j->l->nkv);
+    struct attn_acc a = thread_acc(j, ith);
+    for (long item = b; item < e; item++) {
+        int kvh = (int)(item / j->n_splits), s = (int)(item % j->n_splits);
+        float *part = j->c->attn_part + (size_t)item * part_floats(j);
+        float *mx = part + (size_t)rows * hd;
+        struct attn_acc out = {a.kt, part, mx, mx + rows};
+        attn_range(j, kvh, 0, j->n, s * ATTN_KS, (s + 1) * ATTN_KS, &out);
+    }
+}
+
+static void attn_merge(const struct attn_job *j)
+{
+    const struct elm_layer *l = j->l;
+    struct elm_ctx *c = j->c;
+    int hd = c->model->info.head_dim, grp = l->nq / l->nkv, rows = j->n * grp;
+    size_t row_att = (size_t)l->nq * hd, pf = part_floats(j);
+    for (int kvh = 0; kvh < l->nkv; kvh++) {
+        const float *p0 = c->attn_part + (size_t)kvh * j->n_splits * pf;
+        for (int i = 0; i < rows; i++) {
+            int t = i / grp, h = kvh * grp + i % grp;
+            float m = -INFINITY;
+            for (int s = 0; s < j->n_splits; s++) {
+                float ms = p0[s * pf + (size_t)rows * hd + i];
+                m = ms > m ? ms : m;
+            }
+            float *out = c->att + (size_t)t * row_att + (size_t)h * hd, sum = 0.0f;
+            memset(out, 0, (size_t)hd * sizeof *out);
+            for (int s = 0; s < j->n_splits; s++) {
+                const float *ps = p0 + s * pf;
+                float ms = ps[(size_t)rows * hd + i];
+                if (ms == -INFINITY) /* no key of this row in the range */
+                    continue;
+                float w = expf(ms - m);
+                sum += ps[(size_t)rows * hd + rows + i] * w;
+                elm_axpy_f32(w, ps + (size_t)i * hd, out, (size_t)hd);
+            }
+            elm_scale_f32(1.0f / sum, out, (size_t)hd);
+        }
+    }
+}
+
+static void attention(struct elm_ctx *c, const struct elm_layer *l, int li, int n, int pos0)
+{
+    struct attn_job aj = {.c = c, .l = l, .k = c->k_cache[li], .v = c->v_cache[li], .n = n,
+                          .pos0 = pos0, .n_splits = 1};
+    aj.n_blocks = (n + ATTN_BQ - 1) / ATTN_BQ;
+    int keys = pos0 + n;
+    if (aj.n_blocks == 1 && keys > ATTN_KS) {
+        aj.n_splits = (keys + ATTN_KS - 1) / ATTN_KS;
+        elm_threadpool_for(c->pool, (long)l->nkv * aj.n_splits, 1, attn_split_task, &aj);
+        attn_merge(&aj);
+        return;
+    }
+    elm_threadpool_for(c->pool, (long)aj.n_blocks * l->nkv, 1, attn_task, &aj);
 }
 
 /* ---------------------------------------------------------------- layers */
@@ -201,10 +296,7 @@ static void layer(struct elm_ctx *c, int li, int n, int pos0)
     norm_rows(c, c->x, c->h, l->attn_norm, n);
     matmul(c, c->h, d, n, &l->qkv, c->qkv, row_qkv, false);
     qk_rope_store(c, li, n, pos0);
-    struct attn_job aj = {.c = c, .l = l, .k = c->k_cache[li], .v = c->v_cache[li], .n = n,
-                          .pos0 = pos0};
-    aj.n_blocks = (n + ATTN_BQ - 1) / ATTN_BQ;
-    elm_threadpool_for(c->pool, (long)aj.n_blocks * l->nkv, 1, attn_task, &aj);
+    attention(c, l, li, n, pos0);
     matmul(c, c->att, row_att, n, &l->out, c->x, d, true);
 
     norm_rows(c, c->x, c->h, l->ffn_norm, n);

@@ -122,12 +122,11 @@ struct rd {
 static elm_status fail(struct rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static elm_status fail(struct rd *r, const char *fmt, ...)
 {
-    char msg[384];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    elm_status st = elm_vset_error_at(r->err, r->err_size, ELM_E_FORMAT, r->path, NULL, fmt, ap);
     va_end(ap);
-    return elm_set_error(r->err, r->err_size, ELM_E_FORMAT, "%s: %s", r->path, msg);
+    return st;
 }
 
 static size_t left(const struct rd *r)

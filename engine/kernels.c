@@ -114,6 +114,16 @@ static void scale_generic(float a, float *y, size_t n)
         y[i] *= a;
 }
 
+static void rmsnorm_generic(const float *x, const float *w, float *out, size_t n, float eps)
+{
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    for (size_t i = 0; i < n; i++)
+        out[i] = (x[i] * r) * w[i];
+}
+
 static void swiglu_generic(float *g, const float *u, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -440,6 +450,31 @@ AVX2 static void attn_block_avx2(const float *q, float scale, const float *kt, c
             acc += p[s] * v[s * ldv + d];
         o[d] = acc;
     }
+}
+
+/* Squares summed in double, four lanes a chain, two chains. */
+AVX2 static void rmsnorm_avx2(const float *x, const float *w, float *out, size_t n, float eps)
+{
+    __m256d a0 = _mm256_setzero_pd(), a1 = a0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+        __m256d hi = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        a0 = _mm256_fmadd_pd(lo, lo, a0);
+        a1 = _mm256_fmadd_pd(hi, hi, a1);
+    }
+    __m256d a = _mm256_add_pd(a0, a1);
+    __m128d h = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    double ss = _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    for (; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    __m256 vr = _mm256_set1_ps(r);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vr),
+                                                _mm256_loadu_ps(w + i)));
+    for (; i < n; i++)
+        out[i] = (x[i] * r) * w[i];
 }
 
 AVX2 static float read_sum_avx2(const float *p, size_t n)
@@ -813,6 +848,29 @@ AVX512 static void transpose_avx512(const float *in, long ld_in, int rows, int c
             out[c * ld_out + r] = in[r * ld_in + c];
 }
 
+/* Squares summed in double, eight lanes a chain, two chains. */
+AVX512 static void rmsnorm_avx512(const float *x, const float *w, float *out, size_t n, float eps)
+{
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+        __m512d hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+        a0 = _mm512_fmadd_pd(lo, lo, a0);
+        a1 = _mm512_fmadd_pd(hi, hi, a1);
+    }
+    double ss = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+    for (; i < n; i++)
+        ss += (double)x[i] * x[i];
+    float r = (float)(1.0 / sqrt(ss / (double)n + (double)eps));
+    __m512 vr = _mm512_set1_ps(r);
+    for (i = 0; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(out + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), vr),
+                                                _mm512_loadu_ps(w + i)));
+    for (; i < n; i++)
+        out[i] = (x[i] * r) * w[i];
+}
+
 AVX512 static float read_sum_avx512(const float *p, size_t n)
 {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -842,6 +900,7 @@ struct kernel_set {
     void (*axpy)(float a, const float *x, float *y, size_t n);
     void (*scale)(float a, float *y, size_t n);
     void (*swiglu)(float *g, const float *u, size_t n);
+    void (*rmsnorm)(const float *x, const float *w, float *out, size_t n, float eps);
     float (*read_sum)(const float *p, size_t n);
     void (*attn_block)(const float *q, float scale, const float *kt, const float *v, long ldv,
                        int nk, int hd, float *m, float *l, float *o);
@@ -851,7 +910,7 @@ struct kernel_set {
 static const struct kernel_set generic_set = {
     "generic",        dot_f32_generic,  {mm_f32_generic, mm_f16_generic, mm_bf16_generic},
     cvt_f16_generic,  cvt_bf16_generic, axpy_generic,
-    scale_generic,    swiglu_generic,   read_sum_generic, attn_block_generic,
+    scale_generic,    swiglu_generic, rmsnorm_generic, read_sum_generic, attn_block_generic,
     transpose_generic,
 };
 
@@ -859,14 +918,14 @@ static const struct kernel_set generic_set = {
 static const struct kernel_set avx2_set = {
     "avx2",        dot_f32_avx2,  {mm_f32_avx2, mm_f16_avx2, mm_bf16_avx2},
     cvt_f16_avx2,  cvt_bf16_avx2, axpy_avx2,
-    scale_avx2,    swiglu_avx2,   read_sum_avx2, attn_block_avx2,
+    scale_avx2,    swiglu_avx2, rmsnorm_avx2, read_sum_avx2, attn_block_avx2,
     transpose_generic,
 };
 
 static const struct kernel_set avx512_set = {
     "avx512",        dot_f32_avx512,  {mm_f32_avx512, mm_f16_avx512, mm_bf16_avx512},
     cvt_f16_avx512,  cvt_bf16_avx512, axpy_avx512,
-    scale_avx512,    swiglu_avx512,   read_sum_avx512, attn_block_avx512,
+    scale_avx512,    swiglu_avx512, rmsnorm_avx512, read_sum_avx512, attn_block_avx512,
     transpose_avx512,
 };
 #endif
@@ -874,7 +933,7 @@ static const struct kernel_set avx512_set = {
 static struct kernel_set k = {
     "generic",        dot_f32_generic,  {mm_f32_generic, mm_f16_generic, mm_bf16_generic},
     cvt_f16_generic,  cvt_bf16_generic, axpy_generic,
-    scale_generic,    swiglu_generic,   read_sum_generic, attn_block_generic,
+    scale_generic,    swiglu_generic, rmsnorm_generic, read_sum_generic, attn_block_generic,
     transpose_generic,
 };
 
@@ -967,6 +1026,11 @@ void elm_axpy_f32(float a, const float *x, float *y, size_t n)
 void elm_scale_f32(float a, float *y, size_t n)
 {
     k.scale(a, y, n);
+}
+
+void elm_rmsnorm(const float *x, const float *w, float *out, size_t n, float eps)
+{
+    k.rmsnorm(x, w, out, n, eps);
 }
 
 void elm_swiglu(float *g, const float *u, size_t n)

@@ -39,6 +39,10 @@ float elm_dot_f32(const float *a, const float *b, size_t n);
 void elm_axpy_f32(float a, const float *x, float *y, size_t n);
 /* y[i] *= a */
 void elm_scale_f32(float a, float *y, size_t n);
+/* out[i] = x[i] * rsqrt(mean(x^2) + eps) * w[i]; the sum of squares in
+ * double (the SIMD sets too: cheap, and it keeps the f32 engine close to
+ * the float64 reference); out may be x. */
+void elm_rmsnorm(const float *x, const float *w, float *out, size_t n, float eps);
 /* g[i] = silu(g[i]) * u[i] */
 void elm_swiglu(float *g, const float *u, size_t n);
 /* y[r - r0] (+)= dot(W[r, :], x) for rows r in [r0, r1). */

@@ -19,7 +19,7 @@ engine_libelm_a_SOURCES += \
 	engine/model.c engine/model.h \
 	engine/model_setup.c \
 	engine/config.c \
-	engine/error.c \
+	engine/error.c engine/error.h \
 	engine/mapfile.c engine/mapfile.h \
 	engine/jsonfile.c engine/jsonfile.h \
 	engine/safetensors.c engine/safetensors.h \

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "engine/elm.h"
+#include "engine/error.h" /* elm_set_error, for every loader */
 
 /* Bounds on hyperparameters, one set for both loaders (config.json, GGUF):
  * far above any OpenELM, far below anything that could overflow the size
@@ -66,9 +67,6 @@ elm_status elm_config_load(const char *path, struct elm_model_info *info, char *
 /* Size in bytes of one element of a dense dtype (0 for block types). */
 size_t elm_dtype_size(enum elm_dtype dtype);
 
-/* Fill err with printf-style text; returns status (helper for every loader). */
-elm_status elm_set_error(char *err, size_t err_size, elm_status status, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Shared by the two loaders (model_setup.c).  The fingerprint is FNV-1a over
  * the hyperparameters and every bound tensor (name, type, shape, samples). */

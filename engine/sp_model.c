@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/elm.h"
+#include "engine/error.h"
 #include "engine/tokenizer_impl.h"
 
 /* ModelProto field numbers (sentencepiece_model.proto). */
@@ -56,14 +57,12 @@ static int pb_fail(struct pb *r, const char *fmt, ...) __attribute__((format(pri
 
 static int pb_fail(struct pb *r, const char *fmt, ...)
 {
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int st = elm_vset_error_at(r->err, r->err_size, ELM_E_FORMAT, r->path,
+                               "not a valid tokenizer.model", fmt, ap);
     va_end(ap);
-    if (r->err && r->err_size)
-        snprintf(r->err, r->err_size, "%s: not a valid tokenizer.model: %s", r->path, msg);
-    return ELM_E_FORMAT;
+    return st;
 }
 
 static int pb_varint(struct pb *r, uint64_t *v)

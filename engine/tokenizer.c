@@ -7,13 +7,13 @@
 #include "engine/elm_tokenizer.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "engine/elm.h"
+#include "engine/error.h"
 #include "engine/tokenizer_impl.h"
 
 /* U+2581 LOWER ONE EIGHTH BLOCK stands for a space inside pieces. */
@@ -52,19 +52,6 @@ struct elm_tokenizer {
     bool add_dummy_prefix;
     bool remove_extra_ws;
 };
-
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_size, const char *fmt, ...)
-{
-    if (!err || err_size == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-}
 
 static uint32_t hash_bytes(const char *s, size_t n)
 {
@@ -141,27 +128,25 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
     *out = NULL;
     int n = spec->n;
     if (n <= 0) {
-        set_err(err, err_size, "%s: the vocabulary has no pieces", name);
-        return ELM_E_FORMAT;
+        return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: the vocabulary has no pieces", name);
     }
     if (n > (1 << 24)) {
-        set_err(err, err_size, "%s: %d pieces is more than this tokenizer supports", name, n);
-        return ELM_E_UNSUPPORTED;
+        return elm_set_error(err, err_size, ELM_E_UNSUPPORTED,
+                             "%s: %d pieces is more than this tokenizer supports", name, n);
     }
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         if (spec->piece_len[i] == 0) {
-            set_err(err, err_size, "%s: piece %d is empty", name, i);
-            return ELM_E_FORMAT;
+            return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: piece %d is empty", name, i);
         }
         if (spec->type[i] < ELM_PIECE_NORMAL || spec->type[i] > ELM_PIECE_BYTE) {
-            set_err(err, err_size, "%s: piece %d has unknown type %d", name, i, spec->type[i]);
-            return ELM_E_FORMAT;
+            return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: piece %d has unknown type %d",
+                                 name, i, spec->type[i]);
         }
         total += spec->piece_len[i] + 1;
         if (total > MAX_FILE_BYTES) {
-            set_err(err, err_size, "%s: the pieces are too large", name);
-            return ELM_E_UNSUPPORTED;
+            return elm_set_error(err, err_size, ELM_E_UNSUPPORTED, "%s: the pieces are too large",
+                                 name);
         }
     }
     elm_tokenizer *tok = calloc(1, sizeof *tok);
@@ -180,8 +165,8 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
     if (!tok || !tok->arena || !tok->off || !tok->len || !tok->score || !tok->type ||
         !tok->byte_of || !tok->slot) {
         elm_tokenizer_free(tok);
-        set_err(err, err_size, "%s: out of memory for %d pieces", name, n);
-        return ELM_E_NOMEM;
+        return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory for %d pieces", name,
+                             n);
     }
     tok->n = n;
     tok->mask = cap - 1;
@@ -207,8 +192,8 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
         if (tok->type[i] == ELM_PIECE_BYTE) {
             int b = parse_byte_piece(p, len);
             if (b < 0) {
-                set_err(err, err_size, "%s: byte piece %d is '%.40s', not <0xNN>", name, i, p);
-                status = ELM_E_FORMAT;
+                status = elm_set_error(err, err_size, ELM_E_FORMAT,
+                                       "%s: byte piece %d is '%.40s', not <0xNN>", name, i, p);
                 break;
             }
             tok->byte_of[i] = (int16_t)b;
@@ -223,9 +208,9 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
         while (tok->slot[h].id >= 0) {
             int32_t j = tok->slot[h].id;
             if (tok->len[j] == len && memcmp(tok->arena + tok->off[j], p, len) == 0) {
-                set_err(err, err_size, "%s: piece %d ('%.40s') repeats piece %d", name, i, p,
-                        (int)j);
-                status = ELM_E_FORMAT;
+                status =
+                    elm_set_error(err, err_size, ELM_E_FORMAT,
+                                  "%s: piece %d ('%.40s') repeats piece %d", name, i, p, (int)j);
                 break;
             }
             h = (h + 1) & tok->mask;
@@ -241,20 +226,20 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
         tok->add_dummy_prefix = spec->add_dummy_prefix;
         tok->remove_extra_ws = spec->remove_extra_whitespaces;
         if (tok->unk_id < 0 || tok->unk_id >= n) {
-            set_err(err, err_size, "%s: no <unk> piece (unk id %d, %d pieces)", name,
-                    (int)tok->unk_id, n);
-            status = ELM_E_FORMAT;
+            status = elm_set_error(err, err_size, ELM_E_FORMAT,
+                                   "%s: no <unk> piece (unk id %d, %d pieces)", name,
+                                   (int)tok->unk_id, n);
         } else if (tok->bos_id >= n || tok->eos_id >= n || tok->bos_id < -1 ||
                    tok->eos_id < -1) {
-            set_err(err, err_size, "%s: BOS id %d or EOS id %d is out of range (%d pieces)",
-                    name, (int)tok->bos_id, (int)tok->eos_id, n);
-            status = ELM_E_FORMAT;
+            status = elm_set_error(err, err_size, ELM_E_FORMAT,
+                                   "%s: BOS id %d or EOS id %d is out of range (%d pieces)", name,
+                                   (int)tok->bos_id, (int)tok->eos_id, n);
         } else if (tok->byte_fallback) {
             for (int b = 0; b < 256; b++) {
                 if (tok->byte_id[b] < 0) {
-                    set_err(err, err_size, "%s: byte_fallback is set but piece <0x%02X> is missing",
-                            name, b);
-                    status = ELM_E_FORMAT;
+                    status = elm_set_error(err, err_size, ELM_E_FORMAT,
+                                           "%s: byte_fallback is set but piece <0x%02X> is missing",
+                                           name, b);
                     break;
                 }
             }
@@ -277,8 +262,7 @@ int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, con
     if (!name)
         name = "vocabulary";
     if (!pieces || n <= 0) {
-        set_err(err, err_size, "%s: the vocabulary has no pieces", name);
-        return ELM_E_FORMAT;
+        return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: the vocabulary has no pieces", name);
     }
     size_t *lens = malloc((size_t)n * sizeof *lens);
     uint8_t *t = malloc((size_t)n);
@@ -287,8 +271,7 @@ int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, con
         free(lens);
         free(t);
         free(s);
-        set_err(err, err_size, "%s: out of memory", name);
-        return ELM_E_NOMEM;
+        return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", name);
     }
     for (int i = 0; i < n; i++) {
         const char *p = pieces[i] ? pieces[i] : "";
@@ -329,35 +312,31 @@ static int read_file(const char *path, char **buf, size_t *size, char *err, size
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(err, err_size, "%s: %s", path, strerror(errno));
-        return ELM_E_IO;
+        return elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, err_size, "%s: not a regular file", path);
         fclose(f);
-        return ELM_E_IO;
+        return elm_set_error(err, err_size, ELM_E_IO, "%s: not a regular file", path);
     }
     if ((unsigned long long)st.st_size > MAX_FILE_BYTES) {
-        set_err(err, err_size, "%s: %lld bytes is too large for a tokenizer file", path,
-                (long long)st.st_size);
         fclose(f);
-        return ELM_E_FORMAT;
+        return elm_set_error(err, err_size, ELM_E_FORMAT,
+                             "%s: %lld bytes is too large for a tokenizer file", path,
+                             (long long)st.st_size);
     }
     size_t n = (size_t)st.st_size;
     char *b = malloc(n + 1);
     if (!b) {
-        set_err(err, err_size, "%s: out of memory", path);
         fclose(f);
-        return ELM_E_NOMEM;
+        return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     }
     size_t got = fread(b, 1, n, f);
     bool bad = ferror(f) != 0;
     fclose(f);
     if (bad || got != n) {
-        set_err(err, err_size, "%s: read error", path);
         free(b);
-        return ELM_E_IO;
+        return elm_set_error(err, err_size, ELM_E_IO, "%s: read error", path);
     }
     b[n] = '\0';
     *buf = b;
@@ -371,20 +350,18 @@ int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t 
         return ELM_E_INVALID;
     *out = NULL;
     if (!path) {
-        set_err(err, err_size, "no tokenizer file given");
-        return ELM_E_INVALID;
+        return elm_set_error(err, err_size, ELM_E_INVALID, "no tokenizer file given");
     }
     if (tokenizer_file_is_gguf(path)) /* a model file: never read whole */
         return tokenizer_gguf_load(path, out, err, err_size);
-    char *buf;
-    size_t size;
+    char *buf = NULL; /* set on success only; -O2 cannot see that through elm_set_error */
+    size_t size = 0;
     int st = read_file(path, &buf, &size, err, err_size);
     if (st != ELM_OK)
         return st;
     if (size == 0) {
         free(buf);
-        set_err(err, err_size, "%s: empty file", path);
-        return ELM_E_FORMAT;
+        return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: empty file", path);
     }
     /* JSON starts with '{' (after optional whitespace or a UTF-8 BOM); a
      * ModelProto starts with a field tag, never one of those bytes. */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "engine/gguf.h"
-#include "engine/model.h"
+#include "engine/error.h"
 #include "engine/tokenizer_impl.h"
 
 bool tokenizer_file_is_gguf(const char *path)

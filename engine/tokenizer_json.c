@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "engine/elm.h"
+#include "engine/error.h"
 #include "engine/tokenizer_impl.h"
 
 #define SPACE_SYM "\xE2\x96\x81"
@@ -35,13 +36,10 @@ static int fail(char *err, size_t err_size, const char *path, int status, const 
 
 static int fail(char *err, size_t err_size, const char *path, int status, const char *fmt, ...)
 {
-    char msg[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    elm_vset_error_at(err, err_size, (elm_status)status, path, NULL, fmt, ap);
     va_end(ap);
-    if (err && err_size)
-        snprintf(err, err_size, "%s: %s", path, msg);
     return status;
 }
 

@@ -9,4 +9,4 @@ tests_test_harness_LDADD = tests/libtap.a $(ELM_CORE_LIBS)
 
 dist_check_SCRIPTS += tests/check-layering.sh
 TESTS += tests/test-harness tests/check-layering.sh
-EXTRA_DIST += tests/data/README.md
+EXTRA_DIST += tests/data/README.md tests/tap.sh

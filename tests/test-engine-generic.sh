@@ -7,20 +7,9 @@ set -u
 
 top_builddir=${top_builddir:-.}
 ELMCHAT=${ELMCHAT:-$top_builddir/elmchat}
-n=0
-failed=0
+. "${top_srcdir:-.}/tests/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-generic.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-
-ok() { # ok STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
 
 for t in test-engine-invariants test-engine-golden; do
     ELM_KERNELS=generic "$top_builddir/tests/$t" >"$tmp/$t.out" 2>&1

@@ -134,6 +134,50 @@ static void chunking(elm_model *m)
     elm_ctx_free(b);
 }
 
+/* Decode at a context longer than ATTN_KS (256) keys: the keys are split
+ * across tasks and merged; the split depends only on the key count, so the
+ * logits are bit-identical for 1, 2 and 3 threads, and match a prefill of
+ * the same tokens (which does not split) up to reassociation. */
+static void long_decode(elm_model *m)
+{
+    enum { N = 600, Q = 3 };
+    int32_t *ids = malloc((N + Q) * sizeof *ids);
+    for (int i = 0; i < N + Q; i++)
+        ids[i] = i ? (int32_t)((i * 53 + 5) % V) : 1;
+    float *ref = alloc_rows(N + Q), *got[3] = {alloc_rows(Q), alloc_rows(Q), alloc_rows(Q)};
+    elm_ctx *p = te_ctx(m, N + Q, 2);
+    bool r = p && elm_decode(p, ids, N + Q, ref, ELM_DECODE_ALL_LOGITS) == ELM_OK;
+    for (int nt = 1; nt <= 3; nt++) {
+        elm_ctx *c = te_ctx(m, N + Q, nt);
+        r = r && c && elm_decode(c, ids, N, NULL, 0) == ELM_OK;
+        /* one token at a time, then Q tokens as one small chunk */
+        for (int q = 0; r && q < Q; q++)
+            r = elm_decode(c, ids + N + q, 1, got[nt - 1] + (size_t)q * V, 0) == ELM_OK;
+        elm_ctx_free(c);
+    }
+    double d12 = te_max_diff_f(got[0], got[1], (size_t)Q * V);
+    double d32 = te_max_diff_f(got[2], got[1], (size_t)Q * V);
+    double dp = te_max_diff_f(got[1], ref + (size_t)N * V, (size_t)Q * V);
+    ok(r && d12 == 0.0 && d32 == 0.0,
+       "decode at %d keys (split): 1, 2, 3 threads identical (max |diff| %.3g, %.3g)", N, d12,
+       d32);
+    ok(r && dp < REASSOC_TOL, "decode at %d keys (split) == prefill (max |diff| %.3g)", N, dp);
+    elm_ctx *c = te_ctx(m, N + Q, 2);
+    float *small = alloc_rows(Q);
+    r = c && elm_decode(c, ids, N, NULL, 0) == ELM_OK &&
+        elm_decode(c, ids + N, Q, small, ELM_DECODE_ALL_LOGITS) == ELM_OK;
+    dp = te_max_diff_f(small, ref + (size_t)N * V, (size_t)Q * V);
+    ok(r && dp < REASSOC_TOL, "a %d-token chunk at %d keys (split) == prefill (max |diff| %.3g)",
+       Q, N, dp);
+    elm_ctx_free(c);
+    elm_ctx_free(p);
+    for (int i = 0; i < 3; i++)
+        free(got[i]);
+    free(small);
+    free(ref);
+    free(ids);
+}
+
 struct abort_state {
     int polls, stop_at;
 };
@@ -270,6 +314,7 @@ int main(void)
         invariants(cases[i][0], m);
         if (i == 1) { /* the smallest model: these run at -O0 under sanitizers too */
             chunking(m);
+            long_decode(m);
             aborting(m);
             bad_calls(m);
         }

@@ -168,6 +168,32 @@ static void swiglu_case(const char *set)
     ok(worst < 1e-6, "%s: swiglu vs float64 (max err %.2g)", set, worst);
 }
 
+/* RMSNorm vs float64, in place and not, with and without a SIMD tail. */
+static void rmsnorm_case(const char *set, int n)
+{
+    float *x = malloc((size_t)n * sizeof *x), *w = malloc((size_t)n * sizeof *w);
+    float *out = malloc((size_t)n * sizeof *out);
+    double ss = 0.0, worst = 0.0;
+    for (int i = 0; i < n; i++) {
+        x[i] = (float)(((i * 37) % 101 - 50) * 0.03);
+        w[i] = (float)(0.5 + (i % 7) * 0.1);
+        ss += (double)x[i] * x[i];
+    }
+    double r = 1.0 / sqrt(ss / n + 1e-6);
+    elm_rmsnorm(x, w, out, (size_t)n, 1e-6f);
+    for (int i = 0; i < n; i++) {
+        double ref = x[i] * r * w[i];
+        double e = fabs(out[i] - ref) / (fabs(ref) > 1.0 ? fabs(ref) : 1.0);
+        worst = e > worst ? e : worst;
+    }
+    elm_rmsnorm(x, w, x, (size_t)n, 1e-6f);
+    ok(worst < 1e-6 && memcmp(x, out, (size_t)n * sizeof *x) == 0,
+       "%s: rmsnorm n=%d vs float64 (max err %.2g), in place identical", set, n, worst);
+    free(x);
+    free(w);
+    free(out);
+}
+
 /* Online softmax over blocks == softmax over all keys at once. */
 static void attn_case(const char *set, int hd, int n_keys)
 {
@@ -312,6 +338,8 @@ int main(void)
             matmul_case(sets[i], ELM_DTYPE_F16, widths[wi]);
         }
         swiglu_case(sets[i]);
+        rmsnorm_case(sets[i], 1280);
+        rmsnorm_case(sets[i], 67);
         transpose_case(sets[i]);
         quant_case(sets[i], ELM_DTYPE_Q8_0);
         quant_case(sets[i], ELM_DTYPE_Q4_0);

@@ -6,20 +6,9 @@ set -u
 
 ELMCHAT=${ELMCHAT:-./elmchat}
 top_srcdir=${top_srcdir:-.}
-n=0
-failed=0
+. "$top_srcdir/tests/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-tokcli.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-
-ok() { # ok COND-STATUS DESCRIPTION
-    n=$((n + 1))
-    if [ "$1" -eq 0 ]; then
-        echo "ok $n - $2"
-    else
-        echo "not ok $n - $2"
-        failed=$((failed + 1))
-    fi
-}
 
 status() { # status WANT CMD...: run, compare the exit status
     want=$1

@@ -54,6 +54,12 @@ int main(void)
     is_int(parse("/unpin 2", &c, &start, err), CMD_OK, "/unpin N");
     ok(c.id == CMD_UNPIN && c.arg && strcmp(c.arg, "2") == 0, "/unpin 2");
     cmd_fini(&c);
+    is_int(parse("/edit", &c, &start, err), CMD_OK, "/edit without a number");
+    ok(c.id == CMD_EDIT && c.arg == NULL, "/edit: the last message");
+    is_int(parse("/edit 2", &c, &start, err), CMD_OK, "/edit N");
+    ok(c.id == CMD_EDIT && c.arg && strcmp(c.arg, "2") == 0, "/edit 2");
+    cmd_fini(&c);
+    is_int(parse("/e", &c, &start, err), CMD_ERROR, "/e is ambiguous (/edit, /export)");
     is_int(parse("/u", &c, &start, err), CMD_ERROR, "/u is ambiguous (/undo, /unpin)");
     is_int(parse("/p", &c, &start, err), CMD_OK, "/p is /pin");
     is_int(parse("/system You are terse.  ", &c, &start, err), CMD_OK, "/system TEXT");

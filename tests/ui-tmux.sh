@@ -3,7 +3,11 @@
 # private tmux server, with private XDG folders, and prints TAP.
 #
 #   ui_init                 skip_all unless tmux is there; temp dir, XDG env
-#   ui_start W H [ARGS]     start elmchat in a W x H pane
+#   ui_start W H [ARGS]     start elmchat in a W x H pane ($UI_ENV: more
+#                           NAME=VALUE settings for it)
+#   ui_start_shell W H      an interactive shell in the pane instead, with
+#                           the same settings; ui_shell_run ARGS starts
+#                           elmchat in it (job control: Ctrl-Z, fg)
 #   ui_wait TEXT [SECS]     until the pane shows TEXT (fixed string)
 #   ui_until COND [SECS]    until the shell condition COND holds
 #   ui_wait_generated N [SECS]  until the status bar says "generating K", K >= N
@@ -76,7 +80,7 @@ XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data' \
 XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache' \
 HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color \
 BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_LATENCY_LOG='$UI_DIR/latency' \
-ELMCHAT_TEST_TOKEN_DELAY_MS='${UI_TOKEN_DELAY_MS:-20}' \
+ELMCHAT_TEST_TOKEN_DELAY_MS='${UI_TOKEN_DELAY_MS:-20}' ${UI_ENV:-} \
 '$ELMCHAT' $* 2>'$UI_DIR/stderr'
 echo \$? > '$UI_DIR/exit.tmp'
 stty -a > '$UI_DIR/stty' 2>&1
@@ -86,6 +90,27 @@ EOS
     [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"
     "$TMUX_CMD" -S "$UI_SOCK" -f /dev/null new-session -d -x "$w" -y "$h" "sh '$UI_DIR/run.sh'"
     "$TMUX_CMD" -S "$UI_SOCK" set-option -g status off >/dev/null
+}
+
+# An interactive shell (job control) with elmchat's settings exported.
+ui_start_shell() {
+    w=$1; h=$2
+    cat > "$UI_DIR/env.sh" <<EOS
+export XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data'
+export XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache'
+export HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color
+export BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_TEST_TOKEN_DELAY_MS='${UI_TOKEN_DELAY_MS:-20}'
+export PS1='$ '
+EOS
+    [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"
+    "$TMUX_CMD" -S "$UI_SOCK" -f /dev/null new-session -d -x "$w" -y "$h" \
+        "ENV='$UI_DIR/env.sh' exec ${UI_SHELL:-sh} -i"
+    "$TMUX_CMD" -S "$UI_SOCK" set-option -g status off >/dev/null
+}
+
+ui_shell_run() {  # ARGS: elmchat ARGS in the shell of ui_start_shell
+    ui_wait '$' 5
+    ui_keys ". '$UI_DIR/env.sh'; '$ELMCHAT' $* 2>>'$UI_DIR/stderr'" Enter
 }
 
 ui_screen() { "$TMUX_CMD" -S "$UI_SOCK" capture-pane -p 2>/dev/null; }

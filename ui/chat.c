@@ -42,6 +42,7 @@ struct conv {
     bool warned;                /* the context warning was shown in the transcript */
     int n_reused, n_computed;   /* the last request's cache use */
     int n_dropped_note;         /* messages evicted by the turn being answered */
+    int edited_exchange;        /* the reply answers an /edit of this exchange */
 };
 double chat_now(void)
 {
@@ -274,6 +275,7 @@ static void post_load_model(struct chat *c)
     req.path = c->load_path;
     req.n_ctx = c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
     req.n_threads = c->opt.common.n_threads;
+    req.mem_budget = c->mem_budget;
     c->load_req = elm_worker_post(c->worker, &req);
     c->model_loading = true;
     c->load_progress = 0;
@@ -574,8 +576,12 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     else if (ev->reason == ELM_DONE_CONTEXT_FULL)
         chat_notice(c, true, "the context is full (%d tokens): the next message drops old turns",
                     ev->n_ctx);
+    else if (v->edited_exchange > 0 && v == c->cur)
+        chat_notice(c, false, "message #%d edited: reused %d tokens from the cache, computed %d",
+                    v->edited_exchange, ev->n_reused, ev->n_prefilled);
     else if (ev->reason == ELM_DONE_LENGTH && v->n_dropped_note == 0)
         chat_notice(c, false, "reply cut at max-tokens (/set max-tokens N)");
+    v->edited_exchange = 0;
     save_conv(c, v, true); /* autosave after every turn, with its snapshot */
     if (v->n_dropped_note > 0 && v == c->cur) {
         char buf[300];
@@ -944,20 +950,20 @@ static bool ready_refuse(struct chat *c)
     return false;
 }
 
-/* /pin [N], /unpin [N]: N counts the exchanges (user messages) from 1;
- * none: the last one. */
-static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pin)
+/* The user message of exchange arg (N counts the exchanges, i.e. the user
+ * messages, from 1; NULL: the last one): its session index, or SIZE_MAX
+ * after saying why (verb names the command). */
+static size_t find_exchange(struct chat *c, const struct session *s, const char *arg,
+                            const char *verb)
 {
-    struct session *s = v->s;
     size_t want = 0;
     if (arg) {
         char *end;
         errno = 0;
         long k = strtol(arg, &end, 10);
         if (errno || *end || k < 1) {
-            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)",
-                        pin ? "pin" : "unpin");
-            return;
+            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
+            return SIZE_MAX;
         }
         want = (size_t)k;
     }
@@ -973,9 +979,18 @@ static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pi
         if (last)
             chat_notice(c, true, "there is no exchange %zu (1 to %zu)", want, last);
         else
-            chat_notice(c, true, "nothing to %s yet", pin ? "pin" : "unpin");
-        return;
+            chat_notice(c, true, "nothing to %s yet", verb);
     }
+    return idx;
+}
+
+/* /pin [N], /unpin [N]. */
+static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pin)
+{
+    struct session *s = v->s;
+    size_t idx = find_exchange(c, s, arg, pin ? "pin" : "unpin");
+    if (idx == SIZE_MAX)
+        return;
     size_t k = exchange_of(s, idx);
     if (pin && s->msgs[idx].out_of_context) {
         chat_notice(c, true, "exchange %zu is already out of context (/undo or edit to bring it back)",
@@ -991,10 +1006,31 @@ static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pi
                 k);
 }
 
+/* /edit [N]: the message goes to the input line; chat_submit sends the
+ * edited text in its place. */
+static void edit_command(struct chat *c, struct conv *v, const char *arg)
+{
+    size_t idx = find_exchange(c, v->s, arg, "edit");
+    if (idx == SIZE_MAX)
+        return;
+    c->edit_conv = v;
+    c->edit_msg = idx;
+    c->edit_exchange = (int)exchange_of(v->s, idx);
+    input_set_text(v->s->msgs[idx].content);
+    chat_notice(c, false,
+                "editing message #%d: Enter sends it in its place (what followed is dropped); "
+                "an empty line cancels",
+                c->edit_exchange);
+}
+
 static void run_command(struct chat *c, struct cmd *cmd)
 {
     char err[1024];
     struct conv *v = c->cur;
+    /* commands that change which messages exist end an /edit */
+    if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD ||
+        cmd->id == CMD_UNDO || cmd->id == CMD_CLEAR)
+        c->edit_conv = NULL;
     switch (cmd->id) {
     case CMD_HELP:
         show_help(c);
@@ -1211,7 +1247,41 @@ static void run_command(struct chat *c, struct cmd *cmd)
             break;
         pin_command(c, v, cmd->arg, cmd->id == CMD_PIN);
         break;
+    case CMD_EDIT:
+        if (busy_refuse(c))
+            break;
+        edit_command(c, v, cmd->arg);
+        break;
     }
+}
+
+/* Send text in place of the message /edit chose: the conversation keeps
+ * the longest common prefix (the worker's cache with it) and computes only
+ * the changed turn.  false: nothing was sent (the text stays in the input). */
+static bool submit_edit(struct chat *c, const char *text)
+{
+    struct conv *v = c->cur;
+    size_t i = c->edit_msg;
+    int k = c->edit_exchange;
+    c->edit_conv = NULL;
+    if (i >= v->s->n_msgs || v->s->msgs[i].role != ROLE_USER) {
+        chat_notice(c, true, "message #%d is gone: send it again to add it", k);
+        return false;
+    }
+    char err[1024];
+    struct conv_plan plan;
+    int rc = conversation_edit(&v->cv, i, text, reply_reserve(c), &plan, err, sizeof err);
+    v->dirty = true;
+    show_conv(c);
+    if (rc) {
+        /* messages i.. are gone already (conversation_edit) */
+        chat_notice(c, true, "%s", err);
+        return false;
+    }
+    v->n_dropped_note = plan.n_dropped;
+    v->edited_exchange = k;
+    start_reply(c);
+    return true;
 }
 
 void chat_submit(struct chat *c, char *line)
@@ -1240,6 +1310,10 @@ void chat_submit(struct chat *c, char *line)
     const char *text = line + start;
     /* blank lines are not messages */
     if (text[strspn(text, " \t\n")] == '\0') {
+        if (c->edit_conv) {
+            c->edit_conv = NULL;
+            chat_notice(c, false, "edit cancelled: the message stays as it was");
+        }
         free(line);
         return;
     }
@@ -1252,6 +1326,13 @@ void chat_submit(struct chat *c, char *line)
         return;
     }
     input_history_add(line);
+    if (c->edit_conv == c->cur && c->edit_conv) {
+        if (!submit_edit(c, text))
+            input_set_text(line);
+        free(line);
+        return;
+    }
+    c->edit_conv = NULL;
     struct conv *v = c->cur;
     struct conv_plan plan;
     int rc = conversation_user_turn(&v->cv, text, reply_reserve(c), &plan, err, sizeof err);
@@ -1320,6 +1401,8 @@ void chat_status(struct chat *c, struct status_info *st, double now)
         st->busy = true;
     } else if (!c->model_ready) {
         snprintf(c->state_text, sizeof c->state_text, "no model");
+    } else if (c->edit_conv && c->edit_conv == v) {
+        snprintf(c->state_text, sizeof c->state_text, "idle · editing #%d", c->edit_exchange);
     } else {
         snprintf(c->state_text, sizeof c->state_text, "idle");
     }
@@ -1441,6 +1524,24 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
     if (delay && *delay) {
         long ms = strtol(delay, NULL, 10);
         c->token_delay_ms = ms > 0 && ms < 10000 ? (int)ms : 0;
+    }
+    /* What the worker keeps (models and the caches of the open sessions;
+     * the least recently used go first): bytes, or with K, M or G. */
+    const char *budget = getenv("ELMCHAT_MEM_BUDGET");
+    if (budget && *budget) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(budget, &end, 10);
+        int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+                    : *end == 'G' || *end == 'g' ? 30 : 0;
+        if (shift)
+            end++;
+        if (errno || end == budget || *end || v == 0 || v > (UINT64_MAX >> shift)) {
+            snprintf(err, err_size, "ELMCHAT_MEM_BUDGET: '%s' is not a size (bytes, or NK, NM, NG)",
+                     budget);
+            return false;
+        }
+        c->mem_budget = (uint64_t)v << shift;
     }
 
     const char *marg = opt->common.model ? opt->common.model : c->cfg.default_model;

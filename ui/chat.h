@@ -34,6 +34,7 @@ struct chat {
     struct conv_policy policy;   /* from config.yaml's context: section */
     elm_worker *worker;
     int token_delay_ms;          /* ELMCHAT_TEST_TOKEN_DELAY_MS: test/demo pacing */
+    uint64_t mem_budget;         /* ELMCHAT_MEM_BUDGET: models + caches kept (0: default) */
 
     /* the current model */
     char *model_arg;             /* as the user named it (owned), NULL: default */
@@ -58,6 +59,12 @@ struct chat {
      * for its DONE (the old model keeps serving during a load) */
     struct elm_event pending_ready;
     bool has_pending_ready;
+
+    /* /edit N: the next message sent replaces user message edit_msg (a
+     * session index) of edit_conv and drops what followed */
+    struct conv *edit_conv;
+    size_t edit_msg;
+    int edit_exchange;
 
     /* conversations */
     struct conv **convs;

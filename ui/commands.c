@@ -28,6 +28,8 @@ const struct cmd_info cmd_table[] = {
     {"export", CMD_EXPORT, ARG_FILE, 1, "/export FILE", "write the conversation as Markdown"},
     {"retry", CMD_RETRY, ARG_NONE, -1, "/retry", "regenerate the last reply"},
     {"undo", CMD_UNDO, ARG_NONE, -1, "/undo", "remove the last exchange"},
+    {"edit", CMD_EDIT, ARG_TEXT, 0, "/edit [N]",
+     "edit your message N (default: the last): sending it replaces it and what followed"},
     {"pin", CMD_PIN, ARG_TEXT, 0, "/pin [N]",
      "keep exchange N (default: the last) in context when old turns are dropped"},
     {"unpin", CMD_UNPIN, ARG_TEXT, 0, "/unpin [N]", "let exchange N (default: the last) be dropped"},

@@ -25,6 +25,7 @@ enum cmd_id {
     CMD_QUIT,
     CMD_PIN,
     CMD_UNPIN,
+    CMD_EDIT,
 };
 
 /* What an argument completes to. */
