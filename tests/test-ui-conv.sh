@@ -10,6 +10,9 @@ kv="$UI_DIR/cache/elmchat/kv"
 GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/gen-checkpoint}
 [ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
 
+# Slow pacing: each 6-token reply streams for >= 0.6 s, so a check can see
+# it start before waiting for "idle" (the old "idle" would match at once).
+UI_TOKEN_DELAY_MS=${UI_TOKEN_DELAY_MS:-100}
 ui_start 80 24 -s conv -n 6 --seed 3
 ok 'ui_wait "idle" 20' "starts"
 ui_keys 'first question' Enter
@@ -21,7 +24,7 @@ ok 'ui_screen | grep -q "^you #2"' "exchanges are numbered"
 
 # /retry: the last reply again, nothing else changes.
 ui_keys '/retry' Enter
-ok 'ui_wait "idle" 10 && [ "$(ui_screen | grep -c "\[interrupted\]")" = 2 ]' \
+ok 'ui_wait "generating" 10 && ui_wait "idle" 10 && [ "$(ui_screen | grep -c "\[interrupted\]")" = 2 ]' \
    "/retry replaces the last reply (still 2 replies)"
 ok 'ui_screen | grep -q "second question"' "... after the same question"
 
