@@ -162,6 +162,8 @@ static void attn_task(void *arg, long b, long e, int ith)
  * to c->attn_part, and attn_merge combines them in key order.  The split
  * depends only on the key count, never on the threads, so results are the
  * same for any thread count. */
+_Static_assert(ATTN_KS % ELM_ATTN_BK == 0, "a key split is whole key blocks");
+
 static size_t part_floats(const struct attn_job *j)
 {
     int hd = j->c->model->info.head_dim, rows = j->n * (j->l->nq / j->l->nkv);

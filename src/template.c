@@ -636,24 +636,65 @@ static int encode_run(const elm_tokenizer *tok, const char *s, size_t n, struct 
     return 0;
 }
 
-/* A reply's tokens as the continuation of `run` (see template.h). */
-static int encode_reply(const elm_tokenizer *tok, const char *run, size_t n_run,
-                        const char *text, size_t n_text, struct idvec *out)
+/* Text that continues a run after the model's ids: its mid-text encoding
+ * (template.h), without the dummy prefix.  elm_tokenize always adds the
+ * prefix, so encode "\n" + text and drop enc("\n"): when enc("\n") is a
+ * prefix of the result, a piece boundary lies between the two (merged
+ * pieces never split again, so no piece crossed it), and the ids after it are
+ * exactly the text's own segmentation with nothing before it.  With the
+ * LLaMA vocabulary "\n" is a byte piece that merges with nothing, so this
+ * always holds; a vocabulary where it does not falls back to a run. */
+static int encode_cont(const elm_tokenizer *tok, const char *s, size_t n, struct idvec *out)
 {
-    if (!n_run)
-        return encode_run(tok, text, n_text, out);
+    if (!n)
+        return 0;
     struct idvec a = {0}, b = {0};
-    char *joined = x_malloc(n_run + n_text + 1);
-    memcpy(joined, run, n_run);
-    memcpy(joined + n_run, text, n_text);
-    int rc = encode_run(tok, run, n_run, &a);
+    char *joined = x_malloc(n + 1);
+    joined[0] = '\n';
+    memcpy(joined + 1, s, n);
+    int rc = encode_run(tok, joined, 1, &a);
     if (!rc)
-        rc = encode_run(tok, joined, n_run + n_text, &b);
+        rc = encode_run(tok, joined, n + 1, &b);
     if (!rc) {
         if (b.n >= a.n && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0)
             idvec_append(out, b.v + a.n, b.n - a.n);
         else
-            rc = encode_run(tok, text, n_text, out);
+            rc = encode_run(tok, s, n, out);
+    }
+    free(joined);
+    idvec_fini(&a);
+    idvec_fini(&b);
+    return rc;
+}
+
+/* A piece of a run: its start (dummy prefix) or a continuation (none). */
+static int encode_piece(const elm_tokenizer *tok, const char *s, size_t n, bool cont,
+                        struct idvec *out)
+{
+    return cont ? encode_cont(tok, s, n, out) : encode_run(tok, s, n, out);
+}
+
+/* A stored reply's tokens as the continuation of the piece `run` (encoded
+ * with `cont`, see template.h).  When the join is not clean the reply is
+ * still in the middle of a run: never a dummy prefix (it would decode as a
+ * space the reply does not have). */
+static int encode_reply(const elm_tokenizer *tok, const char *run, size_t n_run, bool cont,
+                        const char *text, size_t n_text, struct idvec *out)
+{
+    if (!n_run)
+        return encode_piece(tok, text, n_text, cont, out);
+    struct idvec a = {0}, b = {0};
+    char *joined = x_malloc(n_run + n_text + 1);
+    memcpy(joined, run, n_run);
+    memcpy(joined + n_run, text, n_text);
+    int rc = encode_piece(tok, run, n_run, cont, &a);
+    if (!rc)
+        rc = encode_piece(tok, joined, n_run + n_text, cont, &b);
+    if (!rc) {
+        if (b.n >= a.n && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0)
+            idvec_append(out, b.v + a.n, b.n - a.n);
+        else
+            rc = encode_cont(tok, text, n_text, out);
     }
     free(joined);
     idvec_fini(&a);
@@ -703,6 +744,40 @@ static void add_unescaped(struct sbuf *b, const char *s, size_t n)
     }
 }
 
+/* HEAD unescaped (owned, NUL-terminated). */
+static char *close_head(const struct template *tpl, size_t *len)
+{
+    size_t head_len;
+    close_rest(tpl, &head_len);
+    struct sbuf b = {0};
+    sbuf_add(&b, "", 0);
+    add_unescaped(&b, reply_close(tpl), head_len);
+    *len = b.len;
+    return b.data;
+}
+
+/* The longest stop string that begins HEAD (0: none): what a reply that
+ * stopped on it has already written. */
+static size_t head_stop_len(const struct template *tpl, const char *head)
+{
+    size_t best = 0;
+    for (size_t i = 0; i < tpl->n_stop; i++) {
+        size_t l = strlen(tpl->stop[i]);
+        if (l > best && strncmp(head, tpl->stop[i], l) == 0)
+            best = l;
+    }
+    return best;
+}
+
+/* The part of HEAD a stored reply counts as written by the model: a stop
+ * string that begins HEAD (the model stops there and the rest is rendered,
+ * as after TEMPLATE_END_STOP), else all of HEAD (written up to the EOS). */
+static size_t head_model_len(const struct template *tpl, const char *head, size_t len)
+{
+    size_t k = head_stop_len(tpl, head);
+    return k ? k : len;
+}
+
 /* -------------------------------------------------- incremental renderer */
 
 /* Expands template strings into the renderer: text accumulates in pending,
@@ -716,6 +791,7 @@ struct inc_sink {
     int rc;
     int skip_until_eos; /* CLOSE after a sampled EOS: drop up to the first {eos} */
     size_t skip_text;   /* drop this many bytes of (unescaped) text first */
+    bool cont;          /* as r->cont, while expanding */
 };
 
 /* tok NULL (text rendering): the LLaMA ids. */
@@ -732,8 +808,10 @@ static void inc_fn(struct seg_sink *sink, enum seg kind, const char *text, size_
     if (s->rc)
         return;
     if (s->skip_until_eos) {
-        if (kind == SEG_EOS)
+        if (kind == SEG_EOS) {
             s->skip_until_eos = 0;
+            s->cont = false; /* the sampled EOS ended the run */
+        }
         return;
     }
     if (s->skip_text && kind == SEG_TEXT) {
@@ -751,22 +829,24 @@ static void inc_fn(struct seg_sink *sink, enum seg kind, const char *text, size_
         break;
     case SEG_BOS:
     case SEG_EOS:
-        s->rc = encode_run(s->r->tok, s->pending.data, s->pending.len, s->out);
+        s->rc = encode_piece(s->r->tok, s->pending.data, s->pending.len, s->cont, s->out);
         if (!s->rc) {
             s->pending.len = 0;
+            s->cont = false;
             idvec_push(s->out, special_id(s->r->tok, kind));
         }
         break;
     }
 }
 
-/* Expand `str` (with content) onto the renderer; on error restore. */
-static int inc_expand(struct template_render *r, const char *str, const char *content,
-                      bool skip_until_eos, size_t skip_text, struct idvec *out)
+/* Expand `str` (with content) onto the renderer, pending text continuing a
+ * run after the model's ids when cont; on error restore. */
+static int inc_expand_cont(struct template_render *r, const char *str, const char *content,
+                           bool skip_until_eos, size_t skip_text, bool cont, struct idvec *out)
 {
     size_t out_n = out->n;
     struct inc_sink s = {{inc_fn}, r, {r->pending, r->n_pending, r->pending_cap},
-                         content ? content : "", out, 0, skip_until_eos, skip_text};
+                         content ? content : "", out, 0, skip_until_eos, skip_text, cont};
     /* Work on a copy of pending so that a failure leaves r unchanged. */
     struct sbuf copy = {0};
     sbuf_add(&copy, s.pending.data ? s.pending.data : "", s.pending.len);
@@ -782,7 +862,14 @@ static int inc_expand(struct template_render *r, const char *str, const char *co
     r->pending = s.pending.data;
     r->n_pending = s.pending.len;
     r->pending_cap = s.pending.cap;
+    r->cont = s.cont;
     return 0;
+}
+
+static int inc_expand(struct template_render *r, const char *str, const char *content,
+                      struct idvec *out)
+{
+    return inc_expand_cont(r, str, content, false, 0, r->cont, out);
 }
 
 void template_render_init(struct template_render *r, const struct template *tpl,
@@ -805,16 +892,17 @@ void template_render_reset(struct template_render *r)
     r->state = TEMPLATE_START;
     r->n_pending = 0;
     r->n_run = 0;
+    r->cont = r->run_cont = false;
 }
 
 /* The pending text left after template_render_reply: the text after the
- * last special id of CLOSE (none when CLOSE has no special id: then all of
- * it went into the reply's run). */
+ * last special id of CLOSE, starting a new run; when CLOSE has no special
+ * id, the part of HEAD the model does not write, continuing the reply's run. */
 void template_render_set_after_reply(struct template_render *r)
 {
     size_t head_len;
     const char *rest = close_rest(r->tpl, &head_len);
-    const char *last = rest;
+    const char *last = NULL;
     for (const char *p = rest; (p = strchr(p, '{'));) {
         if (p[1] == '{') {
             p += 2;
@@ -825,11 +913,21 @@ void template_render_set_after_reply(struct template_render *r)
     }
     struct sbuf b = {r->pending, 0, r->pending_cap};
     sbuf_add(&b, "", 0);
-    add_unescaped(&b, last, strlen(last));
+    if (last) {
+        add_unescaped(&b, last, strlen(last));
+    } else {
+        size_t len;
+        char *head = close_head(r->tpl, &len);
+        size_t k = head_model_len(r->tpl, head, len);
+        sbuf_add(&b, head + k, len - k);
+        free(head);
+    }
     r->pending = b.data;
     r->n_pending = b.len;
     r->pending_cap = b.cap;
     r->n_run = 0;
+    r->cont = !last;
+    r->run_cont = false;
     r->state = TEMPLATE_AFTER_REPLY;
 }
 
@@ -837,7 +935,7 @@ static int ensure_prefix(struct template_render *r, struct idvec *out)
 {
     if (r->state != TEMPLATE_START)
         return 0;
-    int rc = inc_expand(r, r->tpl->prefix, NULL, false, 0, out);
+    int rc = inc_expand(r, r->tpl->prefix, NULL, out);
     if (!rc)
         r->state = TEMPLATE_AFTER_PREFIX;
     return rc;
@@ -854,7 +952,7 @@ int template_render_system(struct template_render *r, const char *system, struct
     if (rc)
         return rc;
     if (*system || r->tpl->system_always) {
-        rc = inc_expand(r, r->tpl->turn[ROLE_SYSTEM], system, false, 0, out);
+        rc = inc_expand(r, r->tpl->turn[ROLE_SYSTEM], system, out);
         if (rc) {
             out->n = out_n;
             template_render_reset(r);
@@ -877,7 +975,7 @@ int template_render_user(struct template_render *r, const char *content, struct 
     const char *turn = old == TEMPLATE_AFTER_SYSTEM && r->tpl->user_after_system
                            ? r->tpl->user_after_system
                            : r->tpl->turn[ROLE_USER];
-    rc = inc_expand(r, turn, content, false, 0, out);
+    rc = inc_expand(r, turn, content, out);
     if (rc) {
         out->n = out_n;
         r->state = old;
@@ -895,10 +993,10 @@ int template_render_generation_prompt(struct template_render *r, struct idvec *o
     size_t out_n = out->n;
     int rc = ensure_prefix(r, out);
     if (!rc)
-        rc = inc_expand(r, r->tpl->generation_prompt, NULL, false, 0, out);
-    /* The generation point: the pending run is encoded now. */
+        rc = inc_expand(r, r->tpl->generation_prompt, NULL, out);
+    /* The generation point: the pending piece of the run is encoded now. */
     if (!rc)
-        rc = encode_run(r->tok, r->pending, r->n_pending, out);
+        rc = encode_piece(r->tok, r->pending, r->n_pending, r->cont, out);
     if (rc) {
         out->n = out_n;
         r->state = old;
@@ -909,6 +1007,7 @@ int template_render_generation_prompt(struct template_render *r, struct idvec *o
     r->run = run.data;
     r->n_run = run.len;
     r->run_cap = run.cap;
+    r->run_cont = r->cont;
     r->n_pending = 0;
     r->state = TEMPLATE_IN_REPLY;
     return 0;
@@ -923,36 +1022,35 @@ int template_render_reply_end(struct template_render *r, enum template_end how,
     bool skip_eos = how == TEMPLATE_END_EOS && strstr(close, "{eos}") != NULL;
     size_t skip_text = 0;
     if (how == TEMPLATE_END_STOP) {
-        size_t head_len;
-        close_rest(r->tpl, &head_len);
-        struct sbuf head = {0};
-        sbuf_add(&head, "", 0);
-        add_unescaped(&head, close, head_len);
-        for (size_t i = 0; i < r->tpl->n_stop; i++) {
-            size_t l = strlen(r->tpl->stop[i]);
-            if (l > skip_text && strncmp(head.data, r->tpl->stop[i], l) == 0)
-                skip_text = l;
-        }
-        free(head.data);
+        size_t len;
+        char *head = close_head(r->tpl, &len);
+        skip_text = head_stop_len(r->tpl, head);
+        free(head);
     }
-    int rc = inc_expand(r, close, NULL, skip_eos, skip_text, out);
+    /* After a sampled EOS (a special id) the closing starts a new run;
+     * otherwise it continues the reply's run after the model's ids. */
+    int rc = inc_expand_cont(r, close, NULL, skip_eos, skip_text, how != TEMPLATE_END_EOS, out);
     if (rc)
         return rc;
     r->state = TEMPLATE_AFTER_REPLY;
     return 0;
 }
 
-/* LEAD content HEAD: the text of a re-rendered reply's run. */
-static char *reply_text(const struct template *tpl, const char *content, size_t *len)
+/* LEAD content HEAD[:k]: the text a re-rendered reply's model wrote (k =
+ * head_model_len); *skip = k, the bytes of CLOSE's text it covers. */
+static char *reply_text(const struct template *tpl, const char *content, size_t *len,
+                        size_t *skip)
 {
-    size_t lead_len, head_len;
+    size_t lead_len, head_n;
     const char *lead = reply_lead(tpl, &lead_len);
-    close_rest(tpl, &head_len);
+    char *head = close_head(tpl, &head_n);
+    *skip = head_model_len(tpl, head, head_n);
     struct sbuf t = {0};
     sbuf_add(&t, "", 0);
     add_unescaped(&t, lead, lead_len);
     sbuf_add(&t, content, strlen(content));
-    add_unescaped(&t, reply_close(tpl), head_len);
+    sbuf_add(&t, head, *skip);
+    free(head);
     *len = t.len;
     return t.data;
 }
@@ -962,12 +1060,14 @@ int template_render_reply(struct template_render *r, const char *content, struct
     if (r->state != TEMPLATE_IN_REPLY)
         return ELM_E_INVALID;
     size_t out_n = out->n;
-    size_t len, head_len;
-    char *text = reply_text(r->tpl, content, &len);
-    int rc = encode_reply(r->tok, r->run, r->n_run, text, len, out);
+    size_t len, skip;
+    char *text = reply_text(r->tpl, content, &len, &skip);
+    int rc = encode_reply(r->tok, r->run, r->n_run, r->run_cont, text, len, out);
     free(text);
+    /* The rest of CLOSE continues the reply's run, as after a sampled
+     * reply that ended on the stop string (or ended at HEAD's end). */
     if (!rc) {
-        rc = inc_expand(r, close_rest(r->tpl, &head_len), NULL, false, 0, out);
+        rc = inc_expand_cont(r, reply_close(r->tpl), NULL, false, skip, true, out);
         if (!rc)
             r->state = TEMPLATE_AFTER_REPLY;
     }
@@ -1037,10 +1137,14 @@ static void items_flatten(struct item_sink *s, const struct template *tpl, const
         if (msgs[i].role == ROLE_ASSISTANT) {
             items_expand(s, tpl->generation_prompt, NULL);
             item_add(s, IT_CUT, 0, NULL, 0);
-            size_t len, head_len;
-            char *text = reply_text(tpl, msgs[i].content, &len);
+            size_t len, skip, head_n, head_len;
+            char *text = reply_text(tpl, msgs[i].content, &len, &skip);
             item_add(s, IT_REPLY, 0, text, len);
             free(text);
+            char *head = close_head(tpl, &head_n);
+            if (head_n > skip)
+                item_add(s, IT_TEXT, 0, head + skip, head_n - skip);
+            free(head);
             items_expand(s, close_rest(tpl, &head_len), NULL);
         } else {
             const char *turn = after_system && tpl->user_after_system ? tpl->user_after_system
@@ -1065,6 +1169,8 @@ int template_render_conversation(const struct template *tpl, const elm_tokenizer
     struct sbuf run = {0}, last_run = {0};
     sbuf_add(&run, "", 0);
     sbuf_add(&last_run, "", 0);
+    /* cont: the piece in `run` continues a run after a reply (template.h). */
+    bool cont = false, last_cont = false;
     int rc = 0;
     for (size_t i = 0; i < s.n && !rc; i++) {
         struct item *it = &s.v[i];
@@ -1073,18 +1179,22 @@ int template_render_conversation(const struct template *tpl, const elm_tokenizer
             sbuf_add(&run, it->text, it->len);
             break;
         case IT_SPECIAL:
-            rc = encode_run(tok, run.data, run.len, out);
+            rc = encode_piece(tok, run.data, run.len, cont, out);
             run.len = 0;
+            cont = false;
             idvec_push(out, it->id);
             break;
         case IT_CUT:
-            rc = encode_run(tok, run.data, run.len, out);
+            rc = encode_piece(tok, run.data, run.len, cont, out);
             last_run.len = 0;
             sbuf_add(&last_run, run.data, run.len);
+            last_cont = cont;
             run.len = 0;
             break;
         case IT_REPLY:
-            rc = encode_reply(tok, last_run.data, last_run.len, it->text, it->len, out);
+            rc = encode_reply(tok, last_run.data, last_run.len, last_cont, it->text, it->len,
+                              out);
+            cont = true;
             break;
         }
     }

@@ -13,18 +13,29 @@
  * tokens), {bos}, {eos} (token ids, never text); "{{" and "}}" are braces.
  *
  * Token rule (issue 5): the text between two special ids is one run, and
- * each run is encoded with one elm_tokenize call (so each run gets
- * SentencePiece's dummy prefix).  Runs are also cut at the generation point
- * (after the generation prompt), because that is where the cache stops and
- * the model takes over.  A reply's own tokens are those the model sampled;
- * when a stored reply must be re-rendered (no sampled tokens at hand) its
- * tokens are enc(RUN + LEAD + content + HEAD) minus enc(RUN), RUN being the
- * run that ended at the generation point (the reply continues that run, as
- * in training) and HEAD the text of CLOSE before its first special id, or
- * enc(LEAD + content + HEAD) when that is not a clean continuation.
+ * each run is encoded as one text: it gets SentencePiece's dummy prefix at
+ * its start and nowhere else.  A run is encoded in pieces, cut where the
+ * model takes over (after the generation prompt: the cache stops there) and
+ * where it hands back (the end of a reply that no special id closes, e.g.
+ * chatml's stop string <|im_end|>).  The reply's own ids are those the model
+ * sampled.  Invariant: the piece after a reply continues the run, so it is
+ * encoded as SentencePiece encodes that text in the middle of a text, with
+ * no dummy prefix ("mid-text encoding"); its ids are then exactly those of
+ * encoding the whole run at once whenever no piece of the vocabulary spans
+ * the boundary (chatml: the boundary is before "\n", a byte piece), and as
+ * close as the tokenizer allows otherwise, without re-encoding the sampled
+ * ids (issue 7).  So template_render_reply_end and template_render_reply
+ * (a stored reply, re-encoded) give the same continuation.
+ * A stored reply's ids are enc(SEG + TEXT) minus enc(SEG), SEG being the
+ * piece of the run cut at the generation point (the reply continues it, as
+ * in training) and TEXT = LEAD + content + the part of HEAD the model writes
+ * (HEAD: CLOSE's text before its first special id; the model writes all of
+ * it, except when a stop string begins HEAD: then only that stop string),
+ * or the mid-text encoding of TEXT when that is not a clean continuation.
  * The text after the last special id of a turn stays pending and starts the
- * next run, so rendering turn after turn gives exactly the ids of rendering
- * the whole conversation at once (template_render_conversation).
+ * next run (or continues the current one), so rendering turn after turn
+ * gives exactly the ids of rendering the whole conversation at once
+ * (template_render_conversation).
  *
  * openelm-instruct, one turn:
  *   [1] enc("<|system|>\n") [2] enc("\n<|user|>\nQ") [2] enc("\n<|assistant|>\n")
@@ -144,6 +155,8 @@ struct template_render {
     size_t n_pending, pending_cap;
     char *run;     /* the run encoded at the generation point (owned) */
     size_t n_run, run_cap;
+    bool cont;     /* pending continues a run after the model's ids: no dummy prefix */
+    bool run_cont; /* run was encoded that way */
 };
 void template_render_init(struct template_render *r, const struct template *tpl,
                           const elm_tokenizer *tok);
@@ -162,11 +175,12 @@ void template_render_fini(struct template_render *r);
  * ("HEAD") belongs to the reply's run.
  *   TEMPLATE_END_EOS: the last sampled id is EOS: CLOSE through its first
  *     {eos} counts as generated (EOS is not added twice).
+ *     The text after that EOS starts a new run.
  *   TEMPLATE_END_STOP: the model wrote a stop string (its tokens stay in the
  *     sequence): the longest stop string that begins HEAD counts as generated,
- *     the rest of CLOSE is rendered.
+ *     the rest of CLOSE is rendered, continuing the reply's run.
  *   TEMPLATE_END_CUT: cancelled or max tokens: all of CLOSE is rendered (e.g.
- *     openelm-instruct adds [2]).
+ *     openelm-instruct adds [2]), continuing the reply's run.
  * Trailing text stays pending for the next turn.
  * template_render_reply: a stored reply whose sampled ids are not at hand:
  * its tokens and its closing (after template_render_generation_prompt).

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test-llamacpp.sh: do the GGUF files `elmchat quantize` writes load in real
 # llama.cpp as OpenELM models, and does llama.cpp compute what elmchat
-# computes on them?  (TAP; optional.)
+# computes on them?  (TAP; optional.)  One thread each: make check runs tests
+# in parallel, and ggml's spinning threads slow down badly when oversubscribed.
 #
 # llama.cpp comes prebuilt from npm (node-llama-cpp and its CPU binary
 # package @node-llama-cpp/linux-x64 or linux-arm64), installed once into
@@ -59,11 +60,11 @@ if [ ! -f "$lcdir/dist/index.js" ] || [ ! -d "$cache/node_modules/$binpkg/bins" 
     # --ignore-scripts and the skip variable: node-llama-cpp's postinstall
     # would otherwise try to download or build llama.cpp from GitHub.
     # --omit=optional: only the one CPU binary package, not the CUDA ones.
-    if ! (cd "$work" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true "$npm" install --silent \
+    if ! (cd "$work" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true "$npm" install \
             --no-audit --no-fund --omit=optional --ignore-scripts \
             --fetch-timeout=20000 --fetch-retries=1 \
             "node-llama-cpp@$version" "$binpkg@$version" >npm.log 2>&1); then
-        reason=$(tail -n 1 "$work/npm.log")
+        reason=$(grep -m 1 -i 'err' "$work/npm.log")
         rm -rf "$work"
         skip_all "npm install node-llama-cpp@$version failed (no registry?): $reason"
     fi
@@ -83,7 +84,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-llamacpp.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 check() { # check FILE.gguf ARGS...: run llamacpp-check.mjs into $tmp/lc.out
-    "$NODE" "$top_srcdir/tests/llamacpp-check.mjs" "$@" --threads 2 \
+    "$NODE" "$top_srcdir/tests/llamacpp-check.mjs" "$@" --threads 1 \
         >"$tmp/lc.out" 2>"$tmp/lc.err"
     r=$?
     [ $r -eq 0 ] || sed 's/^/# /' "$tmp/lc.out" "$tmp/lc.err" | head -n 20
@@ -106,9 +107,9 @@ for type in f32 f16 bf16 q8_0 q4_0; do
     gguf=$tmp/m-$type.gguf
     "$ELMCHAT" quantize "$tmp/hf" "$gguf" --type "$type" --quiet
     ok $? "$type: elmchat quantize"
-    "$ELMCHAT" logits -m "$gguf" --tokens "$prompt" -o "$tmp/el.f32" --threads 2 &&
+    "$ELMCHAT" logits -m "$gguf" --tokens "$prompt" -o "$tmp/el.f32" --threads 1 &&
         el_gen=$("$ELMCHAT" generate -m "$gguf" --tokens "$prompt" -n $ngen --temp 0 \
-            --ignore-eos --threads 2)
+            --ignore-eos --threads 1)
     ok $? "$type: elmchat logits and generate"
 
     check "$gguf" --tokenize "Hello world" --tokenize " the quick brown fox" \

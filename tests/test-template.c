@@ -369,30 +369,6 @@ static bool prefix_is(const struct idvec *got, const struct idvec *want, size_t 
     return got->n == n && n <= want->n && memcmp(got->v, want->v, n * sizeof *got->v) == 0;
 }
 
-/* A known divergence of src/template.c from the golden (see known_bug) is
- * reported with its diagnostics and counted as a skip, not a pass. */
-static const char *known;
-
-static void verdict(bool same, const char *what)
-{
-    if (same || !known)
-        ok(same, "%s", what);
-    else
-        skip(1, known);
-}
-
-/* chatml (no special id closes a reply): src/template.c starts a new run,
- * with a new dummy prefix, after each reply, where the rule (and the HF
- * tokenizer on the whole text) continues the run: "<|im_end|>\n<|im_start|>"
- * becomes ... 13 529("▁<") instead of ... 13 29966("<"), or an extra 29871
- * after a sampled reply. */
-static const char *known_bug(const char *tpl_name, size_t n_replies)
-{
-    if (strcmp(tpl_name, "chatml") == 0 && n_replies > 0)
-        return "KNOWN BUG src/template.c: chatml restarts the run (dummy prefix) after a reply";
-    return NULL;
-}
-
 /* Turn by turn.  sampled: each reply is the golden's sampled ids followed by
  * reply_end (as the app does); else template_render_reply (a stored reply). */
 static void golden_incremental(const struct template *t, const char *system,
@@ -441,12 +417,12 @@ static void golden_incremental(const struct template *t, const char *system,
     char what[512];
     snprintf(what, sizeof what, "%s: turn by turn, %s replies", name,
              sampled ? "sampled" : "stored");
-    verdict(okay && same_ids(&inc, want->v, want->n, what), what);
+    ok(okay && same_ids(&inc, want->v, want->n, what), "%s", what);
     if (!gen) {
         snprintf(what, sizeof what, "%s: turn by turn, %s replies: pending text", name,
                  sampled ? "sampled" : "stored");
-        verdict(r.n_pending == strlen(pending) && memcmp(r.pending, pending, r.n_pending) == 0,
-                what);
+        ok(r.n_pending == strlen(pending) && memcmp(r.pending, pending, r.n_pending) == 0, "%s",
+           what);
     }
     template_render_fini(&r);
     idvec_fini(&inc);
@@ -476,16 +452,14 @@ static void golden_case(json_object *c)
     json_ids(jget(c, "ids"), &want);
 
     const char *pending = json_object_get_string(jget(c, "pending"));
-    known = known_bug(t->name, json_object_array_length(replies));
 
     char what[512];
     snprintf(what, sizeof what, "%s: template_render_conversation", name);
-    verdict(template_render_conversation(t, tok, system, m, n, gen, &got) == 0 &&
-                same_ids(&got, want.v, want.n, what),
-            what);
+    ok(template_render_conversation(t, tok, system, m, n, gen, &got) == 0 &&
+           same_ids(&got, want.v, want.n, what),
+       "%s", what);
     golden_incremental(t, system, m, n, gen, replies, &want, pending, false, name);
     golden_incremental(t, system, m, n, gen, replies, &want, pending, true, name);
-    known = NULL;
     idvec_fini(&got);
     idvec_fini(&want);
     free(m);
@@ -531,20 +505,43 @@ static char *golden_ids_line(const char *name)
     bail_out("no golden case '%s'", name);
 }
 
-/* Incremental (turn by turn, as the app does) == whole conversation. */
+/* How a model's reply to template t ends (the shipped templates): on a stop
+ * string that begins the closing, else on EOS when the closing has one. */
+static enum template_end sampled_end(const struct template *t)
+{
+    const char *close = strstr(t->turn[ROLE_ASSISTANT], "{content}") + strlen("{content}");
+    for (size_t i = 0; i < t->n_stop; i++)
+        if (strncmp(close, t->stop[i], strlen(t->stop[i])) == 0)
+            return TEMPLATE_END_STOP;
+    return strstr(close, "{eos}") ? TEMPLATE_END_EOS : TEMPLATE_END_CUT;
+}
+
+/* Incremental (turn by turn, as the app does) == whole conversation; and
+ * the app's path, each reply's ids "sampled" (copied from the stored
+ * rendering) then reply_end, gives the same ids: what follows a reply does
+ * not depend on whether its ids were sampled or re-encoded. */
 static void check_incremental(const struct template *t, const char *system,
                               const struct template_msg *m, size_t n, const char *what)
 {
-    struct template_render r;
+    struct template_render r, rs;
     template_render_init(&r, t, tok);
-    struct idvec inc = {0}, whole = {0};
-    bool okay = template_render_system(&r, system, &inc) == 0;
+    template_render_init(&rs, t, tok);
+    struct idvec inc = {0}, whole = {0}, samp = {0};
+    bool okay = template_render_system(&r, system, &inc) == 0 &&
+                template_render_system(&rs, system, &samp) == 0;
     for (size_t i = 0; i < n && okay; i++) {
         if (m[i].role == ROLE_USER) {
-            okay = template_render_user(&r, m[i].content, &inc) == 0;
+            okay = template_render_user(&r, m[i].content, &inc) == 0 &&
+                   template_render_user(&rs, m[i].content, &samp) == 0;
         } else {
             okay = template_render_generation_prompt(&r, &inc) == 0 &&
-                   template_render_reply(&r, m[i].content, &inc) == 0;
+                   template_render_generation_prompt(&rs, &samp) == 0;
+            size_t gen = inc.n;
+            okay = okay && template_render_reply(&r, m[i].content, &inc) == 0;
+            if (okay) {
+                idvec_append(&samp, inc.v + gen, inc.n - gen);
+                okay = template_render_reply_end(&rs, sampled_end(t), &samp) == 0;
+            }
         }
         /* After each complete exchange the prefix must agree too. */
         if (okay && m[i].role == ROLE_ASSISTANT) {
@@ -556,15 +553,20 @@ static void check_incremental(const struct template *t, const char *system,
         }
     }
     if (okay)
-        okay = template_render_generation_prompt(&r, &inc) == 0;
+        okay = template_render_generation_prompt(&r, &inc) == 0 &&
+               template_render_generation_prompt(&rs, &samp) == 0;
     idvec_clear(&whole);
-    if (okay)
-        okay = template_render_conversation(t, tok, system, m, n, true, &whole) == 0 &&
-               whole.n == inc.n && memcmp(whole.v, inc.v, inc.n * sizeof *inc.v) == 0;
-    ok(okay, "%s: incremental == whole (%zu ids)", what, inc.n);
+    bool same_whole = okay &&
+                      template_render_conversation(t, tok, system, m, n, true, &whole) == 0 &&
+                      whole.n == inc.n && memcmp(whole.v, inc.v, inc.n * sizeof *inc.v) == 0;
+    ok(same_whole, "%s: incremental == whole (%zu ids)", what, inc.n);
+    ok(okay && samp.n == inc.n && memcmp(samp.v, inc.v, inc.n * sizeof *inc.v) == 0,
+       "%s: sampled replies + reply_end == stored replies (%zu ids)", what, samp.n);
     template_render_fini(&r);
+    template_render_fini(&rs);
     idvec_fini(&inc);
     idvec_fini(&whole);
+    idvec_fini(&samp);
 }
 
 static void test_incremental(void)
@@ -663,8 +665,18 @@ static void test_sampled_reply(void)
     idvec_fini(&got);
     template_free(t);
 
+    /* Why chatml's continuation after a reply is exact (template.h): no
+     * piece of the LLaMA vocabulary but the byte piece <0x0A> holds "\n",
+     * so no piece spans the boundary before it. */
+    int n_nl = 0;
+    for (int32_t id = 0; id < elm_tokenizer_n_vocab(tok); id++) {
+        const char *piece = elm_tokenizer_piece(tok, id);
+        n_nl += piece && elm_tokenizer_type(tok, id) != ELM_PIECE_BYTE && strchr(piece, '\n');
+    }
+    is_int(n_nl, 0, "no LLaMA piece but the byte <0x0A> contains a newline");
+
     /* chatml: a reply that stopped on "<|im_end|>" keeps those tokens; the
-     * rest of the closing ("\n") joins the next turn's run. */
+     * rest of the closing ("\n") continues the run: no dummy prefix. */
     t = template_load("chatml", err, sizeof err);
     if (!t)
         bail_out("%s", err);
@@ -673,6 +685,14 @@ static void test_sampled_reply(void)
     template_render_generation_prompt(&r, &seq);
     is_int(template_render_reply_end(&r, TEMPLATE_END_STOP, &seq), 0, "chatml reply_end(STOP)");
     ok(r.n_pending == 1 && r.pending[0] == '\n', "the stop string is not rendered again");
+    size_t mid2 = seq.n;
+    template_render_user(&r, "Q", &seq);
+    template_render_generation_prompt(&r, &seq);
+    struct idvec e2 = enc("\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n");
+    ok(e2.n > 1 && e2.v[0] == 29871 && seq.n == mid2 + e2.n - 1 &&
+           memcmp(seq.v + mid2, e2.v + 1, (e2.n - 1) * sizeof *e2.v) == 0,
+       "chatml: the next turn is enc(\"\\n<|im_start|>user...\") without its dummy prefix");
+    idvec_fini(&e2);
     template_render_fini(&r);
     idvec_fini(&seq);
     template_free(t);
