@@ -88,13 +88,15 @@ ok 'three_sessions "" kept' "three sessions, default budget"
 kept_return=$RETURN_S1
 ok 'three_sessions 1 evicted' "three sessions, a one-byte budget"
 diag "return to s1: reused/computed = $kept_return (kept), $RETURN_S1 (evicted)"
-k_reused=${kept_return% *}
+k_reused=${kept_return% *} k_computed=${kept_return#* }
 e_reused=${RETURN_S1% *} e_computed=${RETURN_S1#* }
 a_reused=${AFTER_S1% *}
 ok '[ "${k_reused:-0}" -gt 0 ]' \
    "with the default budget s1's cache was still there ($k_reused reused)"
-ok '[ "${e_reused:-1}" = 0 ] && [ "${e_computed:-0}" -gt 0 ]' \
-   "with a tiny budget s1's cache was dropped and re-prefilled on return ($e_computed computed)"
+# The worker may already have restored part of s1 from its KV snapshot (the
+# UI asks for it on /switch), so "dropped" shows as more computed, not 0 reused.
+ok '[ "${e_computed:-0}" -gt "${k_computed:-0}" ] && [ "${e_reused:-0}" -lt "${k_reused:-0}" ]' \
+   "with a tiny budget s1's cache was dropped and re-prefilled on return ($e_computed computed, $e_reused reused)"
 ok '[ "${a_reused:-0}" -gt 0 ]' "... and the next turn reused the re-prefilled cache ($a_reused tokens)"
 ok 'grep -q "alpha two" "$UI_DIR/s1.evicted" && grep -q "beta two" "$UI_DIR/s2.evicted" && grep -q "gamma two" "$UI_DIR/s3.evicted"' \
    "each session kept its own conversation"
