@@ -3,15 +3,14 @@
  * weights pointing into the mapping, the vocabulary from tokenizer.ggml.*. */
 #include "config.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "engine/gguf.h"
 #include "engine/model.h"
 #include "engine/quant.h"
+#include "engine/tokenizer_impl.h"
 
 
 struct gld {
@@ -410,26 +409,8 @@ static void name_model(struct elm_model_info *in, const char *path)
  * tokenizer.json beside the file. */
 static elm_status load_tokenizer(struct gld *ld, const char *path)
 {
-    elm_status st = elm_gguf_vocab_tokenizer(ld->g, &ld->m->tokenizer, ld->err, ld->err_size);
-    if (st || ld->m->tokenizer)
-        return st;
-    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-    char dir[PATH_MAX], file[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[1] = '\0';
-    else
-        dir[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        struct stat sb;
-        snprintf(file, sizeof file, "%s%s", dir, names[i]);
-        if (stat(file, &sb) != 0 || !S_ISREG(sb.st_mode))
-            continue;
-        int rc = elm_tokenizer_load(file, &ld->m->tokenizer, ld->err, ld->err_size);
-        return rc < 0 ? (elm_status)rc : ELM_OK;
-    }
-    return ELM_OK;
+    int rc = tokenizer_gguf_vocab_or_beside(ld->g, path, &ld->m->tokenizer, ld->err, ld->err_size);
+    return rc < 0 ? (elm_status)rc : ELM_OK;
 }
 
 elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err, size_t err_size)

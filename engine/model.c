@@ -16,6 +16,7 @@
 #include "engine/kernels.h"
 #include "engine/model.h"
 #include "engine/safetensors.h"
+#include "engine/tokenizer_impl.h"
 
 struct loader {
     struct elm_model *m;
@@ -277,18 +278,8 @@ static elm_status locate(struct loader *ld, const char *path)
 
 static elm_status load_tokenizer(struct loader *ld)
 {
-    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char path[PATH_MAX];
-        elm_status st = join(ld, path, ld->dir, names[i]);
-        if (st)
-            return st;
-        if (!is_file(path))
-            continue;
-        int rc = elm_tokenizer_load(path, &ld->m->tokenizer, ld->err, ld->err_size);
-        return rc < 0 ? (elm_status)rc : ELM_OK;
-    }
-    return ELM_OK;
+    int rc = tokenizer_load_beside(ld->dir, &ld->m->tokenizer, ld->err, ld->err_size);
+    return rc < 0 ? (elm_status)rc : ELM_OK;
 }
 
 static void name_model(struct loader *ld, const char *path)

@@ -7,6 +7,7 @@
 #include "engine/elm_tokenizer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,32 @@ static int read_file(const char *path, char **buf, size_t *size, char *err, size
     b[n] = '\0';
     *buf = b;
     *size = n;
+    return ELM_OK;
+}
+
+int tokenizer_load_beside(const char *model, elm_tokenizer **out, char *err, size_t err_size)
+{
+    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
+    struct stat sb;
+    char dir[PATH_MAX], file[PATH_MAX];
+    *out = NULL;
+    if ((size_t)snprintf(dir, sizeof dir, "%s", model) >= sizeof dir)
+        return elm_set_error(err, err_size, ELM_E_INVALID, "%s: path too long", model);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            slash[1] = '\0';
+        else
+            dir[0] = '\0'; /* the current folder: plain file names */
+    }
+    size_t n = strlen(dir);
+    const char *sep = (n == 0 || dir[n - 1] == '/') ? "" : "/";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if ((size_t)snprintf(file, sizeof file, "%s%s%s", dir, sep, names[i]) >= sizeof file)
+            return elm_set_error(err, err_size, ELM_E_INVALID, "%s: path too long", dir);
+        if (stat(file, &sb) == 0 && S_ISREG(sb.st_mode))
+            return elm_tokenizer_load(file, out, err, err_size);
+    }
     return ELM_OK;
 }
 

@@ -5,10 +5,8 @@
  * weights costs no I/O. */
 #include "config.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "engine/gguf.h"
 #include "engine/error.h"
@@ -25,27 +23,13 @@ bool tokenizer_file_is_gguf(const char *path)
     return gguf;
 }
 
-/* The vocabulary files a GGUF without tokenizer.ggml.tokens relies on. */
-static int load_beside(const char *path, elm_tokenizer **out, char *err, size_t err_size)
+int tokenizer_gguf_vocab_or_beside(struct elm_gguf *g, const char *path, elm_tokenizer **out,
+                                   char *err, size_t err_size)
 {
-    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-    char dir[PATH_MAX], file[PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[1] = '\0';
-    else
-        dir[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        struct stat sb;
-        snprintf(file, sizeof file, "%s%s", dir, names[i]);
-        if (stat(file, &sb) == 0 && S_ISREG(sb.st_mode))
-            return elm_tokenizer_load(file, out, err, err_size);
-    }
-    return elm_set_error(err, err_size, ELM_E_FORMAT,
-                         "%s: the GGUF file has no tokenizer.ggml vocabulary and there is no "
-                         "tokenizer.model or tokenizer.json beside it",
-                         path);
+    elm_status st = elm_gguf_vocab_tokenizer(g, out, err, err_size);
+    if (st != ELM_OK || *out)
+        return st;
+    return tokenizer_load_beside(path, out, err, err_size);
 }
 
 int tokenizer_gguf_load(const char *path, elm_tokenizer **out, char *err, size_t err_size)
@@ -54,9 +38,12 @@ int tokenizer_gguf_load(const char *path, elm_tokenizer **out, char *err, size_t
     elm_status st = elm_gguf_open(path, &g, err, err_size);
     if (st != ELM_OK)
         return st;
-    st = elm_gguf_vocab_tokenizer(g, out, err, err_size);
+    int rc = tokenizer_gguf_vocab_or_beside(g, path, out, err, err_size);
     elm_gguf_close(g);
-    if (st != ELM_OK || *out)
-        return st;
-    return load_beside(path, out, err, err_size);
+    if (rc != ELM_OK || *out)
+        return rc;
+    return elm_set_error(err, err_size, ELM_E_FORMAT,
+                         "%s: the GGUF file has no tokenizer.ggml vocabulary and there is no "
+                         "tokenizer.model or tokenizer.json beside it",
+                         path);
 }

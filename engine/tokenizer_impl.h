@@ -36,5 +36,14 @@ int tokenizer_json_parse(const char *buf, size_t size, const char *path, elm_tok
  * model uses (its tokenizer.ggml.* keys, else the files beside it). */
 bool tokenizer_file_is_gguf(const char *path);
 int tokenizer_gguf_load(const char *path, elm_tokenizer **out, char *err, size_t err_size);
+struct elm_gguf;
+/* The vocabulary of an open GGUF (path names it): its tokenizer.ggml.* keys,
+ * else the files beside it.  *out stays NULL when there is none. */
+int tokenizer_gguf_vocab_or_beside(struct elm_gguf *g, const char *path, elm_tokenizer **out,
+                                   char *err, size_t err_size);
+/* tokenizer.model, else tokenizer.json, in the folder MODEL names (MODEL
+ * itself when it is a folder, else the folder holding it).  Returns 0 with
+ * *out NULL when neither file exists. */
+int tokenizer_load_beside(const char *model, elm_tokenizer **out, char *err, size_t err_size);
 
 #endif
