@@ -161,3 +161,18 @@ const char *tap_tmpdir(void)
     }
     return tmpdir;
 }
+
+bool tap_gen_checkpoint(const char *args, char *dir, size_t dir_size, const char *name)
+{
+    const char *b = getenv("top_builddir");
+    char gen[4096];
+    snprintf(gen, sizeof gen, "%s/tests/gen-checkpoint", b ? b : ".");
+    if (access(gen, X_OK) != 0)
+        return false;
+    snprintf(dir, dir_size, "%s/%s", tap_tmpdir(), name);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' >/dev/null", gen, args, dir);
+    if (system(cmd) != 0)
+        bail_out("%s failed", cmd);
+    return true;
+}

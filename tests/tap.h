@@ -31,5 +31,9 @@ const char *tap_data_path(const char *name);
 /* Static buffer: a fresh private directory for this test (removed at exit
  * unless the test failed). */
 const char *tap_tmpdir(void);
+/* Generate a checkpoint with $top_builddir/tests/gen-checkpoint ARGS into
+ * tap_tmpdir()/NAME, whose path goes to dir.  false when the generator is
+ * not built; bails out when it fails. */
+bool tap_gen_checkpoint(const char *args, char *dir, size_t dir_size, const char *name);
 
 #endif

@@ -43,21 +43,6 @@ static int n_vocab, eos_id;
 
 /* ------------------------------------------------------------- helpers */
 
-static bool gen_checkpoint(const char *args, char *dir, size_t dir_size, const char *name)
-{
-    const char *b = getenv("top_builddir");
-    char gen[4096];
-    snprintf(gen, sizeof gen, "%s/tests/gen-checkpoint", b ? b : ".");
-    if (access(gen, X_OK) != 0)
-        return false;
-    snprintf(dir, dir_size, "%s/%s", tap_tmpdir(), name);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' >/dev/null", gen, args, dir);
-    if (system(cmd) != 0)
-        bail_out("%s failed", cmd);
-    return true;
-}
-
 static elm_ctx *new_ctx(elm_model *m)
 {
     struct elm_ctx_params cp = elm_ctx_default_params();
@@ -592,9 +577,9 @@ int main(void)
     snprintf(dir, sizeof dir, "%s/models/default", b ? b : ".");
     struct stat st;
     if (stat(dir, &st) != 0 &&
-        !gen_checkpoint("--preset default --dtype bf16", dir, sizeof dir, "default"))
+        !tap_gen_checkpoint("--preset default --dtype bf16", dir, sizeof dir, "default"))
         skip_all("tests/gen-checkpoint is not built");
-    if (!gen_checkpoint("--preset default --dtype bf16 --seed 7", dir_b, sizeof dir_b, "other"))
+    if (!tap_gen_checkpoint("--preset default --dtype bf16 --seed 7", dir_b, sizeof dir_b, "other"))
         dir_b[0] = '\0';
     plan_lazy();
     struct elm_model_params mp = elm_model_default_params();

@@ -888,26 +888,11 @@ static bool setup_models(void)
     return true;
 }
 #else
-static bool gen_checkpoint(const char *args, char *dir, size_t dir_size, const char *name)
-{
-    const char *b = getenv("top_builddir");
-    char gen[4096];
-    snprintf(gen, sizeof gen, "%s/tests/gen-checkpoint", b ? b : ".");
-    if (access(gen, X_OK) != 0)
-        return false;
-    snprintf(dir, dir_size, "%s/%s", tap_tmpdir(), name);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s -o '%s' >/dev/null", gen, args, dir);
-    if (system(cmd) != 0)
-        bail_out("%s failed", cmd);
-    return true;
-}
-
 static bool setup_models(void)
 {
-    if (!gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a, sizeof model_a,
+    if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a, sizeof model_a,
                         "a") ||
-        !gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b, sizeof model_b,
+        !tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b, sizeof model_b,
                         "b"))
         return false;
     /* The bundled demo model (built by `make`): 2000 tokens of prefill take
@@ -916,7 +901,7 @@ static bool setup_models(void)
     snprintf(model_slow, sizeof model_slow, "%s/models/default", b ? b : ".");
     struct stat st;
     if (stat(model_slow, &st) != 0)
-        return gen_checkpoint("--preset default --dtype bf16", model_slow, sizeof model_slow,
+        return tap_gen_checkpoint("--preset default --dtype bf16", model_slow, sizeof model_slow,
                               "slow");
     return true;
 }
