@@ -26,6 +26,8 @@ engine_libelm_a_SOURCES += \
 	engine/kernels.c engine/kernels.h \
 	engine/kernels_info.c \
 	engine/kernels_quant.c \
+	engine/kernels_kquant.c \
+	engine/quant_act.c engine/quant_act.h \
 	engine/threadpool.c engine/threadpool.h \
 	engine/gemm.c engine/gemm.h \
 	engine/gemm_avx512.c engine/gemm_avx512.h \

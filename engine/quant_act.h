@@ -1,0 +1,58 @@
+/* quant_act.h: activations rounded to int8 for the integer dot products of
+ * the block types (engine-internal).
+ *
+ * Decode with Q8_0, Q4_0 and the K-quants is llama.cpp's scheme: the
+ * activation vector x is quantized once per matrix-vector product, in blocks
+ * of 32, and each weight block meets it as an int8 x int8 (or uint8 x int8)
+ * dot product: exact integers, one float scale per pair of blocks.  The
+ * rounding of x is the only difference from the f32 path; it is defined
+ * here exactly so that every kernel set (generic, avx2, avx512) gets the
+ * same integers and the tests can emulate it:
+ *
+ *   amax = max |x[i]| over the block;  d = amax / 127  (0 for a zero block)
+ *   q[i] = round-half-to-even(x[i] * (127 / amax))     (in [-127, 127])
+ *
+ * (127 / amax and x * that are f32 operations, as the SIMD code does them.)
+ */
+#ifndef ELMCHAT_ENGINE_QUANT_ACT_H
+#define ELMCHAT_ENGINE_QUANT_ACT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/elm.h"
+
+#define ELM_QA_BLOCK 32
+
+/* n activations (n a multiple of 32), structure of arrays so that SIMD
+ * code loads 64 consecutive q with one instruction. */
+struct elm_qact {
+    int64_t n;
+    int8_t *q;      /* [n] */
+    float *d;       /* [n / 32] block scales */
+    int16_t *sum16; /* [n / 16] sums of q over each 16 values (offsets, mins) */
+};
+
+/* Bytes that elm_qact_init needs for n activations (64-byte aligned parts). */
+size_t elm_qact_bytes(int64_t n);
+/* Lay out a over buf (elm_qact_bytes(n) bytes, 64-byte aligned). */
+void elm_qact_init(struct elm_qact *a, int64_t n, void *buf);
+/* Quantize x[0..a->n) into a, by the rule above (portable C: the
+ * definition; SIMD versions must give the same bytes). */
+void elm_quantize_act_ref(const float *x, struct elm_qact *a);
+/* The same, with the kernel set in use. */
+void elm_quantize_act(const float *x, struct elm_qact *a);
+
+/* y[r] (+)= dot(row r of W, x) for r < nrows: W's rows start at w, ldw
+ * bytes apart, each cols weights (a multiple of the dtype's block). */
+typedef void (*elm_qrows_fn)(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
+                             float *y, long nrows, bool accumulate);
+
+/* The Q8_0 / Q4_0 kernels of a set ("generic", "avx2", "avx512"); NULL when
+ * the set has none for this dtype (kernels_quant*.c). */
+elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, const char *set);
+/* The same for Q4_K, Q5_K, Q6_K (kernels_kquant*.c). */
+elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, const char *set);
+
+#endif
