@@ -180,3 +180,17 @@ elm_status elm_ctx_truncate(elm_ctx *ctx, int n_keep)
     ctx->n_past = n_keep;
     return ELM_OK;
 }
+
+void elm_ctx_set_profiling(elm_ctx *ctx, bool on)
+{
+    if (!ctx)
+        return;
+    ctx->profiling = on;
+    memset(&ctx->stats, 0, sizeof ctx->stats);
+}
+
+void elm_ctx_get_stats(const elm_ctx *ctx, struct elm_ctx_stats *out)
+{
+    if (ctx && out)
+        *out = ctx->stats;
+}

@@ -3,6 +3,7 @@
 #define ELMCHAT_ENGINE_CTX_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "engine/gemm.h"
 #include "engine/model.h"
@@ -36,6 +37,16 @@ struct elm_ctx {
     float *attn_scratch; /* [n_threads, attn_stride]: a key tile and query-row state */
     size_t attn_stride;  /* floats, a multiple of 16 */
     float *attn_part;    /* key-split partials: [nq x ATTN_BQ x (hd + 2)] per ATTN_KS keys */
+    bool profiling;      /* elm_ctx_set_profiling: forward.c times its phases */
+    struct elm_ctx_stats stats;
 };
+
+/* Seconds on the monotonic clock, for the profiling hooks (differences only). */
+static inline double elm_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 #endif

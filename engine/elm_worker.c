@@ -26,6 +26,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#endif
 
 /* Prefill goes in chunks so a cancel keeps what is done and progress moves. */
 #define PREFILL_CHUNK 128
@@ -83,6 +87,8 @@ struct elm_worker {
     int wake_r, wake_w;
     struct req_node stop_node; /* elm_worker_free's SHUTDOWN: cannot fail */
 
+    atomic_int nice_inc; /* elm_worker_set_nice: wanted, applied by the worker */
+
     bool ld_done;      /* the loader thread has finished */
     int load_delay_ms; /* test hook (ELM_WORKER_TEST_LOAD_DELAY_MS), read-only */
 
@@ -103,7 +109,8 @@ struct elm_worker {
     struct model_rec *cur;
     uint64_t clock; /* LRU ticks */
     uint64_t budget;
-    struct req_node *run; /* the running request */
+    struct req_node *run;        /* the running request */
+    int nice_base, nice_applied; /* this thread's nice at start; the inc in force */
     /* prefill progress, updated from the abort callback */
     bool in_prefill;
     int pf_total, pf_done, pf_chunk, pf_polls, pf_layers;
@@ -962,15 +969,36 @@ static void do_free_ctx(elm_worker *w)
 
 /* ------------------------------------------------------------- the thread */
 
+/* elm_worker_set_nice: renice this thread (Linux nice is per thread).  The
+ * loader and the compute threads of every ctx created afterwards inherit
+ * it when they are started, so they all run behind the UI thread. */
+static void apply_nice(elm_worker *w)
+{
+    int inc = atomic_load(&w->nice_inc);
+    if (inc == w->nice_applied)
+        return;
+    w->nice_applied = inc;
+#ifdef __linux__
+    int v = w->nice_base + inc;
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), v > 19 ? 19 : v);
+#endif
+}
+
 static void *worker_main(void *arg)
 {
     elm_worker *w = arg;
+#ifdef __linux__
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    w->nice_base = errno ? 0 : base;
+#endif
     for (;;) {
         pthread_mutex_lock(&w->mu);
         /* With no current model, requests wait for the load in progress
          * (a first LOAD_MODEL then GENERATE behaves as if run in order). */
         while (!w->ld_done && (!w->rq_head || (w->ld_running && !w->cur)))
             pthread_cond_wait(&w->cv, &w->mu);
+        apply_nice(w); /* before anything runs or starts a thread */
         if (w->ld_done) {
             w->ld_done = false;
             pthread_mutex_unlock(&w->mu);
@@ -1093,6 +1121,7 @@ elm_worker *elm_worker_new(char *err, size_t err_size)
     w->wake_w = fds[1];
     atomic_init(&w->cancel_upto, 0);
     atomic_init(&w->quitting, false);
+    atomic_init(&w->nice_inc, 0);
     w->budget = phys_half();
     const char *delay = getenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
     if (delay && *delay) {
@@ -1235,6 +1264,13 @@ void elm_worker_free(elm_worker *w)
     close(w->wake_r);
     close(w->wake_w);
     free(w);
+}
+
+void elm_worker_set_nice(elm_worker *w, int inc)
+{
+    if (!w)
+        return;
+    atomic_store(&w->nice_inc, inc < 0 ? 0 : inc > 19 ? 19 : inc);
 }
 
 int elm_worker_wake_fd(const elm_worker *w)

@@ -165,6 +165,16 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req);
  * Requests posted after the call are not affected. */
 void elm_worker_cancel(elm_worker *w);
 
+/* Background priority (additive, Linux; a no-op elsewhere): the worker
+ * thread runs `inc` (0..19) nice levels below the thread that created the
+ * worker, and so do the loader and compute threads it starts afterwards
+ * (threads inherit the nice of the thread that starts them).  The caller
+ * keeps its own priority, so an interactive caller wins the CPU as soon
+ * as it wakes.  Takes effect before the next request: call it before the
+ * first post so that every compute thread has it.  Lowering it again
+ * needs privileges (the kernel refuses silently). */
+void elm_worker_set_nice(elm_worker *w, int inc);
+
 int elm_worker_wake_fd(const elm_worker *w);
 void elm_worker_drain_wake(elm_worker *w);
 /* Pops the next event into *ev (caller calls elm_event_fini). */

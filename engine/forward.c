@@ -1,6 +1,7 @@
 /* forward.c: the OpenELM forward pass (OPENELM.md §2) over a chunk of tokens,
  * and elm_decode on top of it.  Activations are f32; n > 1 tokens go through
- * BLIS GEMM, a single token through the matvec kernels on the ctx's pool. */
+ * BLIS GEMM, a single token through the matvec kernels on the ctx's pool.
+ * With elm_ctx_set_profiling on, each phase is timed (`elmchat bench`). */
 #include "config.h"
 
 #include <math.h>
@@ -230,13 +231,44 @@ static void attention(struct elm_ctx *c, const struct elm_layer *l, int li, int 
     elm_threadpool_for(c->pool, (long)aj.n_blocks * l->nkv, 1, attn_task, &aj);
 }
 
+/* ------------------------------------------------------------ profiling */
+
+/* The hooks of elm_ctx_set_profiling: wall time of each phase on the
+ * calling thread.  Off, they read no clock. */
+static double prof_start(const struct elm_ctx *c)
+{
+    return c->profiling ? elm_now_seconds() : 0.0;
+}
+
+/* Adds the time since t0 to *acc. */
+static void prof_lap(struct elm_ctx *c, double t0, double *acc)
+{
+    if (c->profiling)
+        *acc += elm_now_seconds() - t0;
+}
+
 /* ---------------------------------------------------------------- layers */
 
-/* C[m, W.rows] (+)= A[m, W.cols] x W^T */
-static void matmul(struct elm_ctx *c, const float *a, long lda, int m, const struct elm_matrix *w,
-                   float *out, long ldc, bool accumulate)
+/* C[m, W.rows] (+)= A[m, W.cols] x W^T, for layer li (-1: the LM head). */
+static void matmul(struct elm_ctx *c, int li, const float *a, long lda, int m,
+                   const struct elm_matrix *w, float *out, long ldc, bool accumulate)
 {
+    double t0 = prof_start(c);
     elm_gemm(a, lda, m, w, out, ldc, accumulate, c->pool, &c->tile);
+    if (!c->profiling)
+        return;
+    struct elm_ctx_stats *st = &c->stats;
+    double s = elm_now_seconds() - t0, flops = 2.0 * m * (double)w->rows * (double)w->cols;
+    st->matrix_s += s;
+    st->matrix_flops += flops;
+    st->matrix_weight_bytes += (double)elm_row_size(w->dtype, w->cols) * (double)w->rows;
+    if (li < 0) {
+        st->head_s += s;
+        st->head_flops += flops;
+    } else if (li < ELM_MAX_LAYERS) {
+        st->layer_matrix_s[li] += s;
+        st->layer_matrix_flops[li] += flops;
+    }
 }
 
 static void norm_rows(struct elm_ctx *c, const float *src, float *dst, const float *w, int n)
@@ -295,17 +327,28 @@ static void layer(struct elm_ctx *c, int li, int n, int pos0)
     int d = in->model_dim, hd = in->head_dim;
     long row_qkv = (long)(l->nq + 2 * l->nkv) * hd, row_att = (long)l->nq * hd;
 
+    struct elm_ctx_stats *st = &c->stats;
+    double t = prof_start(c);
     norm_rows(c, c->x, c->h, l->attn_norm, n);
-    matmul(c, c->h, d, n, &l->qkv, c->qkv, row_qkv, false);
+    prof_lap(c, t, &st->norm_s);
+    matmul(c, li, c->h, d, n, &l->qkv, c->qkv, row_qkv, false);
+    t = prof_start(c);
     qk_rope_store(c, li, n, pos0);
+    prof_lap(c, t, &st->rope_s);
+    t = prof_start(c);
     attention(c, l, li, n, pos0);
-    matmul(c, c->att, row_att, n, &l->out, c->x, d, true);
+    prof_lap(c, t, &st->attention_s);
+    matmul(c, li, c->att, row_att, n, &l->out, c->x, d, true);
 
+    t = prof_start(c);
     norm_rows(c, c->x, c->h, l->ffn_norm, n);
-    matmul(c, c->h, d, n, &l->proj1, c->ffn, 2L * l->ff, false);
+    prof_lap(c, t, &st->norm_s);
+    matmul(c, li, c->h, d, n, &l->proj1, c->ffn, 2L * l->ff, false);
+    t = prof_start(c);
     struct swiglu_job sj = {.y = c->ffn, .ff = l->ff};
     elm_threadpool_for(c->pool, n, elm_threadpool_chunk(c->pool, n, 2, 1, 4), swiglu_task, &sj);
-    matmul(c, c->ffn, 2L * l->ff, n, &l->proj2, c->x, d, true);
+    prof_lap(c, t, &st->swiglu_s);
+    matmul(c, li, c->ffn, 2L * l->ff, n, &l->proj2, c->x, d, true);
 }
 
 /* n <= n_batch tokens at positions pos0..; logits for the last token, or a
@@ -327,12 +370,15 @@ static elm_status chunk(struct elm_ctx *c, const int32_t *tokens, int n, int pos
     }
     if (!logits)
         return ELM_OK;
+    double t = prof_start(c);
     if (all) {
         norm_rows(c, c->x, c->h, m->final_norm, n);
-        matmul(c, c->h, d, n, &m->embed, logits, in->n_vocab, false);
+        prof_lap(c, t, &c->stats.norm_s);
+        matmul(c, -1, c->h, d, n, &m->embed, logits, in->n_vocab, false);
     } else {
         norm_rows(c, c->x + (size_t)(n - 1) * d, c->h, m->final_norm, 1);
-        matmul(c, c->h, d, 1, &m->embed, logits, in->n_vocab, false);
+        prof_lap(c, t, &c->stats.norm_s);
+        matmul(c, -1, c->h, d, 1, &m->embed, logits, in->n_vocab, false);
     }
     return ELM_OK;
 }
@@ -348,6 +394,7 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
     if (n > ctx->n_ctx - ctx->n_past)
         return ELM_E_CONTEXT_FULL;
     bool all = flags & ELM_DECODE_ALL_LOGITS;
+    double t0 = prof_start(ctx);
     for (int done = 0; done < n;) {
         int k = n - done < ctx->n_batch ? n - done : ctx->n_batch;
         bool last = done + k == n;
@@ -363,5 +410,10 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
     }
     memcpy(ctx->tokens + ctx->n_past, tokens, (size_t)n * sizeof *tokens);
     ctx->n_past += n;
+    if (ctx->profiling) {
+        prof_lap(ctx, t0, &ctx->stats.total_s);
+        ctx->stats.n_calls++;
+        ctx->stats.n_tokens += (uint64_t)n;
+    }
     return ELM_OK;
 }

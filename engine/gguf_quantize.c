@@ -51,17 +51,27 @@ static uint32_t file_type(enum elm_dtype t)
     case ELM_DTYPE_Q4_0: return 2; /* MOSTLY_Q4_0 */
     case ELM_DTYPE_Q8_0: return 7; /* MOSTLY_Q8_0 */
     case ELM_DTYPE_BF16: return 32; /* MOSTLY_BF16 */
+    case ELM_DTYPE_Q4_K: return 14; /* MOSTLY_Q4_K_S: q4_k, q6_k embedding */
+    case ELM_DTYPE_Q5_K: return 16; /* MOSTLY_Q5_K_S */
+    case ELM_DTYPE_Q6_K: return 18; /* MOSTLY_Q6_K */
     default: return 0;
     }
 }
 
 /* The type a matrix gets: the requested one, except that a row length the
- * block does not divide falls back to f16 (as llama.cpp's converter does),
- * and the tied embedding/LM head keeps 8 bits in a q4_0 file (llama.cpp's
- * quantizer gives it q6_k there; we do not write K-quants). */
+ * block does not divide falls back to f16 (as llama.cpp's converter does;
+ * for the K-quants, whose blocks are 256 long, to q8_0 as llama.cpp's
+ * quantizer does when 32 divides it), and the tied embedding/LM head keeps
+ * more bits: q8_0 in a q4_0 file, q6_k in a q4_k or q5_k file (llama.cpp's
+ * quantizer gives the output tensor q6_k). */
 static enum elm_dtype pick(enum elm_dtype want, const struct elm_matrix *m, bool is_embed)
 {
+    bool k = want == ELM_DTYPE_Q4_K || want == ELM_DTYPE_Q5_K || want == ELM_DTYPE_Q6_K;
     if (is_embed && want == ELM_DTYPE_Q4_0)
+        want = ELM_DTYPE_Q8_0;
+    if (is_embed && k)
+        want = ELM_DTYPE_Q6_K;
+    if (k && !elm_row_size(want, m->cols))
         want = ELM_DTYPE_Q8_0;
     if (!elm_row_size(want, m->cols))
         want = ELM_DTYPE_F16;
@@ -192,9 +202,11 @@ elm_status elm_quantize(const char *in_path, const char *out_path,
         return elm_set_error(err, err_size, ELM_E_INVALID, "elm_quantize: no path");
     enum elm_dtype type = params->type;
     if (type != ELM_DTYPE_F32 && type != ELM_DTYPE_F16 && type != ELM_DTYPE_BF16 &&
-        type != ELM_DTYPE_Q8_0 && type != ELM_DTYPE_Q4_0)
+        type != ELM_DTYPE_Q8_0 && type != ELM_DTYPE_Q4_0 && type != ELM_DTYPE_Q4_K &&
+        type != ELM_DTYPE_Q5_K && type != ELM_DTYPE_Q6_K)
         return elm_set_error(err, err_size, ELM_E_UNSUPPORTED,
-                             "%s: writing %s is not supported (f32, f16, bf16, q8_0, q4_0 are)",
+                             "%s: writing %s is not supported (f32, f16, bf16, q8_0, q4_0, "
+                             "q4_k, q5_k, q6_k are)",
                              out_path, elm_dtype_name(type));
     struct elm_model_params mp = elm_model_default_params();
     mp.n_threads = 1;

@@ -1060,7 +1060,7 @@ void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m
 {
     if (r1 <= r0 || m <= 0)
         return;
-    if (elm_dtype_is_quant(w->dtype)) { /* GGUF block types: quant.c, a token at a time */
+    if (elm_dtype_is_quant(w->dtype)) { /* block types: int8 kernels, else quant.c per token */
         if (elm_quant_fast_rows(w, x, ldx, m, y, ldy, r0, r1, accumulate))
             return;
         for (int t = 0; t < m; t++)

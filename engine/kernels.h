@@ -54,12 +54,14 @@ void elm_matvec_rows(const struct elm_matrix *w, const float *x, float *y, int64
 void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                      long ldy, int64_t r0, int64_t r1, bool accumulate);
 
-/* Q8_0 / Q4_0 rows with the AVX-512 kernels of kernels_quant.c, as
- * elm_matmul_rows; false (nothing done) when the set in use has none for
- * this dtype: then quant.c's kernels run. */
+/* Block-quantized rows as elm_matmul_rows, with int8 activations
+ * (quant_act.h: each token rounded once per call, then the set's Q8_0/Q4_0
+ * or K-quant kernel, kernels_quant.c); false (nothing done) when the set in
+ * use has none for this dtype: then quant.c's f32 kernels run. */
 bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                          long ldy, int64_t r0, int64_t r1, bool accumulate);
-/* Widen n weights of a Q8_0 / Q4_0 row; false when not handled here. */
+/* Widen n weights of a Q8_0 / Q4_0 row (AVX-512); false when not handled
+ * here. */
 bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
 
 /* Keys per block of the tiled attention. */

@@ -1,150 +1,197 @@
-/* kernels_quant.c: AVX-512 row kernels and widening for the Q8_0 and Q4_0
- * block types (decode at the memory bandwidth; prefill tiles).  quant.c
- * (the GGUF side) keeps the reference and portable versions of these and
- * every other block type; the kernels here only run with the avx512 set and
- * fall back to quant.c otherwise.
+/* kernels_quant.c: block-quantized weights in the matvec path: the int8
+ * rounding of activations and the rows x int8 kernels for the kernel set in
+ * use (quant_act.h), the portable Q8_0 / Q4_0 kernels, and the dispatch
+ * behind elm_matmul_rows (elm_quant_fast_rows) and elm_to_f32.
  *
- * Activations stay f32 (no int8 rounding of x): per block, the 32 weights
- * widen to f32, one dot with x, then times the block's scale, so results
- * match quant.c's up to the order of the additions. */
+ * Decode with Q8_0 / Q4_0 (and the K-quants, kernels_kquant.c) is
+ * llama.cpp's scheme: each token's activations are rounded once per call to
+ * int8 blocks of 32, then every weight block meets them in an exact integer
+ * dot product and one float multiply by d_w * d_x.  The f32 widening costs
+ * more than reading the weights; integers do not.  A set without kernels for
+ * a type returns NULL and quant.c's f32 kernels run. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/kernels.h"
+#include "engine/kernels_quant.h"
 #include "engine/model.h"
 #include "engine/quant.h"
+#include "engine/quant_act.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#define HAVE_X86_KERNELS 1
+#endif
 
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
-#define INLINE __attribute__((always_inline)) inline
+/* ------------------------------------------------------------ portable */
 
-AVX512 static INLINE float half(const uint8_t *p)
+/* f16 to f32, exact, inline (elm_f16_to_f32 is a call per block; the
+ * portable kernels ran 10 % faster). */
+static inline float half_at(const uint8_t *p)
 {
     uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
-/* The 32 weights of a block as two vectors of 16 floats (unscaled). */
-AVX512 static INLINE void q8_0_block(const uint8_t *b, __m512 *lo, __m512 *hi)
-{
-    *lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 2))));
-    *hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(b + 18))));
-}
-
-/* Nibbles to floats through a 16-entry table (vpermps reads only the low
- * four bits of each index): no integer subtract or conversion. */
-AVX512 static INLINE void q4_0_block(const uint8_t *b, __m512 *lo, __m512 *hi)
-{
-    const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
-    __m512i z = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2)));
-    *lo = _mm512_permutexvar_ps(z, table);
-    *hi = _mm512_permutexvar_ps(_mm512_srli_epi32(z, 4), table);
-}
-
-/* Rows times one vector, a row at a time; two accumulators per row (even
- * and odd blocks), a fixed order for each row whatever the row range. */
-#define QROWS(name, block, BYTES)                                                            \
-    AVX512 static void name(const uint8_t *w, size_t ldw, long nb, const float *x, float *y,  \
-                            long nrows, bool acc)                                            \
-    {                                                                                        \
-        for (long r = 0; r < nrows; r++, w += ldw) {                                         \
-            __m512 a0 = _mm512_setzero_ps(), a1 = a0;                                        \
-            const uint8_t *b = w;                                                            \
-            long i = 0;                                                                      \
-            for (; i + 2 <= nb; i += 2, b += 2 * BYTES) {                                    \
-                _mm_prefetch((const char *)b + 1024, _MM_HINT_T0);                           \
-                __m512 l0, h0, l1, h1;                                                       \
-                block(b, &l0, &h0);                                                          \
-                block(b + BYTES, &l1, &h1);                                                  \
-                const float *xb = x + 32 * i;                                                \
-                __m512 t0 = _mm512_fmadd_ps(h0, _mm512_loadu_ps(xb + 16),                    \
-                                            _mm512_mul_ps(l0, _mm512_loadu_ps(xb)));         \
-                __m512 t1 = _mm512_fmadd_ps(h1, _mm512_loadu_ps(xb + 48),                    \
-                                            _mm512_mul_ps(l1, _mm512_loadu_ps(xb + 32)));    \
-                a0 = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), t0, a0);                       \
-                a1 = _mm512_fmadd_ps(_mm512_set1_ps(half(b + BYTES)), t1, a1);               \
-            }                                                                                \
-            if (i < nb) {                                                                    \
-                __m512 l0, h0;                                                               \
-                block(b, &l0, &h0);                                                          \
-                const float *xb = x + 32 * i;                                                \
-                __m512 t0 = _mm512_fmadd_ps(h0, _mm512_loadu_ps(xb + 16),                    \
-                                            _mm512_mul_ps(l0, _mm512_loadu_ps(xb)));         \
-                a0 = _mm512_fmadd_ps(_mm512_set1_ps(half(b)), t0, a0);                       \
-            }                                                                                \
-            float s = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));                           \
-            y[r] = acc ? y[r] + s : s;                                                       \
-        }                                                                                    \
+    memcpy(&h, p, sizeof h);
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, bits;
+    float f;
+    if (em < 0x400u) { /* zero or subnormal: em * 2^-24 is exact */
+        f = (float)em * 0x1p-24f;
+        memcpy(&bits, &f, sizeof bits);
+        bits |= sign;
+    } else if (em >= 0x7c00u) { /* infinity, NaN (a broken file): as vcvtph2ps */
+        bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13);
+    } else {
+        bits = sign | ((em << 13) + ((uint32_t)(127 - 15) << 23));
     }
-
-QROWS(rows_q8_0, q8_0_block, ELM_Q8_0_BYTES)
-QROWS(rows_q4_0, q4_0_block, ELM_Q4_0_BYTES)
-
-#define QDEQ(name, block, BYTES)                                                             \
-    AVX512 static void name(const uint8_t *w, float *dst, long nb)                           \
-    {                                                                                        \
-        for (long i = 0; i < nb; i++, w += BYTES, dst += 32) {                               \
-            __m512 lo, hi, d = _mm512_set1_ps(half(w));                                      \
-            block(w, &lo, &hi);                                                              \
-            _mm512_storeu_ps(dst, _mm512_mul_ps(lo, d));                                     \
-            _mm512_storeu_ps(dst + 16, _mm512_mul_ps(hi, d));                                \
-        }                                                                                    \
-    }
-
-QDEQ(deq_q8_0, q8_0_block, ELM_Q8_0_BYTES)
-QDEQ(deq_q4_0, q4_0_block, ELM_Q4_0_BYTES)
-
-static bool usable(enum elm_dtype dtype)
-{
-    return (dtype == ELM_DTYPE_Q8_0 || dtype == ELM_DTYPE_Q4_0) &&
-           strcmp(elm_kernels_name(), "avx512") == 0;
+    memcpy(&f, &bits, sizeof f);
+    return f;
 }
+
+/* Exact int32 block sums; the float sums alternate between two partial
+ * sums (even and odd blocks), a fixed order for a given cols. */
+static void q4_0_generic(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
+                         float *y, long nrows, bool accumulate)
+{
+    long nb = (long)(cols / 32);
+    for (long r = 0; r < nrows; r++, w += ldw) {
+        float s[2] = {0.0f, 0.0f};
+        const uint8_t *b = w;
+        for (long i = 0; i < nb; i++, b += ELM_Q4_0_BYTES) {
+            const int8_t *q = x->q + 32 * i;
+            int32_t isum = 0;
+            for (int j = 0; j < 16; j++)
+                isum += (b[2 + j] & 15) * q[j] + (b[2 + j] >> 4) * q[j + 16];
+            isum -= 8 * (x->sum16[2 * i] + x->sum16[2 * i + 1]);
+            s[i & 1] += half_at(b) * x->d[i] * (float)isum;
+        }
+        y[r] = accumulate ? y[r] + (s[0] + s[1]) : s[0] + s[1];
+    }
+}
+
+static void q8_0_generic(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
+                         float *y, long nrows, bool accumulate)
+{
+    long nb = (long)(cols / 32);
+    for (long r = 0; r < nrows; r++, w += ldw) {
+        float s[2] = {0.0f, 0.0f};
+        const uint8_t *b = w;
+        for (long i = 0; i < nb; i++, b += ELM_Q8_0_BYTES) {
+            const int8_t *q = x->q + 32 * i;
+            int32_t isum = 0;
+            for (int j = 0; j < 32; j++)
+                isum += (int8_t)b[2 + j] * q[j];
+            s[i & 1] += half_at(b) * x->d[i] * (float)isum;
+        }
+        y[r] = accumulate ? y[r] + (s[0] + s[1]) : s[0] + s[1];
+    }
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+void elm_quantize_act(const float *x, struct elm_qact *a)
+{
+#ifdef HAVE_X86_KERNELS
+    const char *set = elm_kernels_name();
+    if (strcmp(set, "avx512") == 0) {
+        elm_quantize_act_avx512(x, a);
+        return;
+    }
+    if (strcmp(set, "avx2") == 0) {
+        elm_quantize_act_avx2(x, a);
+        return;
+    }
+#endif
+    elm_quantize_act_ref(x, a);
+}
+
+elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, const char *set)
+{
+    if (dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0)
+        return NULL;
+    if (strcmp(set, "generic") == 0)
+        return dtype == ELM_DTYPE_Q8_0 ? q8_0_generic : q4_0_generic;
+    if (strcmp(set, "avx2") == 0)
+        return elm_q80_q40_rows_avx2(dtype);
+    if (strcmp(set, "avx512") == 0)
+        return elm_q80_q40_rows_avx512(dtype);
+    return NULL;
+}
+
+/* The int8 kernel for dtype with the set in use, or NULL. */
+static elm_qrows_fn rows_for(enum elm_dtype dtype)
+{
+    const char *set = elm_kernels_name();
+    switch (dtype) {
+    case ELM_DTYPE_Q8_0:
+    case ELM_DTYPE_Q4_0: return elm_q80_q40_rows(dtype, set);
+    case ELM_DTYPE_Q4_K:
+    case ELM_DTYPE_Q5_K:
+    case ELM_DTYPE_Q6_K: return elm_kquant_rows(dtype, set);
+    default: return NULL;
+    }
+}
+
+/* The rounded activations live on the stack (no allocation per call):
+ * 64 KiB, one token of up to 50,000 columns or up to 16 tokens (gemm.c's
+ * small batches) of fewer; wider rows go to the heap. */
+#define STACK_BYTES 65536
+/* Several tokens: the rows go by blocks of about this many weight bytes
+ * (kept in L2 while every token passes over them). */
+#define BLOCK_BYTES (256 * 1024)
 
 bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                          long ldy, int64_t r0, int64_t r1, bool accumulate)
 {
-    if (!usable(w->dtype) || w->cols % 32 != 0)
+    elm_qrows_fn rows = rows_for(w->dtype);
+    if (!rows || w->cols % ELM_QA_BLOCK != 0 || w->cols <= 0 || m <= 0)
         return false;
+    _Alignas(64) unsigned char stack[STACK_BYTES];
+    size_t one = elm_qact_bytes(w->cols);
+    /* all m tokens rounded first when they fit, else one at a time */
+    int nq = (size_t)m * one <= sizeof stack ? m : 1;
+    void *buf = (size_t)nq * one <= sizeof stack ? stack : aligned_alloc(64, (one + 63) / 64 * 64);
+    if (!buf)
+        return false; /* out of memory: quant.c's kernels need none */
     size_t ldw = elm_row_size(w->dtype, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * ldw;
-    long nb = (long)(w->cols / 32), nrows = (long)(r1 - r0);
-    for (int t = 0; t < m; t++) {
-        if (w->dtype == ELM_DTYPE_Q8_0)
-            rows_q8_0(base, ldw, nb, x + t * ldx, y + t * ldy, nrows, accumulate);
-        else
-            rows_q4_0(base, ldw, nb, x + t * ldx, y + t * ldy, nrows, accumulate);
+    long nrows = (long)(r1 - r0);
+    struct elm_qact qa[16];
+    if (nq > 1 && nq <= 16) {
+        for (int t = 0; t < nq; t++) {
+            elm_qact_init(&qa[t], w->cols, (unsigned char *)buf + (size_t)t * one);
+            elm_quantize_act(x + t * ldx, &qa[t]);
+        }
+        /* any row range gives the same bits (every kernel's contract) */
+        long step = (long)(BLOCK_BYTES / ldw);
+        step = step < 1 ? 1 : step;
+        for (long r = 0; r < nrows; r += step) {
+            long n = nrows - r < step ? nrows - r : step;
+            for (int t = 0; t < nq; t++)
+                rows(base + (size_t)r * ldw, ldw, w->cols, &qa[t], y + t * ldy + r, n,
+                     accumulate);
+        }
+    } else {
+        elm_qact_init(&qa[0], w->cols, buf);
+        for (int t = 0; t < m; t++) {
+            elm_quantize_act(x + t * ldx, &qa[0]);
+            rows(base, ldw, w->cols, &qa[0], y + t * ldy, nrows, accumulate);
+        }
     }
+    if (buf != stack)
+        free(buf);
     return true;
 }
 
 bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n)
 {
-    if (!usable(dtype) || n % 32 != 0)
-        return false;
-    if (dtype == ELM_DTYPE_Q8_0)
-        deq_q8_0(src, dst, (long)(n / 32));
-    else
-        deq_q4_0(src, dst, (long)(n / 32));
-    return true;
-}
-
-#else /* no x86 SIMD: quant.c does everything */
-
-bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
-                         long ldy, int64_t r0, int64_t r1, bool accumulate)
-{
-    (void)w, (void)x, (void)ldx, (void)m, (void)y, (void)ldy, (void)r0, (void)r1,
-        (void)accumulate;
-    return false;
-}
-
-bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n)
-{
+#ifdef HAVE_X86_KERNELS
+    if ((dtype == ELM_DTYPE_Q8_0 || dtype == ELM_DTYPE_Q4_0) && n % 32 == 0 &&
+        strcmp(elm_kernels_name(), "avx512") == 0) {
+        elm_quant_widen_avx512(src, dtype, dst, n);
+        return true;
+    }
+#else
     (void)src, (void)dtype, (void)dst, (void)n;
+#endif
     return false;
 }
-#endif

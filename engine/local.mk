@@ -25,8 +25,11 @@ engine_libelm_a_SOURCES += \
 	engine/safetensors.c engine/safetensors.h \
 	engine/kernels.c engine/kernels.h \
 	engine/kernels_info.c \
-	engine/kernels_quant.c \
-	engine/kernels_kquant.c \
+	engine/kernels_quant.c engine/kernels_quant.h \
+	engine/kernels_quant_avx2.c \
+	engine/kernels_quant_avx512.c \
+	engine/kernels_kquant.c engine/kernels_kquant.h \
+	engine/kernels_kquant_x86.c engine/kernels_kquant_avx512.h \
 	engine/quant_act.c engine/quant_act.h \
 	engine/threadpool.c engine/threadpool.h \
 	engine/gemm.c engine/gemm.h \

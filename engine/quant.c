@@ -1,5 +1,6 @@
 /* quant.c: ggml's block layouts (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), their
- * dequantization, Q8_0/Q4_0 quantization, 16-bit float conversion, and dot
+ * dequantization, quantization (ggml's rounding for Q8_0/Q4_0, a scale
+ * search of our own for the K-quants), 16-bit float conversion, and dot
  * products of a quantized row with an f32 vector.
  *
  * Layouts, as GGUF files store them (all little-endian, no padding):
@@ -321,6 +322,156 @@ static void quant_q4_0(const float *x, uint8_t *b)
     }
 }
 
+/* The K-quants: not ggml's iterative search, a small exhaustive one over
+ * roundings.  The super-block's f16 scales put the largest sub-block scale
+ * (and min) at the top of the 6- or 8-bit range; each sub-block then tries
+ * the nearest integer scales (and mins) around its own fit and keeps the one
+ * with the least squared error, computed exactly as deq_q*_k will compute
+ * the weights. */
+
+/* round(v) clamped to [lo, hi]; NaN gives lo (no undefined conversion). */
+static inline int round_clamp(float v, int lo, int hi)
+{
+    float r = nearbyintf(v);
+    if (!(r >= (float)lo))
+        return lo;
+    return r > (float)hi ? hi : (int)r;
+}
+
+/* The f16 scale max / steps, rounded up (so that the largest sub-block
+ * fits in the steps even when the scale is an f16 subnormal) and kept
+ * finite, stored at p and read back. */
+static float k_scale_f16(uint8_t *p, float max, float steps)
+{
+    float v = max / steps;
+    uint16_t h = elm_f32_to_f16(v > 65504.0f ? 65504.0f : v);
+    if (elm_f16_to_f32(h) < v && h < 0x7bffu)
+        h++; /* v >= 0: the next f16 up */
+    memcpy(p, &h, sizeof h);
+    return elm_f16_to_f32(h);
+}
+
+/* Q4_K (nmax 15) and Q5_K (nmax 31): sub-block j spans [min(0, lo), hi]
+ * (a min above 0 is not representable) in nmax steps; w = d*sc*q - dmin*m
+ * with 6-bit sc and m. */
+static void quant_q45_k(const float *x, uint8_t *b, int nmax)
+{
+    float lo[8], hi[8], smax = 0.0f, mmax = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        lo[j] = 0.0f;
+        hi[j] = x[32 * j];
+        for (int l = 0; l < 32; l++) {
+            lo[j] = fminf(lo[j], x[32 * j + l]);
+            hi[j] = fmaxf(hi[j], x[32 * j + l]);
+        }
+        smax = fmaxf(smax, (hi[j] - lo[j]) / (float)nmax);
+        mmax = fmaxf(mmax, -lo[j]);
+    }
+    const float d = k_scale_f16(b, smax, 63.0f), dmin = k_scale_f16(b + 2, mmax, 63.0f);
+    int sc[8], mn[8];
+    uint8_t L[ELM_QK_K];
+    for (int j = 0; j < 8; j++) {
+        const float *xj = x + 32 * j;
+        float best = INFINITY;
+        float mf = dmin > 0.0f ? -lo[j] / dmin : 0.0f;
+        sc[j] = mn[j] = 0;
+        memset(L + 32 * j, 0, 32);
+        /* min rounded down or up, then the scale that reaches hi from it,
+         * rounded down or up: the up/up pair covers the whole range */
+        for (int mi = 0; mi < 2; mi++) {
+            int m = round_clamp(mi ? ceilf(mf) : floorf(mf), 0, 63);
+            float off = dmin * (float)m;
+            float sf = d > 0.0f ? (hi[j] + off) / (float)nmax / d : 0.0f;
+            for (int si = 0; si < 2; si++) {
+                int s = round_clamp(si ? ceilf(sf) : floorf(sf), 0, 63);
+                float d1 = d * (float)s, id = d1 > 0.0f ? 1.0f / d1 : 0.0f, err = 0.0f;
+                uint8_t q[32];
+                for (int l = 0; l < 32; l++) {
+                    q[l] = (uint8_t)round_clamp((xj[l] + off) * id, 0, nmax);
+                    float e = d1 * (float)q[l] - off - xj[l];
+                    err += e * e;
+                }
+                if (err < best) {
+                    best = err;
+                    sc[j] = s;
+                    mn[j] = m;
+                    memcpy(L + 32 * j, q, 32);
+                }
+            }
+        }
+    }
+    /* the inverse of k_scale_min */
+    for (int j = 0; j < 4; j++) {
+        b[4 + j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+        b[8 + j] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+        b[12 + j] = (uint8_t)((sc[j + 4] & 15) | (mn[j + 4] & 15) << 4);
+    }
+    uint8_t *qs = b + (nmax == 15 ? 16 : 48), *qh = b + 16;
+    if (nmax == 31)
+        memset(qh, 0, 32);
+    for (int c = 0; c < 4; c++) {
+        for (int l = 0; l < 32; l++) {
+            int a = L[64 * c + l], z = L[64 * c + 32 + l];
+            qs[32 * c + l] = (uint8_t)((a & 15) | (z & 15) << 4);
+            if (nmax == 31)
+                qh[l] |= (uint8_t)(((a >> 4) << (2 * c)) | ((z >> 4) << (2 * c + 1)));
+        }
+    }
+}
+
+/* Q6_K: sub-blocks of 16, w = d * sc * (q - 32) with int8 sc.  The value of
+ * largest magnitude maps to -32 or to +31, the scale rounded to nearest or
+ * one off either way: the least squared error of those six wins. */
+static void quant_q6_k(const float *x, uint8_t *b)
+{
+    float v[16], smax = 0.0f;
+    for (int s = 0; s < 16; s++) {
+        v[s] = 0.0f;
+        for (int l = 0; l < 16; l++)
+            if (fabsf(x[16 * s + l]) > fabsf(v[s]))
+                v[s] = x[16 * s + l];
+        smax = fmaxf(smax, fabsf(v[s]) / 32.0f);
+    }
+    const float d = k_scale_f16(b + 208, smax, 127.0f);
+    int8_t *scales = (int8_t *)(b + 192);
+    uint8_t L[ELM_QK_K];
+    for (int s = 0; s < 16; s++) {
+        const float *xs = x + 16 * s;
+        float best = INFINITY;
+        scales[s] = 0;
+        memset(L + 16 * s, 32, 16);
+        for (int c = 0; c < 6 && d > 0.0f; c++) {
+            float base = (c < 3 ? v[s] / -32.0f : v[s] / 31.0f) / d;
+            int sc = round_clamp(nearbyintf(base) + (float)(c % 3 - 1), -128, 127);
+            float ds = d * (float)sc, id = ds != 0.0f ? 1.0f / ds : 0.0f, err = 0.0f;
+            uint8_t q[16];
+            for (int l = 0; l < 16; l++) {
+                int qi = round_clamp(xs[l] * id, -32, 31);
+                q[l] = (uint8_t)(qi + 32);
+                float e = ds * (float)qi - xs[l];
+                err += e * e;
+            }
+            if (err < best) {
+                best = err;
+                scales[s] = (int8_t)sc;
+                memcpy(L + 16 * s, q, 16);
+            }
+        }
+    }
+    /* the inverse of deq_q6_k: four quarters of each half share ql and qh */
+    uint8_t *ql = b, *qh = b + 128;
+    for (int n = 0; n < 2; n++) {
+        for (int l = 0; l < 32; l++) {
+            int q1 = L[128 * n + l], q2 = L[128 * n + l + 32];
+            int q3 = L[128 * n + l + 64], q4 = L[128 * n + l + 96];
+            ql[64 * n + l] = (uint8_t)((q1 & 15) | (q3 & 15) << 4);
+            ql[64 * n + l + 32] = (uint8_t)((q2 & 15) | (q4 & 15) << 4);
+            qh[32 * n + l] =
+                (uint8_t)((q1 >> 4) | (q2 >> 4) << 2 | (q3 >> 4) << 4 | (q4 >> 4) << 6);
+        }
+    }
+}
+
 bool elm_quantize_row(const float *src, enum elm_dtype dtype, void *dst, int64_t n)
 {
     uint8_t *p = dst;
@@ -345,6 +496,16 @@ bool elm_quantize_row(const float *src, enum elm_dtype dtype, void *dst, int64_t
     case ELM_DTYPE_Q4_0:
         for (int64_t i = 0; i < n / 32; i++)
             quant_q4_0(src + 32 * i, p + ELM_Q4_0_BYTES * i);
+        return true;
+    case ELM_DTYPE_Q4_K:
+    case ELM_DTYPE_Q5_K:
+        for (int64_t i = 0; i < n / ELM_QK_K; i++)
+            quant_q45_k(src + ELM_QK_K * i, p + elm_quant_block_bytes(dtype) * (size_t)i,
+                        dtype == ELM_DTYPE_Q4_K ? 15 : 31);
+        return true;
+    case ELM_DTYPE_Q6_K:
+        for (int64_t i = 0; i < n / ELM_QK_K; i++)
+            quant_q6_k(src + ELM_QK_K * i, p + ELM_Q6_K_BYTES * (size_t)i);
         return true;
     default: return false;
     }

@@ -42,7 +42,8 @@ uint16_t elm_f32_to_bf16(float f);
 /* n weights of any dtype (n a multiple of its block size) to f32. */
 void elm_dequantize(const void *src, enum elm_dtype dtype, float *dst, int64_t n);
 /* n f32 weights to F32, F16, BF16, Q8_0 or Q4_0 (ggml's reference
- * rounding); false for the other types (we do not write K-quants). */
+ * rounding), or Q4_K, Q5_K, Q6_K (a per-sub-block scale/min fit of our own:
+ * ggml's layout, not its search); false for other types. */
 bool elm_quantize_row(const float *src, enum elm_dtype dtype, void *dst, int64_t n);
 
 /* sum over i < n of w[i] * x[i], w a row of a block type, x f32. */

@@ -38,6 +38,8 @@ void elm_quantize_act_ref(const float *x, struct elm_qact *a)
         for (int i = 0; i < ELM_QA_BLOCK; i++)
             amax = fmaxf(amax, fabsf(xb[i]));
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        if (isinf(id)) /* amax < 127 / FLT_MAX: x * id would overflow, 0 * inf be NaN */
+            id = amax = 0.0f;
         a->d[b] = amax / 127.0f;
         for (int h = 0; h < 2; h++) {
             int s = 0;

@@ -12,6 +12,10 @@
  *   amax = max |x[i]| over the block;  d = amax / 127  (0 for a zero block)
  *   q[i] = round-half-to-even(x[i] * (127 / amax))     (in [-127, 127])
  *
+ * A block whose amax is so small that 127 / amax overflows (amax below
+ * 127 / FLT_MAX, about 3.7e-37: denormals and the smallest normals) counts
+ * as a zero block: d = 0, q = 0.  x must be finite.
+ *
  * (127 / amax and x * that are f32 operations, as the SIMD code does them.)
  */
 #ifndef ELMCHAT_ENGINE_QUANT_ACT_H

@@ -18,9 +18,11 @@ static void help(void)
            ".gguf file, or a model name) as an OpenELM GGUF file in the layout of\n"
            "llama.cpp's converter, which llama.cpp and elmchat both load.\n"
            "\n"
-           "  -t, --type TYPE   weight type of the matrices: f32, f16, bf16, q8_0 or\n"
-           "                    q4_0 (default q8_0).  Norm weights stay f32; with q4_0\n"
-           "                    the embedding (which is also the output layer) is q8_0.\n"
+           "  -t, --type TYPE   weight type of the matrices: f32, f16, bf16, q8_0, q4_0,\n"
+           "                    q4_k, q5_k or q6_k (default q8_0).  Norm weights stay\n"
+           "                    f32; the embedding (which is also the output layer) is\n"
+           "                    q8_0 with q4_0, q6_k with q4_k and q5_k; K-quant rows\n"
+           "                    whose length 256 does not divide are q8_0.\n"
            "  -q, --quiet       no progress and no summary\n"
            "  -h, --help        display this help and exit\n"
            "\n"
@@ -30,8 +32,9 @@ static void help(void)
 
 static bool parse_type(const char *s, enum elm_dtype *out)
 {
-    static const enum elm_dtype types[] = {ELM_DTYPE_F32, ELM_DTYPE_F16, ELM_DTYPE_BF16,
-                                           ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0};
+    static const enum elm_dtype types[] = {ELM_DTYPE_F32,  ELM_DTYPE_F16,  ELM_DTYPE_BF16,
+                                           ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K,
+                                           ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (strcasecmp(s, elm_dtype_name(types[i])) == 0) {
             *out = types[i];
@@ -68,7 +71,8 @@ int cmd_quantize(int argc, char **argv)
         case 't':
             if (!parse_type(optarg, &qp.type))
                 return cli_usage_error(argv[0],
-                                       "unknown type '%s' (f32, f16, bf16, q8_0, q4_0)", optarg);
+                                       "unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k)",
+                                       optarg);
             break;
         case 'q': quiet = true; break;
         case 'h': help(); return EXIT_OK;

@@ -37,3 +37,5 @@ tests_test_engine_state_LDADD = $(ENGINE_TEST_LDADD)
 ENGINE_GENERIC_TESTS = tests/test-engine-generic.sh
 TESTS += $(ENGINE_GENERIC_TESTS)
 EXTRA_DIST += $(ENGINE_GENERIC_TESTS)
+# Issue 9's speed table, by hand (not in make check; HACKING.md).
+EXTRA_DIST += tests/bench-matrix.sh

@@ -2,6 +2,8 @@
  *  - kquant.gguf (written by the Python reference, Q4_K/Q5_K/Q6_K/Q4_0 and
  *    f16/bf16 norms) against the float64 reference's logits, batched and one
  *    token at a time (the quantized matvec kernels);
+ *  - q4_k/q5_k/q6_k files written by elm_quantize (preset default): batched
+ *    identical to their dequantized copy, one-token (int8 kernels) close;
  *  - elm_quantize round trips from checkpoints made at check time: f32
  *    identical to the Hugging Face folder, f16/bf16 identical to a folder of
  *    that dtype, q8_0/q4_0 against their own dequantization, and the error
@@ -113,10 +115,15 @@ static void test_kquant(void)
     double mx = 0;
     for (size_t i = 0; i < bytes / 4; i++)
         mx = fabs(want[i]) > mx ? fabs(want[i]) : mx;
+    /* One-token: the int8 row kernels (quant_act.h), whose activations are
+     * rounded to 8 bits (step amax / 127 per block of 32): measured 0.044 of
+     * 3 (1.5 %).  Batched: 10 tokens are a small batch (gemm.c sends up to
+     * 16 through the int8 kernels too), the same bound; the exact widening
+     * of larger batches is checked by the round trips below. */
     for (int step = 0; step < 2; step++) {
         float *got = run(m, tokens, n, step == 1);
         struct cmp c = got ? compare(got, want, n, V) : (struct cmp){1, 1e9, 0, false};
-        ok(got && c.max_abs <= 2e-4 * mx,
+        ok(got && c.max_abs <= 3e-2 * mx,
            "%s logits match the float64 reference: max |diff| %.3g (max |logit| %.3g), "
            "top-1 %.0f%%",
            step ? "one-token" : "batched", c.max_abs, mx, 100 * c.top1);
@@ -197,8 +204,14 @@ static void round_trip(const char *preset)
     }
 
     /* q8_0 and q4_0: the batched path widens blocks exactly (identical to the
-     * f32 file of the dequantized weights); the one-token path runs the block
-     * kernels (close); against f32, report. */
+     * f32 file of the dequantized weights); the one-token path runs the int8
+     * row kernels (quant_act.h), whose only difference is the rounding of
+     * each activation vector to int8 blocks (step amax / 127 per 32 values:
+     * about 0.5 % relative error per matrix-vector product, compounding over
+     * the layers of a random-weight model).  Measured on micro and varied:
+     * relative error 2.1-2.4e-2, top-1 92-98 %; bounds 5e-2 and 85 %.  The
+     * kernels themselves are pinned exactly by tests/test-quant-int8.c.
+     * Against f32, report. */
     static const struct {
         const char *name;
         enum elm_dtype t;
@@ -215,8 +228,9 @@ static void round_trip(const char *preset)
         ok(b && db && compare(b, db, N, V).same,
            "%s: %s batched logits identical to its dequantized f32 copy's", preset, qs[q].name);
         struct cmp c = st && ds ? compare(st, ds, N, V) : (struct cmp){1, 0, 0, false};
-        ok(st && ds && c.rel < 2e-5,
-           "%s: %s one-token logits (block kernels) vs dequantized: rel %.2e, top-1 %.0f%%",
+        ok(st && ds && c.rel < 5e-2 && c.top1 >= 0.85,
+           "%s: %s one-token logits (int8 kernels) vs dequantized: rel %.2e < 5e-2, top-1 "
+           "%.0f%% >= 85%%",
            preset, qs[q].name, c.rel, 100 * c.top1);
         c = st ? compare(st, ref_s, N, V) : (struct cmp){1, 0, 0, false};
         ok(st && c.rel < qs[q].max_rel,
@@ -279,6 +293,103 @@ static void round_trip(const char *preset)
     elm_gguf_close(g2);
 
     free(ref_b);
+    free(ref_s);
+    elm_model_free(ref);
+}
+
+/* ------------------------------------------------- K-quant round trips */
+
+/* How many of g's tensors have each GGUF type (ggml numbering). */
+static void type_census(const char *path, char *out, size_t size)
+{
+    char err[ELM_ERR_MAX];
+    struct elm_gguf *g = NULL;
+    int n[64] = {0};
+    out[0] = 0;
+    if (elm_gguf_open(path, &g, err, sizeof err) != ELM_OK)
+        return;
+    for (size_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].ggml_type < 64)
+            n[g->tensors[i].ggml_type]++;
+    elm_gguf_close(g);
+    static const struct {
+        int type;
+        const char *name;
+    } names[] = {{0, "f32"}, {1, "f16"}, {8, "q8_0"}, {12, "q4_k"}, {13, "q5_k"}, {14, "q6_k"}};
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (n[names[i].type] && len < size)
+            len += (size_t)snprintf(out + len, size - len, "%s%d %s", len ? ", " : "",
+                                    n[names[i].type], names[i].name);
+}
+
+/* q4_k, q5_k, q6_k files made by elm_quantize.  They need rows of 256:
+ * preset default (d = 256, FFN widths multiples of 256; layer 0's attention
+ * output, 128 wide, falls back to q8_0; the tied embedding is q6_k).
+ *  - batched logits widen the blocks exactly: bit-identical to the f32 file
+ *    of the dequantized weights;
+ *  - one-token logits go through the int8 row kernels, whose only
+ *    difference is the rounding of each activation to 8 bits (per block of
+ *    32, step amax / 127: relative error about 0.5 % per vector; 2.4e-2
+ *    measured at the logits after 6 layers): against the batched logits,
+ *    relative error below 5e-2 and top-1 agreement at least 85 %;
+ *  - against the f32 model: reported, with a loose bound (random weights
+ *    and a 32000-way head make any rounding visible). */
+static void kquant_round_trips(void)
+{
+    char dir[2048], hf[4096], gg[4096], deq[4096], census[128];
+    snprintf(dir, sizeof dir, "%.2000s", te_dir("kquant", hf, sizeof hf));
+    snprintf(hf, sizeof hf, "%s/hf-f32", dir);
+    if (!ok(te_gen("--preset default --no-tokenizer", hf), "default: checkpoint generated")) {
+        skip(12, "gen-checkpoint failed");
+        return;
+    }
+    elm_model *ref = load(hf);
+    if (!ref)
+        bail_out("cannot load %s", hf);
+    int V = elm_model_get_info(ref)->n_vocab;
+    /* more tokens than gemm.c sends through the int8 kernels (16): the
+     * batched run widens the blocks */
+    enum { N = 32 };
+    int32_t tokens[N];
+    uint32_t s = 777;
+    for (int i = 0; i < N; i++) {
+        s = s * 1103515245u + 12345u;
+        tokens[i] = (int32_t)(3 + (s >> 8) % (uint32_t)(V - 3));
+    }
+    float *ref_s = run(ref, tokens, N, true);
+    static const struct {
+        const char *name;
+        enum elm_dtype t;
+        double max_rel;
+    } ks[] = {{"q4_k", ELM_DTYPE_Q4_K, 0.5}, {"q5_k", ELM_DTYPE_Q5_K, 0.3},
+              {"q6_k", ELM_DTYPE_Q6_K, 0.2}};
+    for (int q = 0; q < 3; q++) {
+        snprintf(gg, sizeof gg, "%s/%s.gguf", dir, ks[q].name);
+        snprintf(deq, sizeof deq, "%s/%s-deq.gguf", dir, ks[q].name);
+        elm_model *m = quantize(hf, gg, ks[q].t) ? load(gg) : NULL;
+        type_census(gg, census, sizeof census);
+        elm_model *d = m && quantize(gg, deq, ELM_DTYPE_F32) ? load(deq) : NULL;
+        float *b = m ? run(m, tokens, N, false) : NULL, *st = m ? run(m, tokens, N, true) : NULL;
+        float *db = d ? run(d, tokens, N, false) : NULL;
+        ok(b && db && compare(b, db, N, V).same,
+           "default: %s (%s) batched logits identical to its dequantized f32 copy's",
+           ks[q].name, census);
+        struct cmp c = st && b ? compare(st, b, N, V) : (struct cmp){1, 0, 0, false};
+        ok(st && b && c.rel < 5e-2 && c.top1 >= 0.85,
+           "default: %s one-token (int8 kernels) vs batched: relative error %.2e < 5e-2, max "
+           "|diff| %.3g, top-1 %.1f%% >= 85%%",
+           ks[q].name, c.rel, c.max_abs, 100 * c.top1);
+        c = st && ref_s ? compare(st, ref_s, N, V) : (struct cmp){1, 0, 0, false};
+        ok(st && ref_s && c.rel < ks[q].max_rel,
+           "default: %s vs f32 over %d positions: relative error %.3e, top-1 agreement %.1f%%",
+           ks[q].name, N, c.rel, 100 * c.top1);
+        free(b);
+        free(st);
+        free(db);
+        elm_model_free(d);
+        elm_model_free(m);
+    }
     free(ref_s);
     elm_model_free(ref);
 }
@@ -385,6 +496,7 @@ int main(void)
     test_kquant();
     round_trip("micro");
     round_trip("varied");
+    kquant_round_trips();
     test_bad_models();
     test_cli();
     return done_testing();

@@ -16,12 +16,25 @@
 # last-position logits against `elmchat logits`, greedy ids against
 # `elmchat generate`.  Bounds on max |logit difference| (logits reach ~20):
 #   f32   1e-3  (measured 1.1e-5: float rounding only)
-#   f16   0.05, bf16 0.3, q8_0 and q4_0 1.2  (measured 0.017, 0.11, 0.44,
-#         0.47): llama.cpp rounds the activations to the weight type's dot
-#         type (f16, bf16, q8_0) before each product, elmchat keeps f32.
-# That last error is llama.cpp's own: loading the same weights dequantized to
-# an f32 GGUF (`elmchat quantize Q.gguf F32.gguf --type f32`) in llama.cpp
-# must match elmchat's q8_0/q4_0 kernels on Q.gguf to 1e-3, greedy ids too.
+#   f16   0.05, bf16 0.3, q8_0 and q4_0 1.2  (measured 0.017, 0.11, 0.39,
+#         0.51): llama.cpp rounds the activations to the weight type's dot
+#         type (f16, bf16, q8_0) before each product.  elmchat does the same
+#         for q8_0/q4_0 in decode and batches of up to 16 tokens (all of this
+#         10-token prompt), int8 blocks of 32 (engine/quant_act.h), but keeps
+#         each block's scale d in f32 where llama.cpp rounds it to f16: that
+#         alone makes the difference (with d rounded to f16, measured 2.9e-6
+#         on q4_0; q8_0 stays at 0.29).  Before elmchat rounded activations
+#         (f32 throughout) it was 0.44 and 0.47.
+# The same weights dequantized to an f32 GGUF (`elmchat quantize Q.gguf
+# F32.gguf --type f32`) in llama.cpp: within the same 1.2 of elmchat's int8
+# kernels on Q.gguf (measured 0.41, 0.45; 1.3e-5 when elmchat kept f32
+# activations); greedy ids reported.
+#   q4_k  1.2 and the same top-1 (measured 0.84): elmchat's own K-quant
+#         writer read by llama.cpp's q4_k kernels, which round activations
+#         per 256 (Q8_K); elmchat's int8 kernels round per 32.  Measured by
+#         hand against the exact f32 result on the same weights: llama.cpp's
+#         q4_k 0.61, elmchat's 0.13 (its f32 path: 1.1e-5 from llama.cpp on
+#         the dequantized copy).
 set -u
 
 ELMCHAT=${ELMCHAT:-./elmchat}
@@ -103,7 +116,7 @@ ngen=16
 "$GEN" --preset default --dtype f32 -o "$tmp/hf" >/dev/null
 ok $? "gen-checkpoint --preset default"
 
-for type in f32 f16 bf16 q8_0 q4_0; do
+for type in f32 f16 bf16 q8_0 q4_0 q4_k; do
     gguf=$tmp/m-$type.gguf
     "$ELMCHAT" quantize "$tmp/hf" "$gguf" --type "$type" --quiet
     ok $? "$type: elmchat quantize"
@@ -159,10 +172,12 @@ for type in f32 f16 bf16 q8_0 q4_0; do
         ok $? "$type: llama.cpp loads the weights dequantized to f32"
         set -- $(field logits-diff)
         echo "# $type dequantized: max |logit diff| ${1:-?}"
-        within "${1:-}" 1e-3
-        ok $? "$type: elmchat's $type kernels match llama.cpp on the same weights (1e-3)"
-        [ "$(field generate)" = "$el_gen" ]
-        ok $? "$type: same $ngen greedy ids as llama.cpp on the same weights"
+        within "${1:-}" 1.2
+        ok $? "$type: llama.cpp on the same weights in f32 within 1.2 of elmchat's int8 kernels"
+        lc_gen=$(field generate)
+        agree=$(echo "$lc_gen|$el_gen" | awk -F'|' '{ n = split($1, a, " "); split($2, b, " ");
+            for (i = 1; i <= n && a[i] == b[i]; i++); print i - 1 }')
+        echo "# $type dequantized: greedy ids agree for $agree of $ngen"
         rm -f "$tmp/deq.gguf"
         ;;
     esac

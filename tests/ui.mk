@@ -19,3 +19,13 @@ UI_TMUX_TESTS = tests/test-ui-chat.sh tests/test-ui-edit.sh tests/test-ui-sessio
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 EXTRA_DIST += tests/ui-tmux.sh
 TESTS += $(UI_TMUX_TESTS)
+
+# tests/keylatency: keystroke-to-screen latency of the real binary in a pty
+# (its own small terminal emulator), idle and while a reply decodes flat
+# out; prints percentiles.  test-ui-latency.sh runs it briefly on the demo
+# model and checks only what does not depend on the machine's speed.
+check_PROGRAMS += tests/keylatency
+tests_keylatency_SOURCES = tests/keylatency.c
+tests_keylatency_LDADD = -lm
+dist_check_SCRIPTS += tests/test-ui-latency.sh
+TESTS += tests/test-ui-latency.sh

@@ -31,6 +31,14 @@
 #include "ui/commands.h"
 #include "ui/input.h"
 
+/* How far the worker and its compute threads sit below the UI thread
+ * (nice levels; Linux).  The scheduler groups threads (by session or
+ * cgroup): against other groups decoding loses nothing, inside its group
+ * the UI runs first.  A busy program in the same group (a job of the
+ * same shell; every program where nothing is grouped) gets about three
+ * times the CPU of one compute thread. */
+#define COMPUTE_NICE 5
+
 struct conv {
     struct session *s;          /* owned */
     struct conversation cv;     /* borrows s, tpl and the chat's tokenizer */
@@ -1594,6 +1602,10 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
     c->worker = elm_worker_new(err, err_size);
     if (!c->worker)
         return false;
+    /* Decoding runs behind this (the UI) thread: a keystroke is drawn at
+     * once even while every core computes (before the first request, so
+     * that every compute thread inherits it). */
+    elm_worker_set_nice(c->worker, COMPUTE_NICE);
     snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
     snprintf(c->load_name, sizeof c->load_name, "%s", c->model_name);
     post_load_model(c);

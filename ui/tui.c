@@ -140,7 +140,10 @@ static void draw(struct tui *t)
     t->chat.changed = false;
     t->full_redraw = false;
     if (t->latency_log && t->key_time > 0) {
-        fprintf(t->latency_log, "%.3f\n", (chat_now() - t->key_time) * 1e3);
+        /* ms, then both CLOCK_MONOTONIC instants: tests/keylatency matches
+         * them with its own write and read times */
+        double done = chat_now();
+        fprintf(t->latency_log, "%.3f %.6f %.6f\n", (done - t->key_time) * 1e3, t->key_time, done);
         fflush(t->latency_log);
         t->key_time = 0;
     }
@@ -320,22 +323,40 @@ static bool trailing_escape(const char *buf, size_t n, int fd)
     return poll(&p, 1, 30) == 0;
 }
 
+/* Streamed tokens redraw at most this often; keystrokes, signals and
+ * everything else redraw at once.  A small model makes thousands of
+ * tokens a second: a draw for each would take a tenth of a core from the
+ * compute threads for nothing anyone can see. */
+#define STREAM_FRAME_SEC (1.0 / 60)
+
 static int run(struct tui *t)
 {
     int tty = STDIN_FILENO;
     int wake = elm_worker_wake_fd(t->chat.worker);
     bool leave = false;
+    bool urgent = true; /* draw at once, not at the next frame */
+    double last_draw = 0;
     input_set_tty_fd(tty);
     relayout(t);
     while (!t->chat.quit && !leave) {
-        draw(t);
+        double now = chat_now();
+        bool deferred = !urgent && now - last_draw < STREAM_FRAME_SEC;
+        if (!deferred) {
+            draw(t);
+            last_draw = now;
+            urgent = false;
+        }
+        /* While a frame is deferred, more tokens need no wake-up (the
+         * worker merges them); keys and signals still end the wait. */
         struct pollfd fds[3] = {
             {.fd = tty, .events = POLLIN},
             {.fd = sig_pipe[0], .events = POLLIN},
-            {.fd = wake, .events = POLLIN},
+            {.fd = deferred ? -1 : wake, .events = POLLIN},
         };
         /* Wake up for the notice to expire and the busy display. */
         int timeout = t->chat.notice[0] ? 250 : -1;
+        if (deferred)
+            timeout = (int)((last_draw + STREAM_FRAME_SEC - now) * 1e3) + 1;
         int r = poll(fds, 3, timeout);
         if (r < 0 && errno != EINTR) {
             chat_notice(&t->chat, true, "poll: %s", strerror(errno));
@@ -343,11 +364,14 @@ static int run(struct tui *t)
         }
         if (r <= 0) {
             t->chat.changed = true;
+            urgent = !deferred;
             continue;
         }
         bool resize = false;
-        if (fds[1].revents & POLLIN)
+        if (fds[1].revents & POLLIN) {
             handle_signals(t, &resize, &leave);
+            urgent = true;
+        }
         if (leave)
             break;
         if (fds[2].revents & POLLIN)
@@ -364,6 +388,7 @@ static int run(struct tui *t)
                 break;
             }
             if (n > 0) {
+                urgent = true;
                 if (t->latency_log)
                     t->key_time = chat_now();
                 size_t len = (size_t)n;
@@ -423,6 +448,8 @@ int tui_main(int argc, char **argv)
         free(t);
         return EXIT_RUNTIME;
     }
+    /* Test hook: one line per keystroke read: ms from the read to the
+     * refresh written, then both CLOCK_MONOTONIC instants (tests/keylatency). */
     const char *lat = getenv("ELMCHAT_LATENCY_LOG");
     if (lat && *lat)
         t->latency_log = fopen(lat, "a");

@@ -1,0 +1,17 @@
+/* kernels_kquant.h: glue between the portable K-quant row kernels and
+ * lookup (kernels_kquant.c) and the x86 ones (kernels_kquant_x86.c);
+ * engine-internal.  The interface is elm_kquant_rows in quant_act.h. */
+#ifndef ELMCHAT_ENGINE_KERNELS_KQUANT_H
+#define ELMCHAT_ENGINE_KERNELS_KQUANT_H
+
+#include "engine/quant_act.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ELM_KQUANT_X86 1
+/* The AVX2 or AVX-512 kernel of set ("avx2", "avx512", and "avx512bw": the
+ * AVX-512 kernels without VNNI, so that tests run them on a VNNI CPU too);
+ * NULL when this CPU cannot run that set. */
+elm_qrows_fn elm_kquant_rows_x86(enum elm_dtype dtype, const char *set);
+#endif
+
+#endif
