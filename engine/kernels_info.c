@@ -22,11 +22,17 @@ const char *elm_system_info(void)
     static char line[320];
     bool ours = false;
     const char *arch = elm_gemm_blis_arch(&ours);
+    const char *set = elm_kernels_name();
+    bool vnni = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    vnni = strcmp(set, "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
+#endif
     snprintf(line, sizeof line,
-             "matvec/small batches: %s (f32 bf16 f16%s; other block types: quant.c); "
-             "prefill gemm (from %d f32,quantized / %d bf16,f16 tokens): %s; BLIS '%s'%s",
-             elm_kernels_name(),
-             strcmp(elm_kernels_name(), "avx512") == 0 ? " q8_0 q4_0" : "",
+             "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
+             "activations%s); prefill gemm (from %d f32,quantized / %d bf16,f16 tokens): %s; "
+             "BLIS '%s'%s",
+             set, vnni ? ", VNNI" : "",
              elm_gemm_min_blis_m(ELM_DTYPE_F32),
              elm_gemm_min_blis_m(ELM_DTYPE_BF16),
              elm_gemm_large_name()[0] == 'o' ? "own AVX-512 14x32 packed kernel"

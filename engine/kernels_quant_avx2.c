@@ -48,7 +48,7 @@ AVX2 void elm_quantize_act_avx2(const float *x, struct elm_qact *a)
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         if (isinf(id))
             id = amax = 0.0f;
-        a->d[b] = amax / 127.0f;
+        a->d[b] = elm_qact_scale(amax);
         __m256 vid = _mm256_set1_ps(id);
         /* vcvtps2dq rounds as nearbyintf does (MXCSR: to nearest even) */
         __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid));

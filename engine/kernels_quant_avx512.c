@@ -53,7 +53,7 @@ BW void elm_quantize_act_avx512(const float *x, struct elm_qact *a)
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         if (isinf(id))
             id = amax = 0.0f;
-        a->d[b] = amax / 127.0f;
+        a->d[b] = elm_qact_scale(amax);
         __m512 vid = _mm512_set1_ps(id);
         /* vcvtps2dq rounds as nearbyintf does (MXCSR: to nearest even) */
         __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, vid));

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/quant.h"
 #include "engine/quant_act.h"
 
 static size_t up64(size_t n)
@@ -29,6 +30,13 @@ void elm_qact_init(struct elm_qact *a, int64_t n, void *buf)
     a->sum16 = (int16_t *)(void *)p;
 }
 
+float elm_qact_scale(float amax)
+{
+    float d = amax / 127.0f;
+    float h = elm_f16_to_f32(elm_f32_to_f16(d));
+    return isinf(h) ? d : h;
+}
+
 void elm_quantize_act_ref(const float *x, struct elm_qact *a)
 {
     for (int64_t b = 0; b < a->n / ELM_QA_BLOCK; b++) {
@@ -40,7 +48,7 @@ void elm_quantize_act_ref(const float *x, struct elm_qact *a)
         float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         if (isinf(id)) /* amax < 127 / FLT_MAX: x * id would overflow, 0 * inf be NaN */
             id = amax = 0.0f;
-        a->d[b] = amax / 127.0f;
+        a->d[b] = elm_qact_scale(amax);
         for (int h = 0; h < 2; h++) {
             int s = 0;
             for (int i = 16 * h; i < 16 * h + 16; i++) {

@@ -9,8 +9,13 @@
  * here exactly so that every kernel set (generic, avx2, avx512) gets the
  * same integers and the tests can emulate it:
  *
- *   amax = max |x[i]| over the block;  d = amax / 127  (0 for a zero block)
- *   q[i] = round-half-to-even(x[i] * (127 / amax))     (in [-127, 127])
+ *   amax = max |x[i]| over the block;  d = f16(amax / 127)  (0 for a zero block)
+ *   q[i] = round-half-to-even(x[i] * (127 / amax))         (in [-127, 127])
+ *
+ * f16() rounds to the nearest IEEE half (ties to even), as llama.cpp
+ * stores the scale of its Q8_0 activation blocks: so our Q4_0 decode can
+ * be checked against llama.cpp's to a few 1e-6 (tests/test-llamacpp.sh).
+ * A scale beyond the half range (amax > 8.3e6) stays f32.
  *
  * A block whose amax is so small that 127 / amax overflows (amax below
  * 127 / FLT_MAX, about 3.7e-37: denormals and the smallest normals) counts
@@ -38,6 +43,8 @@ struct elm_qact {
     int16_t *sum16; /* [n / 16] sums of q over each 16 values (offsets, mins) */
 };
 
+/* d for a block of largest magnitude amax (the rule above). */
+float elm_qact_scale(float amax);
 /* Bytes that elm_qact_init needs for n activations (64-byte aligned parts). */
 size_t elm_qact_bytes(int64_t n);
 /* Lay out a over buf (elm_qact_bytes(n) bytes, 64-byte aligned). */

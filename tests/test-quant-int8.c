@@ -65,6 +65,21 @@ static double round_half_even(double v)
     return fmod(f, 2.0) == 0.0 ? f : f + 1.0;
 }
 
+/* v rounded to the nearest IEEE half, ties to even, in double arithmetic
+ * (independent of quant.c's bit manipulation); beyond the half range (the
+ * rounding limit 65520) v itself, as the rule says. */
+static float round_to_half(float v)
+{
+    double a = fabs((double)v);
+    if (a >= 65520.0)
+        return v;
+    int e;
+    frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+    int lsb = e - 11 < -24 ? -24 : e - 11; /* 11 significant bits; subnormals step 2^-24 */
+    double r = ldexp(round_half_even(ldexp(a, -lsb)), lsb);
+    return (float)(v < 0 ? -r : r);
+}
+
 /* quant_act.h's rule for one block, as written there. */
 static void emulate_block(const float *x, int8_t *q, float *d, int16_t *s16)
 {
@@ -75,7 +90,7 @@ static void emulate_block(const float *x, int8_t *q, float *d, int16_t *s16)
     float id = amax > 0.0f ? 127.0f / amax : 0.0f;
     if (id > FLT_MAX) /* 127 / amax overflows: a zero block */
         id = amax = 0.0f;
-    *d = amax / 127.0f;
+    *d = round_to_half(amax / 127.0f);
     for (int h = 0; h < 2; h++) {
         int s = 0;
         for (int i = 16 * h; i < 16 * h + 16; i++) {
