@@ -134,6 +134,61 @@ static elm_status parse_entry(const struct elm_mapping *map, const char *name, j
     return ELM_OK;
 }
 
+struct key_span {
+    const char *p;
+    size_t n;
+};
+
+static int by_span(const void *a, const void *b)
+{
+    const struct key_span *x = a, *y = b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+/* json-c keeps the last of two equal keys, so a tensor named twice would
+ * pass silently: find the top-level keys in the (already valid) JSON text
+ * and report the first one given twice in name (raw, as written); false
+ * when every key is unique or memory runs out. */
+static bool duplicate_key(const char *s, size_t n, int n_keys, char *name, size_t name_size)
+{
+    struct key_span *keys = calloc((size_t)n_keys + 1, sizeof *keys);
+    if (!keys)
+        return false;
+    int depth = 0, found = 0;
+    bool expect_key = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '"') {
+            size_t j = i + 1;
+            while (j < n && s[j] != '"')
+                j += s[j] == '\\' ? 2 : 1;
+            j = j < n ? j : n;
+            if (depth == 1 && expect_key && found <= n_keys)
+                keys[found++] = (struct key_span){s + i + 1, j - i - 1};
+            expect_key = false;
+            i = j;
+        } else if (c == '{' || c == '[') {
+            depth++;
+            expect_key = c == '{' && depth == 1;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (c == ',' && depth == 1) {
+            expect_key = true;
+        }
+    }
+    qsort(keys, (size_t)found, sizeof *keys, by_span);
+    bool dup = false;
+    for (int i = 1; i < found && !dup; i++)
+        if (by_span(&keys[i - 1], &keys[i]) == 0) {
+            snprintf(name, name_size, "%.*s", (int)(keys[i].n < 200 ? keys[i].n : 200), keys[i].p);
+            dup = true;
+        }
+    free(keys);
+    return dup;
+}
+
 static elm_status parse_header(struct elm_mapping *map, char *err, size_t err_size)
 {
     const char *f = map->path;
@@ -161,6 +216,12 @@ static elm_status parse_header(struct elm_mapping *map, char *err, size_t err_si
         return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: header is not a JSON object", f);
     }
     int count = json_object_object_length(root);
+    char dup[256];
+    if (duplicate_key((const char *)p + 8, (size_t)n, count, dup, sizeof dup)) {
+        json_object_put(root);
+        return elm_set_error(err, err_size, ELM_E_FORMAT,
+                             "%s: \"%s\" appears twice in the header", f, dup);
+    }
     map->tensors = calloc(count ? (size_t)count : 1, sizeof *map->tensors);
     if (!map->tensors) {
         json_object_put(root);

@@ -260,6 +260,30 @@ static void header_cases(void)
     te_write(path, e, n);
     expect_fail(dir, ELM_E_FORMAT, "NUL byte in the header", "model.safetensors", NULL);
     free(e);
+
+    /* A tensor named twice (json-c alone would keep the second silently):
+     * the header text with NORM0's entry copied to the front. */
+    uint64_t hn = 0;
+    for (int i = 7; i >= 0; i--)
+        hn = hn << 8 | d[i];
+    const char *h = (const char *)d + 8, *at = strstr(h, "\"" NORM0 "\"");
+    const char *close = at ? strchr(at, '}') : NULL;
+    if (ok(at && close && (size_t)(close - h) < hn, "make: a header with a duplicate name")) {
+        size_t seg = (size_t)(close + 1 - at), m = 8 + hn + seg + 1 + (n - 8 - hn);
+        unsigned char *dup = malloc(m), *q = dup + 8;
+        uint64_t nh = hn + seg + 1;
+        for (int i = 0; i < 8; i++)
+            dup[i] = (unsigned char)(nh >> (8 * i));
+        *q++ = '{';
+        memcpy(q, at, seg);
+        q += seg;
+        *q++ = ',';
+        memcpy(q, h + 1, n - 9); /* the rest of the header, then the data */
+        te_write(path, dup, m);
+        expect_fail(dir, ELM_E_FORMAT, "a tensor named twice in the header", "model.safetensors",
+                    "appears twice");
+        free(dup);
+    }
     free(d);
 }
 
