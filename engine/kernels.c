@@ -19,33 +19,6 @@
 
 /* ------------------------------------------------------------- portable */
 
-static inline float bf16_to_f32(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static inline float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0) {
-        float f = (float)man * 0x1p-24f; /* zero or subnormal: exact in f32 */
-        memcpy(&bits, &f, sizeof bits);
-        bits |= sign;
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 static inline float load_f32(float v)
 {
     return v;
@@ -68,8 +41,8 @@ static inline float load_f32(float v)
     }
 
 DOT_GENERIC(dot_f32_generic, float, load_f32)
-DOT_GENERIC(dot_bf16_generic, uint16_t, bf16_to_f32)
-DOT_GENERIC(dot_f16_generic, uint16_t, f16_to_f32)
+DOT_GENERIC(dot_bf16_generic, uint16_t, elm_bf16_to_f32)
+DOT_GENERIC(dot_f16_generic, uint16_t, elm_f16_to_f32)
 
 typedef float (*dot_fn)(const void *w, const float *x, size_t n);
 
@@ -93,13 +66,13 @@ MM_GENERIC(mm_f16_generic, dot_f16_generic)
 static void cvt_bf16_generic(const uint16_t *src, float *dst, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        dst[i] = bf16_to_f32(src[i]);
+        dst[i] = elm_bf16_to_f32(src[i]);
 }
 
 static void cvt_f16_generic(const uint16_t *src, float *dst, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        dst[i] = f16_to_f32(src[i]);
+        dst[i] = elm_f16_to_f32(src[i]);
 }
 
 static void axpy_generic(float a, const float *x, float *y, size_t n)
@@ -220,12 +193,12 @@ static INLINE float w1_f32(const void *p, long i)
 
 static INLINE float w1_bf16(const void *p, long i)
 {
-    return bf16_to_f32(((const uint16_t *)p)[i]);
+    return elm_bf16_to_f32(((const uint16_t *)p)[i]);
 }
 
 static INLINE float w1_f16(const void *p, long i)
 {
-    return f16_to_f32(((const uint16_t *)p)[i]);
+    return elm_f16_to_f32(((const uint16_t *)p)[i]);
 }
 
 /* RB rows times TB vectors: one accumulator per (row, vector), so each
@@ -335,7 +308,7 @@ AVX2 static void cvt_bf16_avx2(const uint16_t *src, float *dst, size_t n)
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(dst + i, w8_bf16(src, (long)i));
     for (; i < n; i++)
-        dst[i] = bf16_to_f32(src[i]);
+        dst[i] = elm_bf16_to_f32(src[i]);
 }
 
 AVX2 static void cvt_f16_avx2(const uint16_t *src, float *dst, size_t n)
@@ -344,7 +317,7 @@ AVX2 static void cvt_f16_avx2(const uint16_t *src, float *dst, size_t n)
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(dst + i, w8_f16(src, (long)i));
     for (; i < n; i++)
-        dst[i] = f16_to_f32(src[i]);
+        dst[i] = elm_f16_to_f32(src[i]);
 }
 
 AVX2 static void axpy_avx2(float a, const float *x, float *y, size_t n)
@@ -647,7 +620,7 @@ AVX512 static void cvt_bf16_avx512(const uint16_t *src, float *dst, size_t n)
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(dst + i, w16_bf16(src, (long)i));
     for (; i < n; i++)
-        dst[i] = bf16_to_f32(src[i]);
+        dst[i] = elm_bf16_to_f32(src[i]);
 }
 
 AVX512 static void cvt_f16_avx512(const uint16_t *src, float *dst, size_t n)
@@ -656,7 +629,7 @@ AVX512 static void cvt_f16_avx512(const uint16_t *src, float *dst, size_t n)
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(dst + i, w16_f16(src, (long)i));
     for (; i < n; i++)
-        dst[i] = f16_to_f32(src[i]);
+        dst[i] = elm_f16_to_f32(src[i]);
 }
 
 AVX512 static void axpy_avx512(float a, const float *x, float *y, size_t n)

@@ -21,13 +21,6 @@
 #include "engine/kernels_kquant.h"
 #include "engine/quant.h"
 
-static inline float half_at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return elm_f16_to_f32(h);
-}
-
 /* The 6-bit scales and mins of the 8 sub-blocks (layout in quant.c). */
 static inline void k_scales(const uint8_t *s, int sc[8], int m[8])
 {
@@ -50,7 +43,7 @@ static inline float row_q45_k(const uint8_t *b, int64_t nb, const struct elm_qac
     const size_t bytes = five ? ELM_Q5_K_BYTES : ELM_Q4_K_BYTES;
     float acc[8] = {0};
     for (int64_t k = 0; k < nb; k++, b += bytes) {
-        const float d = half_at(b), dmin = half_at(b + 2);
+        const float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
         int sc[8], m[8];
         k_scales(b + 4, sc, m);
         const uint8_t *qh = b + 16, *qs = b + (five ? 48 : 16);
@@ -84,7 +77,7 @@ static float row_q6_k(const uint8_t *b, int64_t nb, const struct elm_qact *x)
 {
     float acc[8] = {0};
     for (int64_t k = 0; k < nb; k++, b += ELM_Q6_K_BYTES) {
-        const float d = half_at(b + 208);
+        const float d = elm_f16_at(b + 208);
         const int8_t *sc = (const int8_t *)(b + 192);
         for (int n = 0; n < 2; n++) {
             const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
@@ -111,21 +104,9 @@ static float row_q6_k(const uint8_t *b, int64_t nb, const struct elm_qact *x)
     return sum8(acc);
 }
 
-#define ROWS_GENERIC(name, body)                                                                   \
-    static void name(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,         \
-                     float *y, long nrows, bool accumulate)                                        \
-    {                                                                                              \
-        const int64_t nb = cols / ELM_QK_K;                                                        \
-        for (long r = 0; r < nrows; r++) {                                                         \
-            const uint8_t *b = w + (size_t)r * ldw;                                                \
-            float v = body;                                                                        \
-            y[r] = accumulate ? y[r] + v : v;                                                      \
-        }                                                                                          \
-    }
-
-ROWS_GENERIC(rows_q4_k_generic, row_q45_k(b, nb, x, false))
-ROWS_GENERIC(rows_q5_k_generic, row_q45_k(b, nb, x, true))
-ROWS_GENERIC(rows_q6_k_generic, row_q6_k(b, nb, x))
+ELM_KQUANT_ROWS(rows_q4_k_generic, , row_q45_k(b, nb, x, false))
+ELM_KQUANT_ROWS(rows_q5_k_generic, , row_q45_k(b, nb, x, true))
+ELM_KQUANT_ROWS(rows_q6_k_generic, , row_q6_k(b, nb, x))
 
 elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, const char *set)
 {

@@ -176,4 +176,4 @@ KQ_TARGET static INLINE float KQ_NAME(row_q6_k)(const uint8_t *b, int64_t nb,
     return _mm512_reduce_add_ps(acc);
 }
 
-ROWS(KQ_NAME(rows_q6_k), KQ_TARGET, KQ_NAME(row_q6_k)(b, nb, x))
+ELM_KQUANT_ROWS(KQ_NAME(rows_q6_k), KQ_TARGET, KQ_NAME(row_q6_k)(b, nb, x))

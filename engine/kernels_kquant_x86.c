@@ -197,21 +197,9 @@ AVX2 static float row_q6_k_avx2(const uint8_t *b, int64_t nb, const struct elm_q
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
-#define ROWS(name, target, body)                                                                   \
-    target static void name(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,  \
-                            float *y, long nrows, bool accumulate)                                 \
-    {                                                                                              \
-        const int64_t nb = cols / ELM_QK_K;                                                        \
-        for (long r = 0; r < nrows; r++) {                                                         \
-            const uint8_t *b = w + (size_t)r * ldw;                                                \
-            float v = body;                                                                        \
-            y[r] = accumulate ? y[r] + v : v;                                                      \
-        }                                                                                          \
-    }
-
-ROWS(rows_q4_k_avx2, AVX2, row_q45_k_avx2(b, nb, x, false))
-ROWS(rows_q5_k_avx2, AVX2, row_q45_k_avx2(b, nb, x, true))
-ROWS(rows_q6_k_avx2, AVX2, row_q6_k_avx2(b, nb, x))
+ELM_KQUANT_ROWS(rows_q4_k_avx2, AVX2, row_q45_k_avx2(b, nb, x, false))
+ELM_KQUANT_ROWS(rows_q5_k_avx2, AVX2, row_q45_k_avx2(b, nb, x, true))
+ELM_KQUANT_ROWS(rows_q6_k_avx2, AVX2, row_q6_k_avx2(b, nb, x))
 
 /* --------------------------------------------------------------- AVX-512 */
 

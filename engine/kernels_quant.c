@@ -26,27 +26,6 @@
 
 /* ------------------------------------------------------------ portable */
 
-/* f16 to f32, exact, inline (elm_f16_to_f32 is a call per block; the
- * portable kernels ran 10 % faster). */
-static inline float half_at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, em = h & 0x7fffu, bits;
-    float f;
-    if (em < 0x400u) { /* zero or subnormal: em * 2^-24 is exact */
-        f = (float)em * 0x1p-24f;
-        memcpy(&bits, &f, sizeof bits);
-        bits |= sign;
-    } else if (em >= 0x7c00u) { /* infinity, NaN (a broken file): as vcvtph2ps */
-        bits = sign | 0x7f800000u | ((em & 0x3ffu) << 13);
-    } else {
-        bits = sign | ((em << 13) + ((uint32_t)(127 - 15) << 23));
-    }
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 /* Exact int32 block sums; the float sums alternate between two partial
  * sums (even and odd blocks), a fixed order for a given cols. */
 static void q4_0_generic(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
@@ -62,7 +41,7 @@ static void q4_0_generic(const uint8_t *w, size_t ldw, int64_t cols, const struc
             for (int j = 0; j < 16; j++)
                 isum += (b[2 + j] & 15) * q[j] + (b[2 + j] >> 4) * q[j + 16];
             isum -= 8 * (x->sum16[2 * i] + x->sum16[2 * i + 1]);
-            s[i & 1] += half_at(b) * x->d[i] * (float)isum;
+            s[i & 1] += elm_f16_at(b) * x->d[i] * (float)isum;
         }
         y[r] = accumulate ? y[r] + (s[0] + s[1]) : s[0] + s[1];
     }
@@ -80,7 +59,7 @@ static void q8_0_generic(const uint8_t *w, size_t ldw, int64_t cols, const struc
             int32_t isum = 0;
             for (int j = 0; j < 32; j++)
                 isum += (int8_t)b[2 + j] * q[j];
-            s[i & 1] += half_at(b) * x->d[i] * (float)isum;
+            s[i & 1] += elm_f16_at(b) * x->d[i] * (float)isum;
         }
         y[r] = accumulate ? y[r] + (s[0] + s[1]) : s[0] + s[1];
     }

@@ -17,7 +17,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#include <math.h>
 #include <string.h>
 
 #include "engine/quant.h"
@@ -44,11 +43,8 @@ AVX2 void elm_quantize_act_avx2(const float *x, struct elm_qact *a)
         h = _mm_max_ps(h, _mm_movehl_ps(h, h));
         h = _mm_max_ss(h, _mm_movehdup_ps(h));
         float amax = _mm_cvtss_f32(h);
-        /* quant_act.c's scalar steps, so that the bytes are the same */
-        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        if (isinf(id))
-            id = amax = 0.0f;
-        a->d[b] = elm_qact_scale(amax);
+        float id; /* quant_act.c's scalar steps, so that the bytes are the same */
+        a->d[b] = elm_qact_scale(amax, &id);
         __m256 vid = _mm256_set1_ps(id);
         /* vcvtps2dq rounds as nearbyintf does (MXCSR: to nearest even) */
         __m256i q0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid));

@@ -25,7 +25,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#include <math.h>
 #include <string.h>
 
 #include "engine/quant.h"
@@ -49,11 +48,8 @@ BW void elm_quantize_act_avx512(const float *x, struct elm_qact *a)
         __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
         float amax = _mm512_reduce_max_ps(
             _mm512_max_ps(_mm512_and_ps(x0, absmask), _mm512_and_ps(x1, absmask)));
-        /* quant_act.c's scalar steps, so that the bytes are the same */
-        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        if (isinf(id))
-            id = amax = 0.0f;
-        a->d[b] = elm_qact_scale(amax);
+        float id; /* quant_act.c's scalar steps, so that the bytes are the same */
+        a->d[b] = elm_qact_scale(amax, &id);
         __m512 vid = _mm512_set1_ps(id);
         /* vcvtps2dq rounds as nearbyintf does (MXCSR: to nearest even) */
         __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, vid));

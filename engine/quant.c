@@ -77,25 +77,6 @@ bool elm_dtype_is_quant(enum elm_dtype dtype)
 
 /* ----------------------------------------------------- 16-bit floats */
 
-float elm_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    float f;
-    if (exp == 0) {
-        f = (float)man * 0x1p-24f; /* zero or subnormal: exact */
-        memcpy(&bits, &f, sizeof bits);
-        bits |= sign;
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 uint16_t elm_f32_to_f16(float f)
 {
     uint32_t x;
@@ -118,14 +99,6 @@ uint16_t elm_f32_to_f16(float f)
     return (uint16_t)(sign | h);
 }
 
-float elm_bf16_to_f32(uint16_t h)
-{
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
 uint16_t elm_f32_to_bf16(float f)
 {
     uint32_t x;
@@ -134,13 +107,6 @@ uint16_t elm_f32_to_bf16(float f)
         return (uint16_t)((x >> 16) | 0x40u);
     x += 0x7fffu + ((x >> 16) & 1u);
     return (uint16_t)(x >> 16);
-}
-
-static inline float half_at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return elm_f16_to_f32(h);
 }
 
 static inline void put_half(uint8_t *p, float f)
@@ -153,14 +119,14 @@ static inline void put_half(uint8_t *p, float f)
 
 static void deq_q8_0(const uint8_t *b, float *y)
 {
-    float d = half_at(b);
+    float d = elm_f16_at(b);
     for (int i = 0; i < 32; i++)
         y[i] = d * (float)(int8_t)b[2 + i];
 }
 
 static void deq_q4_0(const uint8_t *b, float *y)
 {
-    float d = half_at(b);
+    float d = elm_f16_at(b);
     const uint8_t *q = b + 2;
     for (int j = 0; j < 16; j++) {
         y[j] = d * (float)((q[j] & 15) - 8);
@@ -185,7 +151,7 @@ static inline void k_scale_min(int j, const uint8_t *s, int *sc, int *m)
 
 static void deq_q4_k(const uint8_t *b, float *y)
 {
-    float d = half_at(b), dmin = half_at(b + 2);
+    float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
     const uint8_t *sc = b + 4, *q = b + 16;
     for (int j = 0; j < 4; j++) {
         int s1, m1, s2, m2;
@@ -202,7 +168,7 @@ static void deq_q4_k(const uint8_t *b, float *y)
 
 static void deq_q5_k(const uint8_t *b, float *y)
 {
-    float d = half_at(b), dmin = half_at(b + 2);
+    float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
     const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
     for (int j = 0; j < 4; j++) {
         int s1, m1, s2, m2;
@@ -222,7 +188,7 @@ static void deq_q5_k(const uint8_t *b, float *y)
 
 static void deq_q6_k(const uint8_t *b, float *y)
 {
-    float d = half_at(b + 208);
+    float d = elm_f16_at(b + 208);
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(b + 192);
     for (int n = 0; n < 2; n++) {
@@ -532,7 +498,7 @@ static float dot_q8_0_generic(const uint8_t *w, const float *x, int64_t n)
         float s = 0.0f;
         for (int i = 0; i < 32; i++)
             s += (float)(int8_t)w[2 + i] * x[i];
-        sum += half_at(w) * s;
+        sum += elm_f16_at(w) * s;
     }
     return sum;
 }
@@ -544,7 +510,7 @@ static float dot_q4_0_generic(const uint8_t *w, const float *x, int64_t n)
         float s = 0.0f;
         for (int j = 0; j < 16; j++)
             s += (float)((w[2 + j] & 15) - 8) * x[j] + (float)((w[2 + j] >> 4) - 8) * x[j + 16];
-        sum += half_at(w) * s;
+        sum += elm_f16_at(w) * s;
     }
     return sum;
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "engine/elm.h"
 
@@ -33,10 +34,45 @@ size_t elm_row_size(enum elm_dtype dtype, int64_t cols);
 /* True for the block types (Q8_0 .. Q6_K). */
 bool elm_dtype_is_quant(enum elm_dtype dtype);
 
-/* IEEE half and bfloat16, round to nearest even (NaN stays NaN). */
-float elm_f16_to_f32(uint16_t h);
+/* IEEE half and bfloat16 to f32: exact.  Inline: the portable kernels
+ * convert a scale per block or a weight per element. */
+static inline float elm_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    float f;
+    if (exp == 0) {
+        f = (float)man * 0x1p-24f; /* zero or subnormal: exact */
+        memcpy(&bits, &f, sizeof bits);
+        bits |= sign;
+    } else if (exp == 31) { /* infinity, NaN: as vcvtph2ps */
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static inline float elm_bf16_to_f32(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The f16 stored (unaligned) at p, as a block's scale is. */
+static inline float elm_f16_at(const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return elm_f16_to_f32(h);
+}
+
+/* f32 to IEEE half and bfloat16, round to nearest even (NaN stays NaN). */
 uint16_t elm_f32_to_f16(float f);
-float elm_bf16_to_f32(uint16_t h);
 uint16_t elm_f32_to_bf16(float f);
 
 /* n weights of any dtype (n a multiple of its block size) to f32. */

@@ -30,8 +30,11 @@ void elm_qact_init(struct elm_qact *a, int64_t n, void *buf)
     a->sum16 = (int16_t *)(void *)p;
 }
 
-float elm_qact_scale(float amax)
+float elm_qact_scale(float amax, float *inv)
 {
+    *inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    if (isinf(*inv)) /* amax < 127 / FLT_MAX: x * inv would overflow, 0 * inf be NaN */
+        *inv = amax = 0.0f;
     float d = amax / 127.0f;
     float h = elm_f16_to_f32(elm_f32_to_f16(d));
     return isinf(h) ? d : h;
@@ -45,10 +48,8 @@ void elm_quantize_act_ref(const float *x, struct elm_qact *a)
         float amax = 0.0f;
         for (int i = 0; i < ELM_QA_BLOCK; i++)
             amax = fmaxf(amax, fabsf(xb[i]));
-        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
-        if (isinf(id)) /* amax < 127 / FLT_MAX: x * id would overflow, 0 * inf be NaN */
-            id = amax = 0.0f;
-        a->d[b] = elm_qact_scale(amax);
+        float id;
+        a->d[b] = elm_qact_scale(amax, &id);
         for (int h = 0; h < 2; h++) {
             int s = 0;
             for (int i = 16 * h; i < 16 * h + 16; i++) {

@@ -43,8 +43,10 @@ struct elm_qact {
     int16_t *sum16; /* [n / 16] sums of q over each 16 values (offsets, mins) */
 };
 
-/* d for a block of largest magnitude amax (the rule above). */
-float elm_qact_scale(float amax);
+/* The scale d of a block of largest magnitude amax, and in *inv the
+ * multiplier 127 / amax of its values (the rule above, zero blocks
+ * included): every kernel set's rounding starts here. */
+float elm_qact_scale(float amax, float *inv);
 /* Bytes that elm_qact_init needs for n activations (64-byte aligned parts). */
 size_t elm_qact_bytes(int64_t n);
 /* Lay out a over buf (elm_qact_bytes(n) bytes, 64-byte aligned). */

@@ -26,6 +26,15 @@
 #define N_THREADS 1
 
 /* n rows of n_vocab logits for tokens: batched, or one decode per token. */
+/* n ids in [3, V) from a small LCG seeded with seed (no BOS/EOS/UNK). */
+static void random_tokens(int32_t *tokens, int n, int V, uint32_t seed)
+{
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        tokens[i] = (int32_t)(3 + (seed >> 8) % (uint32_t)(V - 3));
+    }
+}
+
 static float *run(const elm_model *m, const int32_t *tokens, int n, bool stepwise)
 {
     int V = elm_model_get_info(m)->n_vocab;
@@ -151,11 +160,7 @@ static void round_trip(const char *preset)
     int V = elm_model_get_info(ref)->n_vocab;
     enum { N = 48 };
     int32_t tokens[N];
-    uint32_t s = 12345;
-    for (int i = 0; i < N; i++) {
-        s = s * 1103515245u + 12345u;
-        tokens[i] = (int32_t)(3 + (s >> 8) % (uint32_t)(V - 3));
-    }
+    random_tokens(tokens, N, V, 12345);
     float *ref_b = run(ref, tokens, N, false), *ref_s = run(ref, tokens, N, true);
 
     /* f32: identical, in both paths. */
@@ -352,11 +357,7 @@ static void kquant_round_trips(void)
      * batched run widens the blocks */
     enum { N = 32 };
     int32_t tokens[N];
-    uint32_t s = 777;
-    for (int i = 0; i < N; i++) {
-        s = s * 1103515245u + 12345u;
-        tokens[i] = (int32_t)(3 + (s >> 8) % (uint32_t)(V - 3));
-    }
+    random_tokens(tokens, N, V, 777);
     float *ref_s = run(ref, tokens, N, true);
     static const struct {
         const char *name;
