@@ -20,6 +20,7 @@
 #include "engine/gemm_avx512.h"
 #include "engine/kernels.h"
 #include "engine/quant.h"
+#include "engine/quant_act.h"
 #include "engine/threadpool.h"
 
 /* ------------------------------------------------- BLIS configuration */
@@ -91,6 +92,8 @@ bool elm_gemm_tile_init(struct elm_gemm_tile *tile, int n_threads, size_t cols_m
     tile->wpack = calloc((size_t)n_threads, sizeof *tile->wpack);
     tile->apack = NULL;
     tile->apack_floats = 0;
+    tile->qact = NULL;
+    tile->qact_bytes = 0;
     if (!tile->buf || !tile->wpack)
         return false;
     /* Allocated on first use: an F32 model never needs them. */
@@ -108,8 +111,11 @@ void elm_gemm_tile_free(struct elm_gemm_tile *tile)
     free(tile->buf);
     free(tile->wpack);
     free(tile->apack);
+    free(tile->qact);
     tile->buf = tile->wpack = NULL;
     tile->apack = NULL;
+    tile->qact = NULL;
+    tile->qact_bytes = 0;
 }
 
 /* -------------------------------------------------------------- jobs */
@@ -122,6 +128,7 @@ struct gemm_job {
     long ldc;
     bool accumulate;
     struct elm_gemm_tile *tile;
+    const struct elm_qact *qa; /* the rounded activations, or NULL */
 };
 
 static void sgemm1(long m, long n, long k, const float *a, long lda, const float *b, long ldb,
@@ -143,19 +150,16 @@ static float *tile_of(struct elm_gemm_tile *tile, int ith)
     return tile->buf[ith];
 }
 
-/* Up to this many tokens, quantized weights meet int8 activations in the
- * row kernels (kernels_quant.c: blocks of rows stay in L2 while the tokens
- * pass over them) instead of being widened: measured on 270M, one thread,
- * Q4_0 2.5x, 1.6x, 1.3x, 1.15x the widening path at 2, 4, 8, 16 tokens,
- * Q8_0 1.6x at 4, 1.12x at 16; about equal from 24 to 48.  Types without
- * int8 kernels are widened as before. */
-#define QUANT_INT8_MAX_M 16
-
 static void rows_task(void *arg, long b, long e, int ith)
 {
     const struct gemm_job *j = arg;
     const struct elm_matrix *w = j->w;
-    if (elm_dtype_is_quant(w->dtype) && j->m <= QUANT_INT8_MAX_M &&
+    if (j->qa) {
+        elm_quant_rows_rounded(w, j->qa, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
+        return;
+    }
+    /* no memory for the shared rounding: each range rounds on its stack */
+    if (elm_dtype_is_quant(w->dtype) && j->m <= ELM_QUANT_MAX_M &&
         elm_quant_fast_rows(w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate))
         return;
     float *buf = j->m > 1 && elm_dtype_is_quant(w->dtype) ? tile_of(j->tile, ith) : NULL;
@@ -290,6 +294,24 @@ void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, floa
     struct gemm_job job = {.a = a, .lda = lda, .m = m, .w = w, .c = c, .ldc = ldc,
                            .accumulate = accumulate, .tile = tile};
     long rows = (long)w->rows;
+    /* Up to ELM_QUANT_MAX_M tokens, quantized weights meet int8 activations
+     * in the row kernels (kernels_quant.c: blocks of rows stay in L2 while
+     * the tokens pass over them) instead of being widened: measured on 270M,
+     * one thread, Q4_0 2.5x, 1.6x, 1.3x, 1.15x the widening path at 2, 4, 8,
+     * 16 tokens, Q8_0 1.6x at 4, 1.12x at 16; about equal from 24 to 48.
+     * The activations are rounded here, once, not per thread and range.
+     * Types without int8 kernels are widened as before. */
+    struct elm_qact qa[ELM_QUANT_MAX_M];
+    size_t qbytes = elm_dtype_is_quant(w->dtype) ? elm_quant_act_bytes(w, (int)m) : 0;
+    if (qbytes > tile->qact_bytes) {
+        free(tile->qact);
+        tile->qact = alloc64(qbytes);
+        tile->qact_bytes = tile->qact ? qbytes : 0;
+    }
+    if (qbytes && tile->qact) { /* out of memory: rows_task rounds per range */
+        elm_quant_round(w, a, lda, (int)m, tile->qact, qa);
+        job.qa = qa;
+    }
     if (m < elm_gemm_min_blis_m(w->dtype)) {
         /* Ranges of 16 rows keep each thread's outputs on its own cache lines. */
         long chunk = elm_threadpool_chunk(pool, rows, 4, 16, 64);

@@ -26,6 +26,10 @@ struct elm_gemm_tile {
     float *apack;
     size_t apack_floats;
     float **wpack; /* [n_threads] */
+    /* Small batches of block-quantized weights: the activations rounded to
+     * int8 once per product (kernels.h), grown on use. */
+    void *qact;
+    size_t qact_bytes;
 };
 
 /* Batches below this many tokens use the row kernels, not the large GEMM

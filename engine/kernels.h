@@ -20,6 +20,7 @@
 #include "engine/elm.h"
 
 struct elm_matrix;
+struct elm_qact;
 
 /* Pick the kernels for this CPU; idempotent, thread-safe. */
 void elm_kernels_init(void);
@@ -60,6 +61,18 @@ void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m
  * use has none for this dtype: then quant.c's f32 kernels run. */
 bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                          long ldy, int64_t r0, int64_t r1, bool accumulate);
+/* The same in two steps, so that a product split over threads rounds its
+ * activations once (gemm.c), not once per row range:
+ * elm_quant_act_bytes: the buffer m <= ELM_QUANT_MAX_M tokens need, 0 when
+ * the set in use has no int8 kernel for w; elm_quant_round: round them into
+ * buf (that many bytes, 64-byte aligned), qa[m] describing them;
+ * elm_quant_rows_rounded: the rows [r0, r1) against them. */
+#define ELM_QUANT_MAX_M 16
+size_t elm_quant_act_bytes(const struct elm_matrix *w, int m);
+void elm_quant_round(const struct elm_matrix *w, const float *x, long ldx, int m, void *buf,
+                     struct elm_qact *qa);
+void elm_quant_rows_rounded(const struct elm_matrix *w, const struct elm_qact *qa, int m,
+                            float *y, long ldy, int64_t r0, int64_t r1, bool accumulate);
 /* Widen n weights of a Q8_0 / Q4_0 row (AVX-512); false when not handled
  * here. */
 bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);

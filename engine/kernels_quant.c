@@ -118,42 +118,66 @@ static elm_qrows_fn rows_for(enum elm_dtype dtype)
  * (kept in L2 while every token passes over them). */
 #define BLOCK_BYTES (256 * 1024)
 
+size_t elm_quant_act_bytes(const struct elm_matrix *w, int m)
+{
+    if (!rows_for(w->dtype) || w->cols % ELM_QA_BLOCK != 0 || w->cols <= 0 || m <= 0 ||
+        m > ELM_QUANT_MAX_M)
+        return 0;
+    return (size_t)m * elm_qact_bytes(w->cols);
+}
+
+void elm_quant_round(const struct elm_matrix *w, const float *x, long ldx, int m, void *buf,
+                     struct elm_qact *qa)
+{
+    size_t one = elm_qact_bytes(w->cols);
+    for (int t = 0; t < m; t++) {
+        elm_qact_init(&qa[t], w->cols, (unsigned char *)buf + (size_t)t * one);
+        elm_quantize_act(x + t * ldx, &qa[t]);
+    }
+}
+
+void elm_quant_rows_rounded(const struct elm_matrix *w, const struct elm_qact *qa, int m,
+                            float *y, long ldy, int64_t r0, int64_t r1, bool accumulate)
+{
+    elm_qrows_fn rows = rows_for(w->dtype);
+    size_t ldw = elm_row_size(w->dtype, w->cols);
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * ldw;
+    long nrows = (long)(r1 - r0);
+    if (m == 1) {
+        rows(base, ldw, w->cols, &qa[0], y, nrows, accumulate);
+        return;
+    }
+    /* several tokens: blocks of rows stay in L2 while every token passes;
+     * any row range gives the same bits (every kernel's contract) */
+    long step = (long)(BLOCK_BYTES / ldw);
+    step = step < 1 ? 1 : step;
+    for (long r = 0; r < nrows; r += step) {
+        long n = nrows - r < step ? nrows - r : step;
+        for (int t = 0; t < m; t++)
+            rows(base + (size_t)r * ldw, ldw, w->cols, &qa[t], y + t * ldy + r, n, accumulate);
+    }
+}
+
 bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                          long ldy, int64_t r0, int64_t r1, bool accumulate)
 {
-    elm_qrows_fn rows = rows_for(w->dtype);
-    if (!rows || w->cols % ELM_QA_BLOCK != 0 || w->cols <= 0 || m <= 0)
+    if (!rows_for(w->dtype) || w->cols % ELM_QA_BLOCK != 0 || w->cols <= 0 || m <= 0)
         return false;
     _Alignas(64) unsigned char stack[STACK_BYTES];
     size_t one = elm_qact_bytes(w->cols);
     /* all m tokens rounded first when they fit, else one at a time */
-    int nq = (size_t)m * one <= sizeof stack ? m : 1;
+    int nq = m <= ELM_QUANT_MAX_M && (size_t)m * one <= sizeof stack ? m : 1;
     void *buf = (size_t)nq * one <= sizeof stack ? stack : aligned_alloc(64, (one + 63) / 64 * 64);
     if (!buf)
         return false; /* out of memory: quant.c's kernels need none */
-    size_t ldw = elm_row_size(w->dtype, w->cols);
-    const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * ldw;
-    long nrows = (long)(r1 - r0);
-    struct elm_qact qa[16];
-    if (nq > 1 && nq <= 16) {
-        for (int t = 0; t < nq; t++) {
-            elm_qact_init(&qa[t], w->cols, (unsigned char *)buf + (size_t)t * one);
-            elm_quantize_act(x + t * ldx, &qa[t]);
-        }
-        /* any row range gives the same bits (every kernel's contract) */
-        long step = (long)(BLOCK_BYTES / ldw);
-        step = step < 1 ? 1 : step;
-        for (long r = 0; r < nrows; r += step) {
-            long n = nrows - r < step ? nrows - r : step;
-            for (int t = 0; t < nq; t++)
-                rows(base + (size_t)r * ldw, ldw, w->cols, &qa[t], y + t * ldy + r, n,
-                     accumulate);
-        }
+    struct elm_qact qa[ELM_QUANT_MAX_M];
+    if (nq == m) {
+        elm_quant_round(w, x, ldx, m, buf, qa);
+        elm_quant_rows_rounded(w, qa, m, y, ldy, r0, r1, accumulate);
     } else {
-        elm_qact_init(&qa[0], w->cols, buf);
         for (int t = 0; t < m; t++) {
-            elm_quantize_act(x + t * ldx, &qa[0]);
-            rows(base, ldw, w->cols, &qa[0], y + t * ldy, nrows, accumulate);
+            elm_quant_round(w, x + t * ldx, ldx, 1, buf, qa);
+            elm_quant_rows_rounded(w, qa, 1, y + t * ldy, ldy, r0, r1, accumulate);
         }
     }
     if (buf != stack)
