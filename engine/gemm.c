@@ -1,7 +1,8 @@
 /* gemm.c: C (+)= A x W^T: the row kernels for small batches; for larger
  * ones our AVX-512 GEMM (gemm_avx512.c) or BLIS sgemm (one single-threaded
- * call per range of rows, on our pool), widening 16-bit and quantized
- * weights tile by tile. */
+ * call per range of rows, on our pool), widening 16-bit weights tile by
+ * tile; block-quantized weights with int8 activations (row kernels or
+ * gemm_int8.c). */
 #include "config.h"
 
 #include "engine/gemm.h"
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "engine/gemm_avx512.h"
+#include "engine/gemm_int8.h"
 #include "engine/kernels.h"
 #include "engine/quant.h"
 #include "engine/quant_act.h"
@@ -94,6 +96,10 @@ bool elm_gemm_tile_init(struct elm_gemm_tile *tile, int n_threads, size_t cols_m
     tile->apack_floats = 0;
     tile->qact = NULL;
     tile->qact_bytes = 0;
+    tile->qa = NULL;
+    tile->qa_n = 0;
+    tile->i8a = NULL;
+    tile->i8a_bytes = 0;
     if (!tile->buf || !tile->wpack)
         return false;
     /* Allocated on first use: an F32 model never needs them. */
@@ -112,10 +118,16 @@ void elm_gemm_tile_free(struct elm_gemm_tile *tile)
     free(tile->wpack);
     free(tile->apack);
     free(tile->qact);
+    free(tile->qa);
+    free(tile->i8a);
     tile->buf = tile->wpack = NULL;
     tile->apack = NULL;
     tile->qact = NULL;
     tile->qact_bytes = 0;
+    tile->qa = NULL;
+    tile->qa_n = 0;
+    tile->i8a = NULL;
+    tile->i8a_bytes = 0;
 }
 
 /* -------------------------------------------------------------- jobs */
@@ -158,8 +170,9 @@ static void rows_task(void *arg, long b, long e, int ith)
         elm_quant_rows_rounded(w, j->qa, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
         return;
     }
-    /* no memory for the shared rounding: each range rounds on its stack */
-    if (elm_dtype_is_quant(w->dtype) && j->m <= ELM_QUANT_MAX_M &&
+    /* no memory for the shared rounding: each range rounds on its stack
+     * (up to ELM_QUANT_MAX_M tokens at once, else one by one) */
+    if (elm_dtype_is_quant(w->dtype) &&
         elm_quant_fast_rows(w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate))
         return;
     float *buf = j->m > 1 && elm_dtype_is_quant(w->dtype) ? tile_of(j->tile, ith) : NULL;
@@ -167,9 +180,8 @@ static void rows_task(void *arg, long b, long e, int ith)
         elm_matmul_rows(w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
         return;
     }
-    /* Quantized weights and more tokens: widen tiles exactly, then the f32
-     * row kernels, so a batch gives the same numbers as the f32 file of the
-     * dequantized weights (tests/test-gguf-model.c relies on it). */
+    /* Quantized weights without int8 kernels (none today) or memory for
+     * their activations: widen tiles exactly, then the f32 row kernels. */
     long cols = (long)w->cols, step = (long)(j->tile->floats / (size_t)cols);
     size_t row_bytes = elm_row_size(w->dtype, w->cols);
     for (long r = b; r < e; r += step) {
@@ -277,8 +289,7 @@ const char *elm_gemm_large_name(void)
  * tokens to ~140 at 128 and ~195 at 512 (BF16 too: it widens while
  * packing); BLIS 'skx' from ~60 at 32 to ~150-180 at 512, 16-bit weights
  * widened first.  F32: the row kernels up to 56 tokens with our GEMM, 96
- * with BLIS; BF16/F16: up to 192.  Quantized batches widen tiles and then
- * take the F32 path, so they give the F32 path's numbers exactly. */
+ * with BLIS; BF16/F16: up to 192.  (Quantized weights: quant_gemm.) */
 int elm_gemm_min_blis_m(enum elm_dtype dtype)
 {
     switch (dtype) {
@@ -288,30 +299,104 @@ int elm_gemm_min_blis_m(enum elm_dtype dtype)
     }
 }
 
+/* ------------------------------------------- block-quantized weights */
+
+static void round_task(void *arg, long b, long e, int ith)
+{
+    (void)ith;
+    const struct gemm_job *j = arg;
+    size_t one = elm_qact_bytes(j->w->cols);
+    elm_quant_round(j->w, j->a + b * j->lda, j->lda, (int)(e - b),
+                    (char *)j->tile->qact + (size_t)b * one, j->tile->qa + b);
+}
+
+static void pack_i8_task(void *arg, long b, long e, int ith)
+{
+    (void)ith;
+    const struct gemm_job *j = arg;
+    for (long blk = b; blk < e; blk++)
+        elm_gemm_i8_pack_a(j->w->dtype, j->qa, j->m, blk * ELM_GI8_MR, j->tile->i8a);
+}
+
+static void i8_task(void *arg, long b, long e, int ith)
+{
+    const struct gemm_job *j = arg;
+    void *wp = tile_of(j->tile, ith);
+    if (!wp) { /* out of memory: the row kernels need no scratch */
+        elm_quant_rows_rounded(j->w, j->qa, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
+        return;
+    }
+    elm_gemm_i8_rows(j->tile->i8a, j->m, j->w, b, e, j->c, j->ldc, j->accumulate, wp);
+}
+
+/* Grows *buf to need bytes (64-byte aligned, contents lost); false on OOM. */
+static bool grow(void **buf, size_t *have, size_t need)
+{
+    if (need <= *have)
+        return true;
+    free(*buf);
+    *buf = alloc64(need);
+    *have = *buf ? need : 0;
+    return *buf != NULL;
+}
+
+/* Batches from this many tokens take the int8 GEMM rather than the row
+ * kernels: 270M, 2 threads, Q4_0 pp4 / pp8 / pp12 / pp16 / pp32 at
+ * 0.48x / 0.61x / 1.23x / 1.5x / 2.0x of the row kernels, Q4_K 0.53x /
+ * 0.78x / 1.03x at 4 / 8 / 12 (the GEMM repacks every weight once a call,
+ * which pays from about a dozen tokens). */
+#ifndef I8_GEMM_MIN_M /* -D for measurements */
+#define I8_GEMM_MIN_M 12
+#endif
+
+/* Quantized weights meet int8 activations at every batch size, as in
+ * llama.cpp: the activations are rounded once per product (threads split
+ * the tokens), then the row kernels (small batches: blocks of rows stay in
+ * L2 while the tokens pass over them) or the int8 GEMM.  False (nothing
+ * done) when the set has no int8 kernel for the type or memory is short. */
+static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
+{
+    const struct elm_matrix *w = job->w;
+    struct elm_gemm_tile *tile = job->tile;
+    long m = job->m, rows = (long)w->rows, k = (long)w->cols;
+    size_t qbytes = elm_quant_act_bytes(w, (int)m);
+    if (!qbytes || !grow(&tile->qact, &tile->qact_bytes, qbytes))
+        return false;
+    if (m > tile->qa_n) {
+        struct elm_qact *qa = realloc(tile->qa, (size_t)m * sizeof *qa);
+        if (!qa)
+            return false;
+        tile->qa = qa;
+        tile->qa_n = m;
+    }
+    if (m <= ELM_QUANT_MAX_M)
+        round_task(job, 0, m, 0);
+    else
+        elm_threadpool_for(pool, m, elm_threadpool_chunk(pool, m, 2, 1, 16), round_task, job);
+    job->qa = tile->qa;
+    size_t wneed = elm_gemm_i8_wpack_bytes(w->dtype, k);
+    if (m >= I8_GEMM_MIN_M && elm_gemm_i8_available(w->dtype, k) &&
+        wneed <= tile->floats * sizeof(float) &&
+        grow(&tile->i8a, &tile->i8a_bytes, elm_gemm_i8_apack_bytes(w->dtype, m, k))) {
+        long tiles = (m + ELM_GI8_MR - 1) / ELM_GI8_MR;
+        elm_threadpool_for(pool, tiles, elm_threadpool_chunk(pool, tiles, 2, 1, 4), pack_i8_task,
+                           job);
+        elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, ELM_GI8_NR, 64),
+                           i8_task, job);
+        return true;
+    }
+    elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, 16, 64), rows_task, job);
+    return true;
+}
+
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
               bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile)
 {
     struct gemm_job job = {.a = a, .lda = lda, .m = m, .w = w, .c = c, .ldc = ldc,
                            .accumulate = accumulate, .tile = tile};
+    if (elm_dtype_is_quant(w->dtype) && quant_gemm(&job, pool))
+        return;
     long rows = (long)w->rows;
-    /* Up to ELM_QUANT_MAX_M tokens, quantized weights meet int8 activations
-     * in the row kernels (kernels_quant.c: blocks of rows stay in L2 while
-     * the tokens pass over them) instead of being widened: measured on 270M,
-     * one thread, Q4_0 2.5x, 1.6x, 1.3x, 1.15x the widening path at 2, 4, 8,
-     * 16 tokens, Q8_0 1.6x at 4, 1.12x at 16; about equal from 24 to 48.
-     * The activations are rounded here, once, not per thread and range.
-     * Types without int8 kernels are widened as before. */
-    struct elm_qact qa[ELM_QUANT_MAX_M];
-    size_t qbytes = elm_dtype_is_quant(w->dtype) ? elm_quant_act_bytes(w, (int)m) : 0;
-    if (qbytes > tile->qact_bytes) {
-        free(tile->qact);
-        tile->qact = alloc64(qbytes);
-        tile->qact_bytes = tile->qact ? qbytes : 0;
-    }
-    if (qbytes && tile->qact) { /* out of memory: rows_task rounds per range */
-        elm_quant_round(w, a, lda, (int)m, tile->qact, qa);
-        job.qa = qa;
-    }
     if (m < elm_gemm_min_blis_m(w->dtype)) {
         /* Ranges of 16 rows keep each thread's outputs on its own cache lines. */
         long chunk = elm_threadpool_chunk(pool, rows, 4, 16, 64);

@@ -1,10 +1,12 @@
 /* gemm.h: C (+)= A x W^T for a batch of tokens (engine-internal).
  *
  * Small batches go through the row kernels of kernels.c (weights are read
- * once for four tokens at a time); larger ones through BLIS sgemm, one
- * single-threaded call per range of weight rows on the ctx's pool, so no
- * OpenMP thread ever runs.  BF16/F16/quantized weights are widened a tile
- * of rows at a time into a per-thread buffer, never as a whole f32 copy.
+ * once for four tokens at a time); larger ones through our packed AVX-512
+ * GEMM or BLIS sgemm, one single-threaded call per range of weight rows on
+ * the ctx's pool, so no OpenMP thread ever runs.  BF16/F16 weights are
+ * widened a tile of rows at a time, never as a whole f32 copy.  Block-
+ * quantized weights meet int8 activations at every batch size (quant_act.h):
+ * the row kernels, or the int8 GEMM (gemm_int8.c) for larger batches.
  */
 #ifndef ELMCHAT_ENGINE_GEMM_H
 #define ELMCHAT_ENGINE_GEMM_H
@@ -15,6 +17,7 @@
 #include "engine/model.h"
 
 struct elm_threadpool;
+struct elm_qact;
 
 /* Per-thread scratch for widening weights, reused across calls (one per ctx). */
 struct elm_gemm_tile {
@@ -26,10 +29,15 @@ struct elm_gemm_tile {
     float *apack;
     size_t apack_floats;
     float **wpack; /* [n_threads] */
-    /* Small batches of block-quantized weights: the activations rounded to
-     * int8 once per product (kernels.h), grown on use. */
+    /* Block-quantized weights: the activations rounded to int8 once per
+     * product (kernels.h) and their descriptors, then packed for the int8
+     * GEMM (gemm_int8.c); grown on use. */
     void *qact;
     size_t qact_bytes;
+    struct elm_qact *qa;
+    long qa_n;
+    void *i8a;
+    size_t i8a_bytes;
 };
 
 /* Batches below this many tokens use the row kernels, not the large GEMM

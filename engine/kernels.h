@@ -63,10 +63,11 @@ bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, i
                          long ldy, int64_t r0, int64_t r1, bool accumulate);
 /* The same in two steps, so that a product split over threads rounds its
  * activations once (gemm.c), not once per row range:
- * elm_quant_act_bytes: the buffer m <= ELM_QUANT_MAX_M tokens need, 0 when
- * the set in use has no int8 kernel for w; elm_quant_round: round them into
+ * elm_quant_act_bytes: the buffer m tokens need, 0 when the set in use has
+ * no int8 kernel for w; elm_quant_round: round them into
  * buf (that many bytes, 64-byte aligned), qa[m] describing them;
  * elm_quant_rows_rounded: the rows [r0, r1) against them. */
+/* elm_quant_fast_rows rounds up to this many tokens at once (stack) */
 #define ELM_QUANT_MAX_M 16
 size_t elm_quant_act_bytes(const struct elm_matrix *w, int m);
 void elm_quant_round(const struct elm_matrix *w, const float *x, long ldx, int m, void *buf,

@@ -120,8 +120,7 @@ static elm_qrows_fn rows_for(enum elm_dtype dtype)
 
 size_t elm_quant_act_bytes(const struct elm_matrix *w, int m)
 {
-    if (!rows_for(w->dtype) || w->cols % ELM_QA_BLOCK != 0 || w->cols <= 0 || m <= 0 ||
-        m > ELM_QUANT_MAX_M)
+    if (!rows_for(w->dtype) || w->cols % ELM_QA_BLOCK != 0 || w->cols <= 0 || m <= 0)
         return 0;
     return (size_t)m * elm_qact_bytes(w->cols);
 }

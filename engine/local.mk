@@ -34,6 +34,7 @@ engine_libelm_a_SOURCES += \
 	engine/threadpool.c engine/threadpool.h \
 	engine/gemm.c engine/gemm.h \
 	engine/gemm_avx512.c engine/gemm_avx512.h \
+	engine/gemm_int8.c engine/gemm_int8.h \
 	engine/ctx.c engine/ctx.h \
 	engine/forward.c \
 	engine/state.c engine/state.h

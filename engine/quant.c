@@ -134,29 +134,14 @@ static void deq_q4_0(const uint8_t *b, float *y)
     }
 }
 
-/* Sub-block j (0..7) of the 12 packed bytes: 6-bit scale and min.  The
- * first four keep both in the low 6 bits of bytes j and j + 4; the last four
- * put their low 4 bits in byte j + 4 and their top 2 bits in the spare high
- * bits of bytes j - 4 (scale) and j (min). */
-static inline void k_scale_min(int j, const uint8_t *s, int *sc, int *m)
-{
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 static void deq_q4_k(const uint8_t *b, float *y)
 {
     float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
     const uint8_t *sc = b + 4, *q = b + 16;
     for (int j = 0; j < 4; j++) {
         int s1, m1, s2, m2;
-        k_scale_min(2 * j, sc, &s1, &m1);
-        k_scale_min(2 * j + 1, sc, &s2, &m2);
+        elm_kquant_scale_min(2 * j, sc, &s1, &m1);
+        elm_kquant_scale_min(2 * j + 1, sc, &s2, &m2);
         float d1 = d * (float)s1, o1 = dmin * (float)m1;
         float d2 = d * (float)s2, o2 = dmin * (float)m2;
         for (int l = 0; l < 32; l++) {
@@ -172,8 +157,8 @@ static void deq_q5_k(const uint8_t *b, float *y)
     const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
     for (int j = 0; j < 4; j++) {
         int s1, m1, s2, m2;
-        k_scale_min(2 * j, sc, &s1, &m1);
-        k_scale_min(2 * j + 1, sc, &s2, &m2);
+        elm_kquant_scale_min(2 * j, sc, &s1, &m1);
+        elm_kquant_scale_min(2 * j + 1, sc, &s2, &m2);
         float d1 = d * (float)s1, o1 = dmin * (float)m1;
         float d2 = d * (float)s2, o2 = dmin * (float)m2;
         unsigned u1 = 1u << (2 * j), u2 = 2u << (2 * j);

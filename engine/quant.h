@@ -71,6 +71,21 @@ static inline float elm_f16_at(const void *p)
     return elm_f16_to_f32(h);
 }
 
+/* Q4_K / Q5_K: sub-block j (0..7) of the 12 packed scale bytes: 6-bit scale and min.  The
+ * first four keep both in the low 6 bits of bytes j and j + 4; the last four
+ * put their low 4 bits in byte j + 4 and their top 2 bits in the spare high
+ * bits of bytes j - 4 (scale) and j (min). */
+static inline void elm_kquant_scale_min(int j, const uint8_t *s, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
+        *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+    }
+}
+
 /* f32 to IEEE half and bfloat16, round to nearest even (NaN stays NaN). */
 uint16_t elm_f32_to_f16(float f);
 uint16_t elm_f32_to_bf16(float f);

@@ -6,3 +6,10 @@ check_PROGRAMS += tests/test-quant-int8
 TESTS += tests/test-quant-int8
 tests_test_quant_int8_SOURCES = tests/test-quant-int8.c
 tests_test_quant_int8_LDADD = tests/libtap.a $(ELM_ENGINE_LIBS)
+
+# Batches of every block type through elm_gemm (the int8 GEMM with AVX-512
+# VNNI, the row kernels elsewhere) against a float64 emulation of the rule.
+check_PROGRAMS += tests/test-gemm-int8
+TESTS += tests/test-gemm-int8
+tests_test_gemm_int8_SOURCES = tests/test-gemm-int8.c
+tests_test_gemm_int8_LDADD = tests/libtap.a $(ELM_ENGINE_LIBS)

@@ -3,10 +3,11 @@
  *    f16/bf16 norms) against the float64 reference's logits, batched and one
  *    token at a time (the quantized matvec kernels);
  *  - q4_k/q5_k/q6_k files written by elm_quantize (preset default): batched
- *    identical to their dequantized copy, one-token (int8 kernels) close;
+ *    and one-token (both int8 activations) close to each other and to their
+ *    dequantized copy;
  *  - elm_quantize round trips from checkpoints made at check time: f32
  *    identical to the Hugging Face folder, f16/bf16 identical to a folder of
- *    that dtype, q8_0/q4_0 against their own dequantization, and the error
+ *    that dtype, q8_0/q4_0 against one-token and their own dequantization, and the error
  *    and top-1 agreement against f32 reported;
  *  - the GGUF vocabulary against tokenizer.model;
  *  - broken model files: missing key, wrong architecture, shape, tensor. */
@@ -24,6 +25,15 @@
 #include "tests/test-engine-util.h"
 
 #define N_THREADS 1
+/* Batched vs one token at a time, both with int8 activations: the same
+ * rule, other orders of float additions.  An activation that lands within
+ * an ulp of an int8 rounding boundary rounds the other way, and on these
+ * random-weight models such flips grow over the layers: measured up to
+ * 1.1e-2 here, and the generic and avx2 row kernels (one token at a time,
+ * both exact to the rule, tests/test-quant-int8.c) differ by 1.5e-2 on
+ * micro q8_0.  Bounds: relative 3e-2, top-1 90 %. */
+#define BATCH_REL 3e-2
+#define BATCH_TOP1 0.90
 
 /* n rows of n_vocab logits for tokens: batched, or one decode per token. */
 /* n ids in [3, V) from a small LCG seeded with seed (no BOS/EOS/UNK). */
@@ -208,15 +218,18 @@ static void round_trip(const char *preset)
         elm_model_free(m);
     }
 
-    /* q8_0 and q4_0: the batched path widens blocks exactly (identical to the
-     * f32 file of the dequantized weights); the one-token path runs the int8
-     * row kernels (quant_act.h), whose only difference is the rounding of
-     * each activation vector to int8 blocks (step amax / 127 per 32 values:
-     * about 0.5 % relative error per matrix-vector product, compounding over
-     * the layers of a random-weight model).  Measured on micro and varied:
-     * relative error 2.1-2.4e-2, top-1 92-98 %; bounds 5e-2 and 85 %.  The
-     * kernels themselves are pinned exactly by tests/test-quant-int8.c.
-     * Against f32, report. */
+    /* q8_0 and q4_0: batched (the int8 GEMM with AVX-512 VNNI, else the
+     * row kernels) and one token at a time (the row kernels) both follow
+     * quant_act.h's rule, so they agree up to the order of float additions
+     * (which can move an activation across an int8 rounding boundary in a
+     * later layer).  Against the f32 file of the dequantized weights the
+     * only difference is the rounding of each activation vector to int8
+     * blocks (step amax / 127 per 32 values: about 0.5 % relative error per
+     * product, compounding over the layers of a random-weight model).
+     * Measured on micro and varied: relative error 2.1-2.4e-2, top-1
+     * 92-98 %; bounds 5e-2 and 85 %.  The kernels themselves are pinned by
+     * tests/test-quant-int8.c and tests/test-gemm-int8.c.  Against f32,
+     * report. */
     static const struct {
         const char *name;
         enum elm_dtype t;
@@ -230,9 +243,16 @@ static void round_trip(const char *preset)
         b = m ? run(m, tokens, N, false) : NULL;
         st = m ? run(m, tokens, N, true) : NULL;
         float *db = d ? run(d, tokens, N, false) : NULL, *ds = d ? run(d, tokens, N, true) : NULL;
-        ok(b && db && compare(b, db, N, V).same,
-           "%s: %s batched logits identical to its dequantized f32 copy's", preset, qs[q].name);
-        struct cmp c = st && ds ? compare(st, ds, N, V) : (struct cmp){1, 0, 0, false};
+        struct cmp c = b && st ? compare(b, st, N, V) : (struct cmp){1, 0, 0, false};
+        ok(b && st && c.rel < BATCH_REL && c.top1 >= BATCH_TOP1,
+           "%s: %s batched vs one-token (both int8): rel %.2e < %.0e, max |diff| %.3g, top-1 "
+           "%.0f%%",
+           preset, qs[q].name, c.rel, BATCH_REL, c.max_abs, 100 * c.top1);
+        c = b && db ? compare(b, db, N, V) : (struct cmp){1, 0, 0, false};
+        ok(b && db && c.rel < 5e-2 && c.top1 >= 0.85,
+           "%s: %s batched logits vs dequantized: rel %.2e < 5e-2, top-1 %.0f%% >= 85%%", preset,
+           qs[q].name, c.rel, 100 * c.top1);
+        c = st && ds ? compare(st, ds, N, V) : (struct cmp){1, 0, 0, false};
         ok(st && ds && c.rel < 5e-2 && c.top1 >= 0.85,
            "%s: %s one-token logits (int8 kernels) vs dequantized: rel %.2e < 5e-2, top-1 "
            "%.0f%% >= 85%%",
@@ -353,8 +373,8 @@ static void kquant_round_trips(void)
     if (!ref)
         bail_out("cannot load %s", hf);
     int V = elm_model_get_info(ref)->n_vocab;
-    /* more tokens than gemm.c sends through the int8 kernels (16): the
-     * batched run widens the blocks */
+    /* more tokens than gemm.c sends through the row kernels: the batched
+     * run takes the int8 GEMM where the CPU has it */
     enum { N = 32 };
     int32_t tokens[N];
     random_tokens(tokens, N, V, 777);
@@ -373,14 +393,16 @@ static void kquant_round_trips(void)
         elm_model *d = m && quantize(gg, deq, ELM_DTYPE_F32) ? load(deq) : NULL;
         float *b = m ? run(m, tokens, N, false) : NULL, *st = m ? run(m, tokens, N, true) : NULL;
         float *db = d ? run(d, tokens, N, false) : NULL;
-        ok(b && db && compare(b, db, N, V).same,
-           "default: %s (%s) batched logits identical to its dequantized f32 copy's",
-           ks[q].name, census);
-        struct cmp c = st && b ? compare(st, b, N, V) : (struct cmp){1, 0, 0, false};
-        ok(st && b && c.rel < 5e-2 && c.top1 >= 0.85,
-           "default: %s one-token (int8 kernels) vs batched: relative error %.2e < 5e-2, max "
-           "|diff| %.3g, top-1 %.1f%% >= 85%%",
-           ks[q].name, c.rel, c.max_abs, 100 * c.top1);
+        struct cmp c = b && db ? compare(b, db, N, V) : (struct cmp){1, 0, 0, false};
+        ok(b && db && c.rel < 5e-2 && c.top1 >= 0.85,
+           "default: %s (%s) batched logits vs its dequantized f32 copy's: rel %.2e < 5e-2, "
+           "top-1 %.1f%% >= 85%%",
+           ks[q].name, census, c.rel, 100 * c.top1);
+        c = st && b ? compare(st, b, N, V) : (struct cmp){1, 0, 0, false};
+        ok(st && b && c.rel < BATCH_REL && c.top1 >= BATCH_TOP1,
+           "default: %s one-token vs batched (both int8): relative error %.2e < %.0e, max "
+           "|diff| %.3g, top-1 %.1f%%",
+           ks[q].name, c.rel, BATCH_REL, c.max_abs, 100 * c.top1);
         c = st && ref_s ? compare(st, ref_s, N, V) : (struct cmp){1, 0, 0, false};
         ok(st && ref_s && c.rel < ks[q].max_rel,
            "default: %s vs f32 over %d positions: relative error %.3e, top-1 agreement %.1f%%",

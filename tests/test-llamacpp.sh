@@ -19,10 +19,11 @@
 #   f16   0.05, bf16 0.3, q8_0 and q4_0 1.2  (measured 0.017, 0.11, 0.39,
 #         0.51): llama.cpp rounds the activations to the weight type's dot
 #         type (f16, bf16, q8_0) before each product.  elmchat does the same
-#         for q8_0/q4_0 in decode and batches of up to 16 tokens (all of this
-#         10-token prompt): int8 blocks of 32 with an f16 scale, llama.cpp's
-#         rule (engine/quant_act.h).  So q4_0 must match to 1e-3 with the same
-#         greedy ids: a check of our int8 path against an independent one.
+#         for the block types at every batch size: int8 blocks of 32 with an
+#         f16 scale, llama.cpp's rule (engine/quant_act.h).  So q4_0 must
+#         match to 1e-3 with the same greedy ids, for the 10-token prompt (row
+#         kernels) and a 53-token one (elmchat's int8 GEMM; measured 2.4e-6):
+#         a check of our int8 paths against an independent implementation.
 #         q8_0 stays apart (llama.cpp takes another path there).
 # The same weights dequantized to an f32 GGUF (`elmchat quantize Q.gguf
 # F32.gguf --type f32`) in llama.cpp: within the same 1.2 of elmchat's int8
@@ -112,6 +113,8 @@ within() { # within DIFF BOUND
 # A prompt that starts with BOS, as elmchat's chat does.
 prompt=1,450,4996,263,1243,310,278,3444,29892,322
 ngen=16
+long_prompt=$prompt,$(seq -s, 500 37 1834),29889,13,450,4996,263,1243
+long_n=$(echo "$long_prompt" | tr , '\n' | wc -l)
 "$GEN" --preset default --dtype f32 -o "$tmp/hf" >/dev/null
 ok $? "gen-checkpoint --preset default"
 
@@ -164,6 +167,20 @@ for type in f32 f16 bf16 q8_0 q4_0 q4_k; do
     if [ "$type" = f32 ] || [ "$type" = q4_0 ]; then
         [ "$lc_gen" = "$el_gen" ]
         ok $? "$type: same $ngen greedy ids as elmchat generate"
+    fi
+
+    if [ "$type" = q4_0 ] || [ "$type" = q4_k ]; then
+        # A prompt long enough for elmchat's int8 GEMM (16 tokens and more)
+        # and llama.cpp's batched kernels: both round the activations by the
+        # same rule; only the order of float additions differs.
+        long_bound=$bound
+        "$ELMCHAT" logits -m "$gguf" --tokens "$long_prompt" -o "$tmp/el-long.f32" --threads 1 &&
+            check "$gguf" --tokens "$long_prompt" --compare "$tmp/el-long.f32"
+        r=$?
+        set -- $(field logits-diff)
+        echo "# $type, $long_n-token prompt: max |logit diff| ${1:-?}, top-1 ${3:-?} vs ${4:-?}"
+        [ $r -eq 0 ] && within "${1:-}" "$long_bound" && [ "${3:-x}" = "${4:-y}" ]
+        ok $? "$type: $long_n-token prompt (int8 GEMM) within $long_bound of llama.cpp, same top-1"
     fi
 
     case $type in q8_0 | q4_0)

@@ -1,0 +1,179 @@
+/* test-gemm-int8.c: batches of block-quantized weights x int8 activations
+ * through elm_gemm (engine/gemm.c, engine/gemm_int8.c): Q8_0, Q4_0, Q4_K,
+ * Q5_K, Q6_K, on every kernel set this CPU runs (the int8 GEMM with AVX-512
+ * VNNI, the row kernels elsewhere):
+ *  - against a float64 emulation of quant_act.h's rule (activations rounded
+ *    by elm_quantize_act_ref, weights dequantized, products summed in
+ *    double), within 1e-5 of the sum of |w q d_x| of each output, at ragged
+ *    shapes (tokens not a multiple of the tile, rows not of the panel), with
+ *    and without accumulation;
+ *  - the same bits for 1 and 2 threads, and for a token whether it comes in
+ *    a batch of 100 or of 17 (the order of float additions depends on k
+ *    only). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/gemm.h"
+#include "engine/gemm_int8.h"
+#include "engine/kernels.h"
+#include "engine/model.h"
+#include "engine/quant.h"
+#include "engine/quant_act.h"
+#include "engine/threadpool.h"
+#include "tests/tap.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static double uni(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(uint32_t)(rng >> 16) / 2147483648.0 - 1.0;
+}
+
+static void *xalloc(size_t n)
+{
+    void *p = aligned_alloc(64, (n + 63) / 64 * 64);
+    if (!p)
+        bail_out("out of memory");
+    return p;
+}
+
+/* rows x cols weights of dtype from random floats whose scale varies by row
+ * and by sub-block (so that K-quant scales and mins differ); wf gets them
+ * dequantized. */
+static void *make_weights(enum elm_dtype dt, long rows, long cols, float *wf)
+{
+    size_t ldw = elm_row_size(dt, cols);
+    uint8_t *w = xalloc(ldw * (size_t)rows);
+    float *src = xalloc(sizeof(float) * (size_t)cols);
+    for (long r = 0; r < rows; r++) {
+        double scale = 0.05 + 2.0 * fabs(uni());
+        for (long i = 0; i < cols; i++) {
+            double sub = 1.0 + 0.8 * sin((double)(i / 16 + r));
+            src[i] = (float)(scale * sub * (uni() + (i % 7 == 0 ? 0.5 : 0.0)));
+        }
+        if (!elm_quantize_row(src, dt, w + (size_t)r * ldw, cols))
+            bail_out("quantize %s", elm_dtype_name(dt));
+    }
+    elm_dequantize(w, dt, wf, rows * cols);
+    free(src);
+    return w;
+}
+
+/* Activations: mostly random, one block of zeros, one large outlier. */
+static void make_x(float *x, long m, long cols)
+{
+    for (long i = 0; i < m * cols; i++)
+        x[i] = (float)(uni() * (1.0 + 3.0 * fabs(uni())));
+    if (cols >= 64)
+        memset(x + 32, 0, 32 * sizeof(float));
+    x[m * cols / 2] = 40.0f;
+}
+
+/* The rule emulated: out[t][r] and bound[t][r] = sum |w q d|. */
+static void emulate(const float *wf, long rows, long cols, const float *x, long m, double *out,
+                    double *bound)
+{
+    void *buf = xalloc(elm_qact_bytes(cols));
+    struct elm_qact a;
+    elm_qact_init(&a, cols, buf);
+    for (long t = 0; t < m; t++) {
+        elm_quantize_act_ref(x + t * cols, &a);
+        for (long r = 0; r < rows; r++) {
+            double s = 0.0, b = 0.0;
+            for (long i = 0; i < cols; i++) {
+                double p = (double)wf[r * cols + i] * a.q[i] * a.d[i / ELM_QA_BLOCK];
+                s += p;
+                b += fabs(p);
+            }
+            out[t * rows + r] = s;
+            bound[t * rows + r] = b;
+        }
+    }
+    free(buf);
+}
+
+static bool run_gemm(const float *x, long m, const struct elm_matrix *w, float *c, bool acc,
+                     int threads)
+{
+    struct elm_threadpool *pool = NULL;
+    struct elm_gemm_tile tile;
+    if (elm_threadpool_new(threads, &pool) != ELM_OK)
+        return false;
+    bool r = elm_gemm_tile_init(&tile, threads, (size_t)w->cols);
+    if (r)
+        elm_gemm(x, w->cols, m, w, c, w->rows, acc, pool, &tile);
+    elm_gemm_tile_free(&tile);
+    elm_threadpool_free(pool);
+    return r;
+}
+
+static void gemm_case(const char *set, enum elm_dtype dt, long rows, long cols, long m)
+{
+    float *wf = xalloc(sizeof(float) * (size_t)(rows * cols));
+    void *wq = make_weights(dt, rows, cols, wf);
+    float *x = xalloc(sizeof(float) * (size_t)(m * cols));
+    make_x(x, m, cols);
+    double *ref = xalloc(sizeof(double) * (size_t)(m * rows));
+    double *bound = xalloc(sizeof(double) * (size_t)(m * rows));
+    emulate(wf, rows, cols, x, m, ref, bound);
+    struct elm_matrix w = {.data = wq, .dtype = dt, .rows = rows, .cols = cols};
+    size_t n = (size_t)(m * rows);
+    float *c1 = xalloc(sizeof(float) * n), *c2 = xalloc(sizeof(float) * n);
+    float *acc = xalloc(sizeof(float) * n), *part = xalloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++)
+        acc[i] = 1.0f;
+    bool ran = run_gemm(x, m, &w, c1, false, 1) && run_gemm(x, m, &w, c2, false, 2) &&
+               run_gemm(x, m, &w, acc, true, 2) && run_gemm(x, 17, &w, part, false, 2);
+    double worst = 0.0, worst_acc = 0.0;
+    for (size_t i = 0; ran && i < n; i++) {
+        double tol = 1e-5 * bound[i] + 1e-30;
+        worst = fmax(worst, fabs(c1[i] - ref[i]) / tol);
+        worst_acc = fmax(worst_acc, fabs(acc[i] - (1.0 + ref[i])) / (tol + 1e-6));
+    }
+    ok(ran && worst <= 1.0,
+       "%s %s: %ld rows x %ld cols, %ld tokens (%s) vs float64 emulation: worst error %.3f of "
+       "1e-5 sum|w q d|",
+       set, elm_dtype_name(dt), rows, cols, m,
+       elm_gemm_i8_available(dt, cols) ? "int8 GEMM" : "row kernels", worst);
+    ok(ran && worst_acc <= 1.0, "%s %s: accumulating into C: worst %.3f", set,
+       elm_dtype_name(dt), worst_acc);
+    ok(ran && memcmp(c1, c2, sizeof(float) * n) == 0, "%s %s: 1 and 2 threads give the same bits",
+       set, elm_dtype_name(dt));
+    ok(ran && memcmp(c1, part, sizeof(float) * (size_t)(17 * rows)) == 0,
+       "%s %s: the first 17 tokens alone give the same bits as in the batch of %ld", set,
+       elm_dtype_name(dt), m);
+    free(wf);
+    free(wq);
+    free(x);
+    free(ref);
+    free(bound);
+    free(c1);
+    free(c2);
+    free(acc);
+    free(part);
+}
+
+int main(void)
+{
+    plan_lazy();
+    static const enum elm_dtype dts[] = {ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K,
+                                         ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
+    static const char *const sets[] = {"generic", "avx2", "avx512"};
+    for (int s = 0; s < 3; s++) {
+        if (!elm_kernels_select(sets[s]))
+            continue;
+        for (int d = 0; d < 5; d++) {
+            bool k32 = dts[d] == ELM_DTYPE_Q8_0 || dts[d] == ELM_DTYPE_Q4_0;
+            gemm_case(sets[s], dts[d], 70, k32 ? 96 : 256, 100);
+            gemm_case(sets[s], dts[d], 33, k32 ? 1280 : 768, 37);
+        }
+    }
+    return done_testing();
+}
