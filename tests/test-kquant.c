@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/quant.h"
 #include "engine/quant_act.h"
@@ -194,10 +195,11 @@ static void test_random(enum elm_dtype t, const char *set, elm_qrows_fn fn)
        elm_dtype_name(t), checked, worst);
 }
 
-/* Rows split in any ranges give the bits of the whole-matrix call. */
-static void test_ranges(enum elm_dtype t, const char *set, elm_qrows_fn fn)
+/* Rows split in any ranges give the bits of the whole-matrix call; cols
+ * 16640 is wider than the kernels' per-call tables (generic 8192, x86
+ * 16384 columns), whose values are then remade per row. */
+static void test_ranges(enum elm_dtype t, const char *set, elm_qrows_fn fn, int64_t cols)
 {
-    const int64_t cols = 1536;
     const long rows = 37;
     size_t ldw = elm_row_size(t, cols), bb = elm_quant_block_bytes(t);
     uint8_t *w = malloc(ldw * rows);
@@ -216,7 +218,8 @@ static void test_ranges(enum elm_dtype t, const char *set, elm_qrows_fn fn)
         }
         same = same && memcmp(all, part, sizeof all) == 0;
     }
-    ok(same, "%s %s: row ranges bit-identical to the whole-matrix call", set, elm_dtype_name(t));
+    ok(same, "%s %s: row ranges bit-identical to the whole-matrix call (cols %lld)", set,
+       elm_dtype_name(t), (long long)cols);
     free(w);
     free_acts(&s);
 }
@@ -479,8 +482,66 @@ static void test_quantize(enum elm_dtype t)
     free(x);
 }
 
-int main(void)
+/* ------------------------------------------------------------- bench */
+
+static double now(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* By hand, not in make check: `tests/test-kquant --bench [SET...]`: weight
+ * bytes per second of each set and type on one 1280 x 2560 matrix (a 270M
+ * projection's shape, in cache after the first call), one thread; the best
+ * of 7 timed runs of 0.03 s each, so that a busy shared machine shows less. */
+static int bench(int argc, char **argv)
+{
+    const int64_t cols = 2560;
+    const long rows = 1280;
+    struct acts s;
+    make_acts(&s, cols, NULL);
+    float *y = malloc((size_t)rows * sizeof *y);
+    printf("%-9s %-5s %8s\n", "set", "type", "GB/s");
+    for (int si = 0; si < NSETS; si++) {
+        bool wanted = argc == 0;
+        for (int i = 0; i < argc; i++)
+            wanted = wanted || strcmp(argv[i], sets[si]) == 0;
+        if (!wanted)
+            continue;
+        for (int ti = 0; ti < NTYPES; ti++) {
+            enum elm_dtype t = types[ti];
+            elm_qrows_fn fn = elm_kquant_rows(t, sets[si]);
+            if (!fn)
+                continue;
+            size_t ldw = elm_row_size(t, cols), bb = elm_quant_block_bytes(t);
+            uint8_t *w = malloc(ldw * (size_t)rows);
+            for (size_t i = 0; i < ldw * (size_t)rows / bb; i++)
+                random_block(t, w + i * bb);
+            fn(w, ldw, cols, &s.a, y, rows, false); /* warm the caches */
+            double best = 0;
+            for (int run = 0; run < 7; run++) {
+                long calls = 0;
+                double t0 = now(), t1;
+                do {
+                    fn(w, ldw, cols, &s.a, y, rows, false);
+                    calls++;
+                } while ((t1 = now()) - t0 < 0.03);
+                best = fmax(best, (double)calls * (double)(ldw * (size_t)rows) / (t1 - t0));
+            }
+            printf("%-9s %-5s %8.2f\n", sets[si], elm_dtype_name(t), best * 1e-9);
+            free(w);
+        }
+    }
+    free(y);
+    free_acts(&s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--bench") == 0)
+        return bench(argc - 2, argv + 2);
     plan_lazy();
     for (int ti = 0; ti < NTYPES; ti++) {
         enum elm_dtype t = types[ti];
@@ -492,7 +553,8 @@ int main(void)
                 continue;
             }
             test_random(t, sets[si], fn);
-            test_ranges(t, sets[si], fn);
+            test_ranges(t, sets[si], fn, 1536);
+            test_ranges(t, sets[si], fn, 16640);
             test_extremes(t, sets[si], fn);
             test_goldens(t, sets[si], fn);
         }
