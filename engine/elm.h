@@ -62,6 +62,11 @@ struct elm_model_params {
     /* Optional progress callback, 0..1, called from the loading thread. */
     void (*progress_cb)(float fraction, void *user);
     void *progress_user;
+    /* Optional, from the loading thread: polled before each tensor and
+     * loading step (and every few MiB of a copy); true stops the load with
+     * ELM_E_ABORTED, everything freed, *out untouched. */
+    bool (*abort_cb)(void *user);
+    void *abort_user;
 };
 struct elm_model_params elm_model_default_params(void);
 

@@ -10,6 +10,8 @@
  * only its own model_rec, ld_status/ld_err (read by the worker after the
  * join) and the event queue (progress); it says it is done with ld_done
  * under the mutex.  The worker adopts the new model between two requests.
+ * Shutdown stops a load through elm_model_load's abort callback (the quit
+ * flag), so joining the loader takes one tensor, not the whole load.
  */
 #include "config.h"
 
@@ -91,6 +93,7 @@ struct elm_worker {
 
     bool ld_done;      /* the loader thread has finished */
     int load_delay_ms; /* test hook (ELM_WORKER_TEST_LOAD_DELAY_MS), read-only */
+    double ld_delay_until; /* loader thread only: the hook's slow disk ends then */
 
     /* the loader: started and joined by the worker thread, which owns these
      * fields; the loader reads ld_node's request and fills ld_rec,
@@ -357,8 +360,31 @@ static uint64_t total_bytes(const elm_worker *w)
     return t;
 }
 
+/* CACHE_DROPPED for a cache of the current model that held tokens.  Like
+ * progress it is advisory: lost only when out of memory. */
+static void emit_cache_dropped(elm_worker *w, const struct slot_ctx *sc)
+{
+    int n = elm_ctx_n_past(sc->ctx);
+    if (n <= 0)
+        return;
+    struct ev_node *e = calloc(1, sizeof *e);
+    if (!e)
+        return;
+    e->ev.type = ELM_EV_CACHE_DROPPED;
+    if (w->run) {
+        e->ev.request_id = w->run->id;
+        e->ev.request_type = w->run->req.type;
+    }
+    e->ev.slot = sc->slot;
+    e->ev.n_dropped = n;
+    pthread_mutex_lock(&w->mu);
+    append_locked(w, e);
+    pthread_mutex_unlock(&w->mu);
+}
+
 /* Drop least recently used things until under the budget: first whole
- * models other than the current, then caches other than keep. */
+ * models other than the current, then caches other than keep.  Only the
+ * latter are reported: a model switch re-prefills every slot anyway. */
 static void enforce_budget(elm_worker *w, const struct slot_ctx *keep)
 {
     while (total_bytes(w) > w->budget) {
@@ -381,6 +407,7 @@ static void enforce_budget(elm_worker *w, const struct slot_ctx *keep)
             return;
         struct slot_ctx *sc = *sv;
         *sv = sc->next;
+        emit_cache_dropped(w, sc);
         slot_ctx_free(sc);
     }
 }
@@ -501,28 +528,34 @@ static void model_ready(elm_worker *w, struct model_rec *m)
     finish(w);
 }
 
+/* The loader thread's abort callback, polled by elm_model_load before each
+ * tensor and step: only shutdown stops a load (elm_worker_cancel is for
+ * replies).  The test hook's slow disk is spent in the first poll, inside
+ * the load, so that a shutdown has to go through the engine's cancel
+ * points to end it. */
+static bool load_should_abort(void *user)
+{
+    elm_worker *w = user;
+    while (!atomic_load(&w->quitting) && now_sec() < w->ld_delay_until) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&w->quitting);
+}
+
 static void *loader_main(void *arg)
 {
     elm_worker *w = arg;
     const struct elm_request *rq = &w->ld_node->req;
-    /* Test hook: a slow disk.  Shutdown ends the wait at once. */
-    double until = now_sec() + w->load_delay_ms * 1e-3;
-    while (w->load_delay_ms > 0 && now_sec() < until && !atomic_load(&w->quitting)) {
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    if (atomic_load(&w->quitting)) {
-        w->ld_status = ELM_E_ABORTED;
-        snprintf(w->ld_err, sizeof w->ld_err, "%s: load abandoned (shutdown)", rq->path);
-    } else {
-        struct elm_model_params mp = elm_model_default_params();
-        mp.n_threads = rq->n_threads;
-        mp.progress_cb = load_progress;
-        mp.progress_user = w;
-        w->ld_err[0] = '\0';
-        w->ld_status = elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err,
-                                      sizeof w->ld_err);
-    }
+    w->ld_delay_until = now_sec() + w->load_delay_ms * 1e-3;
+    struct elm_model_params mp = elm_model_default_params();
+    mp.n_threads = rq->n_threads;
+    mp.progress_cb = load_progress;
+    mp.progress_user = w;
+    mp.abort_cb = load_should_abort;
+    mp.abort_user = w;
+    w->ld_err[0] = '\0';
+    w->ld_status = elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err, sizeof w->ld_err);
     pthread_mutex_lock(&w->mu);
     w->ld_done = true;
     pthread_cond_signal(&w->cv);
@@ -583,10 +616,11 @@ done:
     req_free(n);
 }
 
-/* Start the next waiting LOAD_MODEL when no load is running. */
+/* Start the next waiting LOAD_MODEL when no load is running (none once
+ * shutting down: they are dropped). */
 static void next_load(elm_worker *w)
 {
-    while (!w->ld_running && w->ld_q_head) {
+    while (!w->ld_running && w->ld_q_head && !atomic_load(&w->quitting)) {
         struct req_node *n = w->ld_q_head;
         w->ld_q_head = n->next;
         if (!w->ld_q_head)
@@ -1060,8 +1094,8 @@ static void *worker_main(void *arg)
         w->run = NULL;
         req_free(n);
     }
-    /* A load in progress: the loader stops at once when it is still in the
-     * test delay, else after elm_model_load returns (it cannot be cut). */
+    /* A load in progress: its abort callback sees the quit flag, so
+     * elm_model_load returns ELM_E_ABORTED within a tensor. */
     if (w->ld_running) {
         pthread_join(w->ld_thread, NULL);
         w->ld_running = false;

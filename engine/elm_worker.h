@@ -26,7 +26,13 @@
  * Slots: a slot (any int >= 0, one per conversation) has its own elm_ctx
  * per model, created on first use.  The cache of a slot may be dropped at
  * any time under the memory budget (then n_past is 0 on the next GENERATE):
- * use ELM_GEN_SYNC and the worker re-prefills only what is missing.
+ * use ELM_GEN_SYNC and the worker re-prefills only what is missing.  When
+ * a cache of the current model that held tokens is dropped, a
+ * CACHE_DROPPED event says so (slot: the dropped one, n_dropped: the tokens
+ * it held, request_id/request_type: the request that needed the room); it
+ * is not a final event and comes before that request's final event.
+ * Caches of other models go silently with their model (a switch
+ * re-prefills anyway).  Like progress it is lost only when out of memory.
  *
  * Models: LOAD_MODEL runs on a loader thread of the worker, so the current
  * model keeps serving: requests posted after a LOAD_MODEL run on the
@@ -35,12 +41,18 @@
  * comes from the old model, every one after from the new).  Loads run one
  * at a time in the order posted.  With no current model (the first load),
  * the other requests wait for the load.  A failed load leaves the current
- * model current.  elm_worker_cancel does not stop a load; shutdown joins
- * the loader (after elm_model_load returns).  The previous models and
- * their caches are kept while mem_budget allows, so loading the same path
- * again is instant (no disk access, caches intact).  Test hook: the
- * environment variable ELM_WORKER_TEST_LOAD_DELAY_MS, read by
- * elm_worker_new, delays every disk load that much (shutdown ends the wait).
+ * model current.  elm_worker_cancel does not stop a load (it stops
+ * replies: Esc during a /model switch must not undo the switch).  Shutdown
+ * (elm_worker_free) does: the load stops at its next cancel point (before
+ * each tensor and step, every few MiB of a copy, through
+ * elm_model_params.abort_cb), its memory is freed and the waiting loads are
+ * dropped, so quitting during a slow load takes a fraction of a second.
+ * The previous models and their caches are kept while mem_budget allows,
+ * so loading the same path again is instant (no disk access, caches
+ * intact).  Test hook: the environment variable
+ * ELM_WORKER_TEST_LOAD_DELAY_MS, read by elm_worker_new, makes every disk
+ * load take that much longer: a slow disk inside elm_model_load (its first
+ * cancel point waits), which only its cancel points can cut short.
  */
 #ifndef ELMCHAT_ENGINE_ELM_WORKER_H
 #define ELMCHAT_ENGINE_ELM_WORKER_H
@@ -110,6 +122,7 @@ enum elm_event_type {
     ELM_EV_TOKEN, /* coalesced: text may hold several tokens */
     ELM_EV_DONE,
     ELM_EV_ERROR,
+    ELM_EV_CACHE_DROPPED, /* a slot's cache went under the memory budget */
 };
 
 enum elm_done_reason {
@@ -144,6 +157,8 @@ struct elm_event {
     int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
     int n_reused;                   /* DONE: tokens found already cached */
     struct elm_model_info *info;    /* MODEL_READY: a copy (owned) */
+    int n_dropped;                  /* CACHE_DROPPED: tokens the cache held
+                                       (the next GENERATE recomputes them) */
 };
 void elm_event_fini(struct elm_event *ev); /* frees ids, text, info */
 
@@ -152,8 +167,8 @@ void elm_event_fini(struct elm_event *ev); /* frees ids, text, info */
  * they reach the UI thread).  NULL on failure (err filled). */
 elm_worker *elm_worker_new(char *err, size_t err_size);
 /* Cancel, post SHUTDOWN, join, free everything.  NULL is a no-op.
- * Returns within one layer of compute (a model load in progress finishes,
- * on its own thread). */
+ * Returns within one layer of compute, or one tensor of a model load in
+ * progress (which is abandoned: ERROR, never delivered). */
 void elm_worker_free(elm_worker *w);
 
 /* Copy req into the queue; returns its id (> 0, increasing), or 0 on OOM or

@@ -32,8 +32,12 @@ static elm_status nomem(struct gld *ld)
 static elm_status get_tensor(struct gld *ld, const char *name, int n_dims, int64_t ne0,
                              int64_t ne1, const struct elm_gguf_tensor **out)
 {
-    const struct elm_gguf_tensor *t = elm_gguf_find_tensor(ld->g, name);
     const char *path = ld->g->path;
+    /* Each tensor may fault pages in from a slow disk: a cancel point. */
+    elm_status cst = elm_load_check(ld->m, path, ld->err, ld->err_size);
+    if (cst)
+        return cst;
+    const struct elm_gguf_tensor *t = elm_gguf_find_tensor(ld->g, name);
     if (!t)
         return elm_set_error(ld->err, ld->err_size, ELM_E_FORMAT, "%s: %s: missing tensor", path,
                              name);
@@ -73,15 +77,17 @@ static elm_status get_tensor(struct gld *ld, const char *name, int n_dims, int64
 }
 
 /* Dense data must sit at a multiple of its element size for the kernels. */
-static const void *usable(struct gld *ld, const struct elm_gguf_tensor *t)
+static elm_status usable(struct gld *ld, const struct elm_gguf_tensor *t, const void **out)
 {
     size_t es = elm_dtype_is_quant(t->dtype) ? 1 : elm_quant_block_bytes(t->dtype);
+    *out = t->data;
     if ((uintptr_t)t->data % es == 0)
-        return t->data;
+        return ELM_OK;
     void *p = elm_model_own_copy(ld->m, (size_t)t->size);
-    if (p)
-        memcpy(p, t->data, (size_t)t->size);
-    return p;
+    if (!p)
+        return nomem(ld);
+    *out = p;
+    return elm_load_copy(ld->m, p, t->data, (size_t)t->size, ld->g->path, ld->err, ld->err_size);
 }
 
 /* PyTorch [rows, cols] = ggml ne {cols, rows}. */
@@ -89,12 +95,10 @@ static elm_status bind_matrix(struct gld *ld, const char *name, int64_t rows, in
                               struct elm_matrix *out)
 {
     const struct elm_gguf_tensor *t;
+    const void *data;
     elm_status st = get_tensor(ld, name, 2, cols, rows, &t);
-    if (st)
+    if (st || (st = usable(ld, t, &data)))
         return st;
-    const void *data = usable(ld, t);
-    if (!data)
-        return nomem(ld);
     *out = (struct elm_matrix){.data = data, .dtype = t->dtype, .rows = rows, .cols = cols};
     return ELM_OK;
 }
@@ -134,8 +138,12 @@ static elm_status bind_gate_up(struct gld *ld, int li, int64_t ff, int64_t d,
         char *p = elm_model_own_copy(ld->m, (size_t)(gt->size + ut->size));
         if (!p)
             return nomem(ld);
-        memcpy(p, gt->data, (size_t)gt->size);
-        memcpy(p + gt->size, ut->data, (size_t)ut->size);
+        const char *path = ld->g->path;
+        if ((st = elm_load_copy(ld->m, p, gt->data, (size_t)gt->size, path, ld->err,
+                                ld->err_size)) ||
+            (st = elm_load_copy(ld->m, p + gt->size, ut->data, (size_t)ut->size, path, ld->err,
+                                ld->err_size)))
+            return st;
         data = p;
     } else {
         /* Two types in one matrix: widen both, exactly, to f32 (rare: llama.cpp's
@@ -144,6 +152,8 @@ static elm_status bind_gate_up(struct gld *ld, int li, int64_t ff, int64_t d,
         if (!p)
             return nomem(ld);
         elm_dequantize(gt->data, gt->dtype, p, ff * d);
+        if ((st = elm_load_check(ld->m, ld->g->path, ld->err, ld->err_size)))
+            return st;
         elm_dequantize(ut->data, ut->dtype, p + ff * d, ff * d);
         *out = (struct elm_matrix){.data = p, .dtype = ELM_DTYPE_F32, .rows = 2 * ff, .cols = d};
         return ELM_OK;
@@ -187,6 +197,7 @@ static elm_status bind_all(struct gld *ld)
             (st = bind_matrix(ld, NAME("ffn_down"), d, l->ff, &l->proj2)))
             return st;
 #undef NAME
+        elm_load_progress(m, 0.05f + 0.8f * (float)(i + 1) / (float)in->n_layers);
     }
     return bind_vector(ld, "output_norm.weight", d, &m->final_norm);
 }
@@ -420,7 +431,13 @@ elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err,
     if (st)
         return st;
     m->gguf = ld.g; /* owned by the model from here, whatever happens */
-    if ((st = read_hparams(&ld)) || (st = bind_all(&ld)) || (st = load_tokenizer(&ld, path)))
+    if ((st = elm_load_check(m, path, err, err_size)) || (st = read_hparams(&ld)))
+        return st;
+    elm_load_progress(m, 0.05f);
+    if ((st = bind_all(&ld)) || (st = elm_load_check(m, path, err, err_size)))
+        return st;
+    elm_load_progress(m, 0.9f);
+    if ((st = load_tokenizer(&ld, path)) || (st = elm_load_check(m, path, err, err_size)))
         return st;
     if (m->tokenizer && elm_tokenizer_n_vocab(m->tokenizer) != m->info.n_vocab)
         return elm_set_error(err, err_size, ELM_E_FORMAT,

@@ -138,7 +138,9 @@ static elm_status bind_matrix(struct loader *ld, const char *name, int64_t rows,
     const struct elm_mapping *map;
     const struct elm_st_tensor *t;
     elm_status st;
-    if ((st = find_tensor(ld, name, &map, &t)) || (st = check_tensor(ld, map, t, 2, rows, cols)))
+    /* Each tensor may fault pages in from a slow disk: a cancel point. */
+    if ((st = elm_load_check(ld->m, ld->weights, ld->err, ld->err_size)) ||
+        (st = find_tensor(ld, name, &map, &t)) || (st = check_tensor(ld, map, t, 2, rows, cols)))
         return st;
     const void *data = t->data;
     size_t align = elm_dtype_size(t->dtype);
@@ -148,7 +150,9 @@ static elm_status bind_matrix(struct loader *ld, const char *name, int64_t rows,
         if (!copy)
             return elm_set_error(ld->err, ld->err_size, ELM_E_NOMEM, "%s: %s: out of memory",
                                  map->path, name);
-        memcpy(copy, data, (size_t)t->size);
+        if ((st = elm_load_copy(ld->m, copy, data, (size_t)t->size, map->path, ld->err,
+                                ld->err_size)))
+            return st;
         data = copy;
     }
     *out = (struct elm_matrix){.data = data, .dtype = t->dtype, .rows = rows, .cols = cols};
@@ -160,7 +164,8 @@ static elm_status bind_vector(struct loader *ld, const char *name, int64_t n, co
     const struct elm_mapping *map;
     const struct elm_st_tensor *t;
     elm_status st;
-    if ((st = find_tensor(ld, name, &map, &t)) || (st = check_tensor(ld, map, t, 1, n, 1)))
+    if ((st = elm_load_check(ld->m, ld->weights, ld->err, ld->err_size)) ||
+        (st = find_tensor(ld, name, &map, &t)) || (st = check_tensor(ld, map, t, 1, n, 1)))
         return st;
     float *dst = ld->m->norm_store + ld->norm_used;
     ld->norm_used += (size_t)n;
@@ -209,6 +214,7 @@ static elm_status bind_all(struct loader *ld)
             (st = bind_matrix(ld, NAME("ffn.proj_2.weight"), d, l->ff, &l->proj2)))
             return st;
 #undef NAME
+        elm_load_progress(m, 0.05f + 0.8f * (float)(i + 1) / (float)in->n_layers);
     }
     return bind_vector(ld, "transformer.norm.weight", d, &m->final_norm);
 }
@@ -296,10 +302,37 @@ static void name_model(struct loader *ld, const char *path)
     snprintf(in->path, sizeof in->path, "%s", path);
 }
 
-static void progress(const struct elm_model_params *p, float f)
+elm_status elm_load_check(const struct elm_model *m, const char *what, char *err,
+                          size_t err_size)
 {
-    if (p->progress_cb)
-        p->progress_cb(f, p->progress_user);
+    const struct elm_model_params *p = m->loading;
+    if (p && p->abort_cb && p->abort_cb(p->abort_user))
+        return elm_set_error(err, err_size, ELM_E_ABORTED, "%s: load cancelled", what);
+    return ELM_OK;
+}
+
+/* Slices small enough that a cancel lands soon even at a few MB/s. */
+#define LOAD_COPY_SLICE ((size_t)4 << 20)
+
+elm_status elm_load_copy(const struct elm_model *m, void *dst, const void *src, size_t n,
+                         const char *what, char *err, size_t err_size)
+{
+    char *d = dst;
+    const char *s = src;
+    for (size_t off = 0; off < n; off += LOAD_COPY_SLICE) {
+        elm_status st = elm_load_check(m, what, err, err_size);
+        if (st)
+            return st;
+        memcpy(d + off, s + off, n - off < LOAD_COPY_SLICE ? n - off : LOAD_COPY_SLICE);
+    }
+    return ELM_OK;
+}
+
+void elm_load_progress(const struct elm_model *m, float fraction)
+{
+    const struct elm_model_params *p = m->loading;
+    if (p && p->progress_cb)
+        p->progress_cb(fraction, p->progress_user);
 }
 
 /* 0 threads asked for: one a CPU. */
@@ -330,6 +363,13 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
         free(m);
         return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     }
+    m->loading = params;
+    elm_status cst = elm_load_check(m, path, err, err_size);
+    if (cst) {
+        free(ld);
+        elm_model_free(m);
+        return cst;
+    }
     elm_kernels_init();
     if (ends_with(path, ".gguf")) {
         /* GGUF files: engine/gguf_model.c binds everything. */
@@ -340,7 +380,8 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
             return gst;
         }
         m->n_threads = n_threads_for(params);
-        progress(params, 1.0f);
+        elm_load_progress(m, 1.0f);
+        m->loading = NULL;
         *out = m;
         return ELM_OK;
     }
@@ -357,7 +398,7 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
     if (!st)
         st = elm_config_load(cfg, &m->info, err, err_size);
     if (!st) {
-        progress(params, 0.05f);
+        elm_load_progress(m, 0.05f);
         if (ends_with(ld->weights, ".index.json"))
             st = load_index(ld, &index);
     }
@@ -365,10 +406,14 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
         elm_hash_config(&ld->hash, &m->info);
         st = bind_all(ld);
     }
+    if (!st)
+        st = elm_load_check(m, path, err, err_size);
     if (!st) {
-        progress(params, 0.9f);
+        elm_load_progress(m, 0.9f);
         st = load_tokenizer(ld);
     }
+    if (!st)
+        st = elm_load_check(m, path, err, err_size);
     json_object_put(index);
     if (st) {
         elm_model_free(m);
@@ -381,7 +426,8 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
     name_model(ld, path);
     m->n_threads = n_threads_for(params);
     free(ld);
-    progress(params, 1.0f);
+    elm_load_progress(m, 1.0f);
+    m->loading = NULL;
     *out = m;
     return ELM_OK;
 }

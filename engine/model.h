@@ -58,7 +58,22 @@ struct elm_model {
     int n_maps;
     elm_tokenizer *tokenizer; /* owned, may be NULL */
     struct elm_gguf *gguf;    /* owned, GGUF models only (gguf_model.c) */
+    /* elm_model_load's params while it runs (NULL afterwards): both loaders
+     * poll its abort callback and report progress through it */
+    const struct elm_model_params *loading;
 };
+
+/* The load's abort callback asked to stop: ELM_E_ABORTED with "what: load
+ * cancelled" in err.  ELM_OK otherwise (and outside a load). */
+elm_status elm_load_check(const struct elm_model *m, const char *what, char *err,
+                          size_t err_size);
+/* memcpy for the loaders, in slices with elm_load_check between them (a
+ * copy from a slow disk can be long).  ELM_E_ABORTED, err filled, when
+ * cancelled. */
+elm_status elm_load_copy(const struct elm_model *m, void *dst, const void *src, size_t n,
+                         const char *what, char *err, size_t err_size);
+/* Progress of the load in progress, 0..1 (nothing outside a load). */
+void elm_load_progress(const struct elm_model *m, float fraction);
 
 /* Parse and validate config.json into the config part of info (config.c). */
 elm_status elm_config_load(const char *path, struct elm_model_info *info, char *err,

@@ -4,7 +4,8 @@
  *
  * A model path "fake:L=4,V=64,us=50,mb=10" loads a model of L layers and V
  * ids whose decode sleeps us microseconds per layer and per token, polling
- * the abort callback before every layer.  Its greedy continuation is
+ * the abort callback before every layer.  "ld=MS" makes the load take MS
+ * milliseconds, polling the load's abort callback every millisecond.  Its greedy continuation is
  * fake_next(last id, position); the EOS id is 2.  Any other path fails
  * with ELM_E_IO.  The tokenizer writes id N as "tN "; ids that are
  * multiples of 10 are held back until the next id or the flush, like an
@@ -50,7 +51,7 @@ int32_t fake_next(int32_t last, int pos, int n_vocab)
 
 struct elm_model_params elm_model_default_params(void)
 {
-    struct elm_model_params p = {0, NULL, NULL};
+    struct elm_model_params p = {.n_threads = 0, .progress_cb = NULL, .abort_cb = NULL};
     return p;
 }
 
@@ -62,7 +63,7 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
         return ELM_E_IO;
     }
     int L = 4, V = 64, mb = 1;
-    long us = 0;
+    long us = 0, ld = 0;
     const char *s = path + 5;
     while (*s) {
         char key[8];
@@ -80,9 +81,21 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
             us = val;
         else if (!strcmp(key, "mb"))
             mb = (int)val;
+        else if (!strcmp(key, "ld"))
+            ld = val;
         s += used;
         if (*s == ',')
             s++;
+    }
+    for (long i = 0; i <= ld; i++) {
+        if (params && params->abort_cb && params->abort_cb(params->abort_user)) {
+            snprintf(err, err_size, "%s: load cancelled", path);
+            return ELM_E_ABORTED;
+        }
+        if (i < ld) {
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+        }
     }
     elm_model *m = calloc(1, sizeof *m);
     if (!m)

@@ -1,8 +1,10 @@
 /* test-worker.c: the engine thread (engine/elm_worker.c): ordering and ids,
  * cancel during prefill, shutdown while busy, a slow reader, model switch
  * with kept caches, snapshots, errors, loads in the background (the current
- * model serves meanwhile), min_token_interval_ms pacing; generated ids
- * against a direct synchronous elm_decode + greedy run.
+ * model serves meanwhile), shutdown during a long load (and, on libelm,
+ * every cancel point of elm_model_load), CACHE_DROPPED under the memory
+ * budget, min_token_interval_ms pacing; generated ids against a direct
+ * synchronous elm_decode + greedy run.
  *
  * Built twice: test-worker-fake links tests/fake-engine.c (deterministic
  * timings, no BLIS), test-worker links libelm and runs on checkpoints made
@@ -42,6 +44,9 @@
 static char model_a[4096];    /* small and fast */
 static char model_b[4096];    /* same shape, other weights */
 static char model_slow[4096]; /* prefill of ~2000 tokens takes a while */
+#ifdef FAKE_ENGINE
+static char model_long_load[4096]; /* elm_model_load alone takes 10 s */
+#endif
 
 static double now_sec(void)
 {
@@ -764,8 +769,8 @@ static void test_background_load(void)
     d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 0, ELM_GEN_SYNC, 0), 30);
     ok(d && d->n_ctx == 128, "the last one posted is current");
 
-    /* Shutdown during a load joins the loader at once (it is in the
-     * delay: a real elm_model_load would finish first). */
+    /* Shutdown during a load: the loader stops at the load's first cancel
+     * point (where the hook's slow disk is). */
     post_load(w, model_b, 100, 0);
     post_paced(w, 0, prompt, 10, 1000, 5);
     pump(w, &lg, 100);
@@ -789,6 +794,263 @@ static void test_background_load(void)
     free(t0);
     free(prompt);
     log_free(&lg);
+}
+
+/* ------------------------------------------------- shutdown during a load */
+
+/* The load alone would take this long; shutdown must not wait for it. */
+#define LONG_LOAD_MS 10000
+/* Generous: the point is "not the load's 10 s", not a tight timing. */
+#define QUIT_BOUND_S 2.0
+
+static void test_load_shutdown(void)
+{
+    char err[256];
+    char delay[16];
+    struct evlog lg = {0};
+    int32_t *prompt = make_prompt(10, n_vocab_a, 9);
+
+    /* The first load (nothing to serve meanwhile), a GENERATE waiting for
+     * it: the situation of a chat that starts on a slow disk and quits. */
+    snprintf(delay, sizeof delay, "%d", LONG_LOAD_MS);
+    setenv("ELM_WORKER_TEST_LOAD_DELAY_MS", delay, 1);
+    elm_worker *w = elm_worker_new(err, sizeof err);
+    unsetenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
+    uint64_t l = post_load(w, model_a, 0, 0);
+    post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
+    post_load(w, model_b, 0, 0); /* waits its turn: dropped */
+    pump(w, &lg, 300);
+    ok(!find_final(&lg, l), "the first load is still running after 300 ms");
+    double t0 = now_sec();
+    elm_worker_free(w);
+    double dt = now_sec() - t0;
+    diag("elm_worker_free during a %d ms first load took %.1f ms", LONG_LOAD_MS, dt * 1e3);
+    ok(dt < QUIT_BOUND_S, "shutdown during the first load returns at once (%.1f ms, load %d ms)",
+       dt * 1e3, LONG_LOAD_MS);
+    log_clear(&lg);
+
+#ifdef FAKE_ENGINE
+    /* In the background, while the current model serves: here the load
+     * itself is long (elm_model_load polls its abort callback). */
+    w = elm_worker_new(err, sizeof err);
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0, 0), 30);
+    ok(d && d->type == ELM_EV_MODEL_READY, "model A for the background case");
+    l = post_load(w, model_long_load, 0, 0);
+    d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0), 30);
+    ok(d && d->type == ELM_EV_DONE && d->n_generated == 4 && !find_final(&lg, l),
+       "A serves while the long load runs");
+    /* Cancel is for replies: the load goes on. */
+    elm_worker_cancel(w);
+    pump(w, &lg, 200);
+    ok(!find_final(&lg, l), "elm_worker_cancel does not stop a load");
+    t0 = now_sec();
+    elm_worker_free(w);
+    dt = now_sec() - t0;
+    diag("elm_worker_free during a %d ms background load took %.1f ms", LONG_LOAD_MS, dt * 1e3);
+    ok(dt < QUIT_BOUND_S, "shutdown during a background load returns at once (%.1f ms)",
+       dt * 1e3);
+    log_clear(&lg);
+#endif
+    free(prompt);
+    log_free(&lg);
+}
+
+#ifndef FAKE_ENGINE
+/* elm_model_load's own cancel points, on libelm: counted, then each one
+ * tried in turn.  A load stopped anywhere returns ELM_E_ABORTED, leaves
+ * *out alone and frees everything (the ASan build checks the last). */
+struct load_probe {
+    int polls, stop_at;
+    int n_progress;
+    float last;
+    bool monotonic;
+};
+
+static bool probe_abort(void *user)
+{
+    struct load_probe *p = user;
+    p->polls++;
+    return p->stop_at > 0 && p->polls >= p->stop_at;
+}
+
+static void probe_progress(float f, void *user)
+{
+    struct load_probe *p = user;
+    if (f < p->last)
+        p->monotonic = false;
+    p->last = f;
+    p->n_progress++;
+}
+
+static void check_cancel_points(const char *path, const char *what)
+{
+    struct load_probe pr = {.monotonic = true};
+    struct elm_model_params mp = elm_model_default_params();
+    mp.n_threads = 1;
+    mp.abort_cb = probe_abort;
+    mp.abort_user = &pr;
+    mp.progress_cb = probe_progress;
+    mp.progress_user = &pr;
+    elm_model *m = NULL;
+    char err[ELM_ERR_MAX];
+    if (!ok(elm_model_load(path, &mp, &m, err, sizeof err) == ELM_OK, "%s loads with abort_cb",
+            what)) {
+        diag("%s", err);
+        return;
+    }
+    int n_layers = elm_model_get_info(m)->n_layers;
+    elm_model_free(m);
+    int n = pr.polls;
+    ok(n >= 8 * n_layers + 2, "%s: %d cancel points for %d layers (one per tensor at least)",
+       what, n, n_layers);
+    ok(pr.monotonic && pr.last == 1.0f && pr.n_progress >= n_layers,
+       "%s: progress per layer, monotonic, to 1 (%d reports)", what, pr.n_progress);
+
+    int bad = 0;
+    for (int k = 1; k <= n; k++) {
+        struct load_probe q = {.stop_at = k, .monotonic = true};
+        mp.abort_user = &q;
+        mp.progress_user = &q;
+        elm_model *keep = (elm_model *)&q; /* any non-NULL value: must stay */
+        m = keep;
+        err[0] = '\0';
+        elm_status st = elm_model_load(path, &mp, &m, err, sizeof err);
+        if (st != ELM_E_ABORTED || m != keep || q.polls != k || !strstr(err, "load cancelled")) {
+            if (!bad)
+                diag("%s: stop at cancel point %d: status %d, polls %d, \"%s\"", what, k, (int)st,
+                     q.polls, err);
+            bad++;
+            if (st == ELM_OK && m != keep)
+                elm_model_free(m);
+        }
+    }
+    ok(bad == 0, "%s: stopped at each of its %d cancel points: ELM_E_ABORTED, nothing returned",
+       what, n);
+}
+
+static void test_load_cancel_points(void)
+{
+    char sharded[4096], gguf[4096];
+    check_cancel_points(model_a, "safetensors");
+    if (tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 3 --shards 3", sharded,
+                           sizeof sharded, "sharded"))
+        check_cancel_points(sharded, "3 shards");
+    else
+        ok(0, "gen-checkpoint --shards 3");
+    snprintf(gguf, sizeof gguf, "%s/a-q8_0.gguf", tap_tmpdir());
+    struct elm_quantize_params qp = elm_quantize_default_params();
+    char err[ELM_ERR_MAX];
+    if (ok(elm_quantize(model_a, gguf, &qp, err, sizeof err) == ELM_OK, "quantize A to GGUF"))
+        check_cancel_points(gguf, "GGUF q8_0");
+    else
+        diag("%s", err);
+}
+#endif
+
+/* ------------------------------------------------------ CACHE_DROPPED */
+
+static int count_dropped(const struct evlog *lg, int *slot, int *n_dropped, uint64_t *req)
+{
+    int k = 0;
+    for (int i = 0; i < lg->n; i++) {
+        if (lg->v[i].type != ELM_EV_CACHE_DROPPED)
+            continue;
+        if (k++ == 0) {
+            *slot = lg->v[i].slot;
+            *n_dropped = lg->v[i].n_dropped;
+            *req = lg->v[i].request_id;
+        }
+    }
+    return k;
+}
+
+static int index_of_type(const struct evlog *lg, enum elm_event_type t)
+{
+    for (int i = 0; i < lg->n; i++)
+        if (lg->v[i].type == t)
+            return i;
+    return -1;
+}
+
+/* Under a budget of one byte only the current model and the slot in use
+ * stay: each new slot drops the one before, and the UI hears of it. */
+static void run_budget(uint64_t budget, int *n_events, int *checks_ok)
+{
+    char err[256];
+    elm_worker *w = elm_worker_new(err, sizeof err);
+    struct evlog lg = {0};
+    int32_t *prompt = make_prompt(10, n_vocab_a, 10);
+    int ok_count = 0, events = 0;
+    int slot = -1, nd = -1;
+    uint64_t rq = 0;
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0, budget), 60);
+    if (!d || d->type != ELM_EV_MODEL_READY) {
+        ok(0, "model A for the budget test");
+        goto out;
+    }
+    d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0), 30);
+    int n_past0 = d ? d->n_past : -1;
+    events += count_dropped(&lg, &slot, &nd, &rq);
+    log_clear(&lg);
+
+    /* slot 1 needs the room: slot 0's cache goes */
+    uint64_t g1 = post_gen(w, 1, prompt, 10, 4, ELM_GEN_SYNC, 0);
+    d = wait_final(w, &lg, g1, 30);
+    int k = count_dropped(&lg, &slot, &nd, &rq);
+    events += k;
+    if (budget == 1) {
+        ok_count += ok(k == 1 && slot == 0 && nd == n_past0 && rq == g1 &&
+                           index_of_type(&lg, ELM_EV_CACHE_DROPPED) < final_index(&lg, g1),
+                       "CACHE_DROPPED {slot 0, %d tokens} during slot 1's request, before its "
+                       "DONE (got %d events, slot %d, %d tokens)",
+                       n_past0, k, slot, nd);
+    }
+    log_clear(&lg);
+
+    /* an empty cache goes without a word */
+    d = wait_final(w, &lg, post_simple(w, ELM_REQ_TRUNCATE, 1, 0, NULL), 30);
+    uint64_t g2 = post_gen(w, 2, prompt, 7, 3, ELM_GEN_SYNC, 0);
+    d = wait_final(w, &lg, g2, 30);
+    int n_past2 = d ? d->n_past : -1;
+    k = count_dropped(&lg, &slot, &nd, &rq);
+    events += k;
+    if (budget == 1)
+        ok_count += ok(k == 0, "an empty cache dropped: no event (%d)", k);
+    log_clear(&lg);
+
+    /* back to slot 0: it recomputes everything, slot 2 goes */
+    uint64_t g0 = post_gen(w, 0, prompt, 10, 0, ELM_GEN_SYNC, 0);
+    d = wait_final(w, &lg, g0, 30);
+    k = count_dropped(&lg, &slot, &nd, &rq);
+    events += k;
+    if (budget == 1)
+        ok_count += ok(k == 1 && slot == 2 && nd == n_past2 && rq == g0 && d &&
+                           d->n_reused == 0 && d->n_prefilled == 10,
+                       "slot 0 re-prefilled (%d reused), slot 2's %d tokens dropped (slot %d, %d)",
+                       d ? d->n_reused : -1, n_past2, slot, nd);
+    log_clear(&lg);
+
+    /* another model: the old one's caches go with it, silently */
+    d = wait_final(w, &lg, post_load(w, model_b, 0, budget), 60);
+    k = count_dropped(&lg, &slot, &nd, &rq);
+    events += k;
+    if (budget == 1)
+        ok_count += ok(d && d->type == ELM_EV_MODEL_READY && k == 0,
+                       "a model evicted with its caches: no CACHE_DROPPED (%d)", k);
+out:
+    *n_events = events;
+    *checks_ok = ok_count;
+    free(prompt);
+    log_free(&lg);
+    elm_worker_free(w);
+}
+
+static void test_cache_dropped(void)
+{
+    int events, checks;
+    run_budget(1, &events, &checks);
+    run_budget(0, &events, &checks);
+    ok(events == 0, "with the default budget nothing is dropped (%d CACHE_DROPPED)", events);
 }
 
 /* min_token_interval_ms: tokens are spaced, the output is the same, and a
@@ -885,6 +1147,7 @@ static bool setup_models(void)
     snprintf(model_b, sizeof model_b, "fake:L=4,V=64,us=0,mb=2");
     /* 8 layers x 128 tokens x 100 us: a chunk is ~100 ms, a layer ~13 ms. */
     snprintf(model_slow, sizeof model_slow, "fake:L=8,V=64,us=100,mb=1");
+    snprintf(model_long_load, sizeof model_long_load, "fake:L=4,V=64,mb=3,ld=%d", LONG_LOAD_MS);
     return true;
 }
 #else
@@ -918,6 +1181,11 @@ int main(void)
     test_shutdown_busy();
     test_models_and_state();
     test_background_load();
+    test_load_shutdown();
+#ifndef FAKE_ENGINE
+    test_load_cancel_points();
+#endif
+    test_cache_dropped();
     test_pacing();
     return done_testing();
 }

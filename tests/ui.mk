@@ -15,7 +15,7 @@ TESTS += tests/test-ui-layout tests/test-ui-text tests/test-ui-commands
 # of the machine.  test-ui-conv.sh needs tests/gen-checkpoint (built by all).
 UI_TMUX_TESTS = tests/test-ui-chat.sh tests/test-ui-edit.sh tests/test-ui-session.sh \
 	tests/test-ui-conv.sh tests/test-ui-context.sh tests/test-ui-gguf.sh \
-	tests/test-ui-multi.sh
+	tests/test-ui-multi.sh tests/test-ui-load.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 EXTRA_DIST += tests/ui-tmux.sh
 TESTS += $(UI_TMUX_TESTS)

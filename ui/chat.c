@@ -755,6 +755,35 @@ static void on_done(struct chat *c, struct elm_event *ev)
     }
 }
 
+/* The worker dropped a conversation's cache to stay within the memory
+ * budget: its next reply recomputes the whole sequence, which for a long
+ * conversation is slow enough to deserve a word beforehand. */
+static void cache_dropped(struct chat *c, const struct elm_event *ev)
+{
+    struct conv *v = conv_by_slot(c, ev->slot);
+    if (!v)
+        return;
+    conversation_set_cached(&v->cv, 0); /* nothing to snapshot now */
+    size_t n = v->cv.tokens.n > (size_t)ev->n_dropped ? v->cv.tokens.n : (size_t)ev->n_dropped;
+    char msg[300];
+    if (v == c->cur)
+        snprintf(msg, sizeof msg, "cache dropped (memory budget); the next reply recomputes %zu tokens",
+                 n);
+    else
+        snprintf(msg, sizeof msg,
+                 "session %s: cache dropped (memory budget); its next reply recomputes %zu tokens",
+                 v->s->name, n);
+    /* Usually a side effect of what the user just did (/new, /switch):
+     * added after that notice rather than hiding it. */
+    if (c->notice[0] && chat_now() < c->notice_until && !strstr(c->notice, msg)) {
+        char both[sizeof c->notice + sizeof msg + 8];
+        snprintf(both, sizeof both, "%s · %s", c->notice, msg);
+        chat_notice(c, c->notice_error, "%s", both);
+    } else {
+        chat_notice(c, false, "%s", msg);
+    }
+}
+
 void chat_poll_events(struct chat *c)
 {
     elm_worker_drain_wake(c->worker);
@@ -798,6 +827,9 @@ void chat_poll_events(struct chat *c)
             break;
         case ELM_EV_DONE:
             on_done(c, &ev);
+            break;
+        case ELM_EV_CACHE_DROPPED:
+            cache_dropped(c, &ev);
             break;
         case ELM_EV_ERROR:
             if (ev.request_id == c->load_req) {
