@@ -162,6 +162,15 @@ static float *tile_of(struct elm_gemm_tile *tile, int ith)
     return tile->buf[ith];
 }
 
+/* Batches from this many tokens take the int8 GEMM rather than the row
+ * kernels: 270M, 2 threads, Q4_0 pp4 / pp8 / pp12 / pp16 / pp32 at
+ * 0.48x / 0.61x / 1.23x / 1.5x / 2.0x of the row kernels, Q4_K 0.53x /
+ * 0.78x / 1.03x at 4 / 8 / 12 (the GEMM repacks every weight once a call,
+ * which pays from about a dozen tokens). */
+#ifndef I8_GEMM_MIN_M /* -D for measurements */
+#define I8_GEMM_MIN_M 12
+#endif
+
 static void rows_task(void *arg, long b, long e, int ith)
 {
     const struct gemm_job *j = arg;
@@ -170,9 +179,8 @@ static void rows_task(void *arg, long b, long e, int ith)
         elm_quant_rows_rounded(w, j->qa, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
         return;
     }
-    /* no memory for the shared rounding: each range rounds on its stack
-     * (up to ELM_QUANT_MAX_M tokens at once, else one by one) */
-    if (elm_dtype_is_quant(w->dtype) &&
+    /* no memory for the shared rounding: each range rounds on its stack */
+    if (elm_dtype_is_quant(w->dtype) && j->m < I8_GEMM_MIN_M &&
         elm_quant_fast_rows(w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate))
         return;
     float *buf = j->m > 1 && elm_dtype_is_quant(w->dtype) ? tile_of(j->tile, ith) : NULL;
@@ -180,8 +188,9 @@ static void rows_task(void *arg, long b, long e, int ith)
         elm_matmul_rows(w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
         return;
     }
-    /* Quantized weights without int8 kernels (none today) or memory for
-     * their activations: widen tiles exactly, then the f32 row kernels. */
+    /* Quantized weights without int8 kernels for this batch (the portable
+     * set) or memory for their activations: widen tiles exactly, then the
+     * f32 row kernels. */
     long cols = (long)w->cols, step = (long)(j->tile->floats / (size_t)cols);
     size_t row_bytes = elm_row_size(w->dtype, w->cols);
     for (long r = b; r < e; r += step) {
@@ -340,25 +349,22 @@ static bool grow(void **buf, size_t *have, size_t need)
     return *buf != NULL;
 }
 
-/* Batches from this many tokens take the int8 GEMM rather than the row
- * kernels: 270M, 2 threads, Q4_0 pp4 / pp8 / pp12 / pp16 / pp32 at
- * 0.48x / 0.61x / 1.23x / 1.5x / 2.0x of the row kernels, Q4_K 0.53x /
- * 0.78x / 1.03x at 4 / 8 / 12 (the GEMM repacks every weight once a call,
- * which pays from about a dozen tokens). */
-#ifndef I8_GEMM_MIN_M /* -D for measurements */
-#define I8_GEMM_MIN_M 12
-#endif
 
 /* Quantized weights meet int8 activations at every batch size, as in
  * llama.cpp: the activations are rounded once per product (threads split
  * the tokens), then the row kernels (small batches: blocks of rows stay in
- * L2 while the tokens pass over them) or the int8 GEMM.  False (nothing
- * done) when the set has no int8 kernel for the type or memory is short. */
+ * L2 while the tokens pass over them) or the int8 GEMM (AVX2, AVX-512).
+ * False (nothing done) when the set has no int8 kernel for the batch (the
+ * portable set from I8_GEMM_MIN_M tokens: the f32 path widens the weights
+ * exactly) or memory is short. */
 static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
 {
     const struct elm_matrix *w = job->w;
     struct elm_gemm_tile *tile = job->tile;
     long m = job->m, rows = (long)w->rows, k = (long)w->cols;
+    bool gemm = m >= I8_GEMM_MIN_M && elm_gemm_i8_available(w->dtype, k);
+    if (m >= I8_GEMM_MIN_M && !gemm)
+        return false; /* the portable set: widened weights and BLIS beat its int8 rows */
     size_t qbytes = elm_quant_act_bytes(w, (int)m);
     if (!qbytes || !grow(&tile->qact, &tile->qact_bytes, qbytes))
         return false;
@@ -375,8 +381,7 @@ static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
         elm_threadpool_for(pool, m, elm_threadpool_chunk(pool, m, 2, 1, 16), round_task, job);
     job->qa = tile->qa;
     size_t wneed = elm_gemm_i8_wpack_bytes(w->dtype, k);
-    if (m >= I8_GEMM_MIN_M && elm_gemm_i8_available(w->dtype, k) &&
-        wneed <= tile->floats * sizeof(float) &&
+    if (gemm && wneed <= tile->floats * sizeof(float) &&
         grow(&tile->i8a, &tile->i8a_bytes, elm_gemm_i8_apack_bytes(w->dtype, m, k))) {
         long tiles = (m + ELM_GI8_MR - 1) / ELM_GI8_MR;
         elm_threadpool_for(pool, tiles, elm_threadpool_chunk(pool, tiles, 2, 1, 4), pack_i8_task,

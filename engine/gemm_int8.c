@@ -1,5 +1,6 @@
 /* gemm_int8.c: block-quantized weights x int8 activations for batches, with
- * an AVX-512 VNNI micro-kernel of 4 tokens x 32 weight rows.
+ * an AVX-512 VNNI micro-kernel of 4 tokens x 32 weight rows (and an AVX2
+ * one of 4 x 8 that gives the same bits).
  *
  * Prefill used to widen the weights to f32 and run the f32 GEMM: about
  * BLIS's speed, which llama.cpp's int8 GEMM beats by 1.2-1.4x for Q4_0 and
@@ -42,10 +43,14 @@ struct kind {
     bool mins;
 };
 
+static bool vnni_kernel(void);
+
 static bool kind_of(enum elm_dtype dtype, struct kind *k)
 {
     switch (dtype) {
-    case ELM_DTYPE_Q8_0: *k = (struct kind){32, 128, false}; return true;
+    /* AVX2 multiplies |w| by the activation with w's sign (no bias: 255 x
+     * 127 x 2 would saturate vpmaddubsw's int16) */
+    case ELM_DTYPE_Q8_0: *k = (struct kind){32, vnni_kernel() ? 128 : 0, false}; return true;
     case ELM_DTYPE_Q4_0: *k = (struct kind){32, 8, false}; return true;
     case ELM_DTYPE_Q4_K:
     case ELM_DTYPE_Q5_K: *k = (struct kind){32, 0, true}; return true;
@@ -129,6 +134,7 @@ void elm_gemm_i8_pack_a(enum elm_dtype dtype, const struct elm_qact *qa, long m,
 #include <immintrin.h>
 #define VNNI                                                                                      \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE __attribute__((always_inline)) inline
 /* Full unrolling keeps the 16 accumulators in registers. */
 #define UNROLL_MR _Pragma("GCC unroll 4")
@@ -137,7 +143,8 @@ void elm_gemm_i8_pack_a(enum elm_dtype dtype, const struct elm_qact *qa, long m,
 
 /* A row of k weights into unsigned bytes u, scales s and (mins) offsets o
  * per sub-block: w = s * (u - bias) or s * u + o.  AVX2 on 32 bytes at a
- * time (the scalar loops were 60 % of a 32-token prefill). */
+ * time (the scalar loops were 60 % of a 32-token prefill), for both
+ * kernels. */
 #define LOAD128(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
 #define LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define STORE128(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
@@ -153,7 +160,17 @@ VNNI static void unpack_q8_0(const uint8_t *b, long k, uint8_t *u, float *s, flo
     }
 }
 
-VNNI static void unpack_q4_0(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+/* The AVX2 kernel's Q8_0: the signed bytes as stored. */
+AVX2 static void unpack_q8_0_signed(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+{
+    (void)o;
+    for (long i = 0; i < k / 32; i++, b += ELM_Q8_0_BYTES) {
+        s[i] = elm_f16_at(b);
+        STORE256(u + 32 * i, LOAD256(b + 2));
+    }
+}
+
+AVX2 static void unpack_q4_0(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
 {
     (void)o;
     const __m128i lo = _mm_set1_epi8(15);
@@ -168,7 +185,7 @@ VNNI static void unpack_q4_0(const uint8_t *b, long k, uint8_t *u, float *s, flo
 /* Q4_K (five = false) and Q5_K: sub-blocks 2c and 2c + 1 are the low and
  * high nibbles of the 32 bytes of chunk c (plus, Q5_K, bit j of qh[l] as
  * 16 for sub-block j). */
-VNNI static INLINE void unpack_q45_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o,
+AVX2 static INLINE void unpack_q45_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o,
                                      bool five)
 {
     const size_t bytes = five ? ELM_Q5_K_BYTES : ELM_Q4_K_BYTES;
@@ -198,12 +215,12 @@ VNNI static INLINE void unpack_q45_k(const uint8_t *b, long k, uint8_t *u, float
     }
 }
 
-VNNI static void unpack_q4_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+AVX2 static void unpack_q4_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
 {
     unpack_q45_k(b, k, u, s, o, false);
 }
 
-VNNI static void unpack_q5_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+AVX2 static void unpack_q5_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
 {
     unpack_q45_k(b, k, u, s, o, true);
 }
@@ -211,7 +228,7 @@ VNNI static void unpack_q5_k(const uint8_t *b, long k, uint8_t *u, float *s, flo
 /* Q6_K: weight 128n + 32g + l takes the low (g < 2) or high nibble of
  * ql[64n + 32(g & 1) + l] and bits 2g, 2g + 1 of qh[32n + l]; 16-weight
  * sub-blocks with int8 scales. */
-VNNI static void unpack_q6_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+AVX2 static void unpack_q6_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
 {
     (void)o;
     const __m256i lo = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3);
@@ -237,7 +254,7 @@ typedef void (*unpack_fn)(const uint8_t *b, long k, uint8_t *u, float *s, float 
 static unpack_fn unpack_for(enum elm_dtype dtype)
 {
     switch (dtype) {
-    case ELM_DTYPE_Q8_0: return unpack_q8_0;
+    case ELM_DTYPE_Q8_0: return vnni_kernel() ? unpack_q8_0 : unpack_q8_0_signed;
     case ELM_DTYPE_Q4_0: return unpack_q4_0;
     case ELM_DTYPE_Q4_K: return unpack_q4_k;
     case ELM_DTYPE_Q5_K: return unpack_q5_k;
@@ -378,6 +395,104 @@ VNNI static void micro_bias16(const char *tile, long k, const struct wpanel *pn,
     micro(tile, k, pn, 4, false, c, ldc, mt, nr, add);
 }
 
+/* The same with AVX2 (and AVX-512 without VNNI): 8 rows a vector, so the
+ * panel goes in four passes of 8 rows x 4 tokens (16 registers).  u8 x s8
+ * products by vpmaddubsw (pairs into int16: at most 2 x 63 x 127 for
+ * Q4_0 and the K-quants, 2 x 128 x 127 for Q8_0's |w| with the sign moved
+ * to the activation), then vpmaddwd by ones into int32.  The integers are
+ * exact and the float steps those of the VNNI kernel: the same bits. */
+AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn, const int sbw,
+                               const bool mins, const bool sgn, float *c, long ldc, int mt,
+                               int nr, bool add)
+{
+    const long nsb = k / (4 * sbw);
+    const int32_t *aq = (const int32_t *)(const void *)tile;
+    const float *ad = (const float *)(const void *)(tile + up64((size_t)k * MR));
+    const char *corr = tile + up64((size_t)k * MR) + up64((size_t)nsb * MR * 4);
+    const int32_t *ci = (const int32_t *)(const void *)corr;
+    const float *cf = (const float *)(const void *)corr;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int h = 0; h < NR / 8 && 8 * h < nr; h++) {
+        __m256 f[MR];
+        UNROLL_MR for (int i = 0; i < MR; i++)
+            f[i] = _mm256_setzero_ps();
+        for (long s = 0; s < nsb; s++) {
+            __m256i acc[MR];
+            UNROLL_MR for (int i = 0; i < MR; i++)
+                acc[i] = mins ? _mm256_setzero_si256() : _mm256_set1_epi32(ci[s * MR + i]);
+            const uint32_t *wq = pn->q + (size_t)s * (size_t)sbw * NR + 8 * h;
+            const int32_t *aw = aq + (size_t)s * (size_t)sbw * MR;
+            _Pragma("GCC unroll 8") for (int g = 0; g < sbw; g++) {
+                __m256i w = _mm256_load_si256((const __m256i *)(const void *)(wq + g * NR));
+                __m256i wu = sgn ? _mm256_abs_epi8(w) : w;
+                UNROLL_MR for (int i = 0; i < MR; i++) {
+                    __m256i a = _mm256_set1_epi32(aw[g * MR + i]);
+                    if (sgn)
+                        a = _mm256_sign_epi8(a, w);
+                    acc[i] = _mm256_add_epi32(
+                        acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(wu, a), ones));
+                }
+            }
+            __m256 sv = _mm256_loadu_ps(pn->s + s * NR + 8 * h);
+            UNROLL_MR for (int i = 0; i < MR; i++)
+                f[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i]),
+                                       _mm256_mul_ps(sv, _mm256_set1_ps(ad[s * MR + i])), f[i]);
+            if (mins) {
+                __m256 ov = _mm256_loadu_ps(pn->o + s * NR + 8 * h);
+                UNROLL_MR for (int i = 0; i < MR; i++)
+                    f[i] = _mm256_fmadd_ps(ov, _mm256_set1_ps(cf[s * MR + i]), f[i]);
+            }
+        }
+        int left = nr - 8 * h;
+        __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left),
+                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        UNROLL_MR for (int i = 0; i < MR; i++) {
+            if (i >= mt)
+                break;
+            float *ct = c + i * ldc + 8 * h;
+            if (add)
+                f[i] = _mm256_add_ps(f[i], _mm256_maskload_ps(ct, mask));
+            _mm256_maskstore_ps(ct, mask, f[i]);
+        }
+    }
+}
+
+AVX2 static void micro8_bias32(const char *tile, long k, const struct wpanel *pn, float *c,
+                               long ldc, int mt, int nr, bool add)
+{
+    micro8(tile, k, pn, 8, false, false, c, ldc, mt, nr, add);
+}
+
+AVX2 static void micro8_signed32(const char *tile, long k, const struct wpanel *pn, float *c,
+                                 long ldc, int mt, int nr, bool add)
+{
+    micro8(tile, k, pn, 8, false, true, c, ldc, mt, nr, add);
+}
+
+AVX2 static void micro8_mins32(const char *tile, long k, const struct wpanel *pn, float *c,
+                               long ldc, int mt, int nr, bool add)
+{
+    micro8(tile, k, pn, 8, true, false, c, ldc, mt, nr, add);
+}
+
+AVX2 static void micro8_bias16(const char *tile, long k, const struct wpanel *pn, float *c,
+                               long ldc, int mt, int nr, bool add)
+{
+    micro8(tile, k, pn, 4, false, false, c, ldc, mt, nr, add);
+}
+
+typedef void (*micro_fn)(const char *tile, long k, const struct wpanel *pn, float *c, long ldc,
+                         int mt, int nr, bool add);
+
+static micro_fn micro_for(enum elm_dtype dtype, const struct kind *kd)
+{
+    if (vnni_kernel())
+        return kd->sb == 16 ? micro_bias16 : kd->mins ? micro_mins32 : micro_bias32;
+    if (dtype == ELM_DTYPE_Q8_0)
+        return micro8_signed32;
+    return kd->sb == 16 ? micro8_bias16 : kd->mins ? micro8_mins32 : micro8_bias32;
+}
+
 void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, long r0, long r1,
                       float *c, long ldc, bool accumulate, void *wp)
 {
@@ -387,8 +502,7 @@ void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, lon
     long k = (long)w->cols;
     size_t tb = tile_bytes(k, kd.sb);
     struct wpanel pn = panel_at(wp, k, &kd);
-    void (*kern)(const char *, long, const struct wpanel *, float *, long, int, int, bool) =
-        kd.sb == 16 ? micro_bias16 : kd.mins ? micro_mins32 : micro_bias32;
+    micro_fn kern = micro_for(w->dtype, &kd);
     for (long n0 = r0; n0 < r1; n0 += NR) {
         int nr = r1 - n0 < NR ? (int)(r1 - n0) : NR;
         pack_w(w, &kd, n0, nr, &pn);
@@ -400,13 +514,25 @@ void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, lon
     }
 }
 
+static bool vnni_kernel(void)
+{
+    return strcmp(elm_kernels_name(), "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
+}
+
+/* The avx2 set, and the avx512 one without VNNI, take the AVX2 kernel. */
 bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
 {
     struct kind kd;
+    const char *set = elm_kernels_name();
     return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
-           strcmp(elm_kernels_name(), "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
+           (strcmp(set, "avx512") == 0 || strcmp(set, "avx2") == 0);
 }
 #else
+static bool vnni_kernel(void)
+{
+    return false;
+}
+
 void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, long r0, long r1,
                       float *c, long ldc, bool accumulate, void *wp)
 {
