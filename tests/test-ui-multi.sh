@@ -93,10 +93,12 @@ e_reused=${RETURN_S1% *} e_computed=${RETURN_S1#* }
 a_reused=${AFTER_S1% *}
 ok '[ "${k_reused:-0}" -gt 0 ]' \
    "with the default budget s1's cache was still there ($k_reused reused)"
-# The worker may already have restored part of s1 from its KV snapshot (the
-# UI asks for it on /switch), so "dropped" shows as more computed, not 0 reused.
-ok '[ "${e_computed:-0}" -gt "${k_computed:-0}" ] && [ "${e_reused:-0}" -lt "${k_reused:-0}" ]' \
-   "with a tiny budget s1's cache was dropped and re-prefilled on return ($e_computed computed, $e_reused reused)"
+# The UI is told when s1's cache is dropped (ELM_EV_CACHE_DROPPED, shown on
+# the status line: tests/test-ui-load.sh) and asks for its KV snapshot on
+# /switch, so the return costs at most a re-prefill and, when the snapshot
+# covers the cache, exactly what a kept cache costs.
+ok '[ -n "$e_computed" ] && [ "$e_computed" -ge "${k_computed:-0}" ] && [ "${e_reused:-0}" -le "${k_reused:-0}" ]' \
+   "with a tiny budget s1's return cost no less than with its cache kept ($e_computed computed, $e_reused reused; restored from its snapshot when equal)"
 ok '[ "${a_reused:-0}" -gt 0 ]' "... and the next turn reused the re-prefilled cache ($a_reused tokens)"
 ok 'grep -q "alpha two" "$UI_DIR/s1.evicted" && grep -q "beta two" "$UI_DIR/s2.evicted" && grep -q "gamma two" "$UI_DIR/s3.evicted"' \
    "each session kept its own conversation"
