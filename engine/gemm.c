@@ -171,6 +171,11 @@ static float *tile_of(struct elm_gemm_tile *tile, int ith)
 #define I8_GEMM_MIN_M 12
 #endif
 
+int elm_gemm_i8_min_m(void)
+{
+    return I8_GEMM_MIN_M;
+}
+
 static void rows_task(void *arg, long b, long e, int ith)
 {
     const struct gemm_job *j = arg;

@@ -44,6 +44,10 @@ struct elm_gemm_tile {
  * (ours or BLIS; measured crossovers, see gemm.c). */
 int elm_gemm_min_blis_m(enum elm_dtype dtype);
 
+/* Batches of block-quantized weights from this many tokens take the int8
+ * GEMM where the CPU has one (gemm_int8.c), else their weights are widened. */
+int elm_gemm_i8_min_m(void);
+
 /* Allocate n_threads tiles able to hold a useful block of rows of cols_max
  * columns; false on out of memory. */
 bool elm_gemm_tile_init(struct elm_gemm_tile *tile, int n_threads, size_t cols_max);

@@ -25,6 +25,8 @@
 /* True when this CPU and the kernel set in use run it for dtype (AVX-512
  * with VNNI; Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) and k suits it. */
 bool elm_gemm_i8_available(enum elm_dtype dtype, long k);
+/* The kernel in use ("AVX-512 VNNI 4x32", "AVX2 4x8"), NULL without one. */
+const char *elm_gemm_i8_name(void);
 /* Bytes of the packed activations of m tokens of k columns, and of one
  * thread's weight panel and scratch. */
 size_t elm_gemm_i8_apack_bytes(enum elm_dtype dtype, long m, long k);
