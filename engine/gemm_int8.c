@@ -395,7 +395,8 @@ VNNI static INLINE void micro(const char *tile, long k, const struct wpanel *pn,
  * panel goes in four passes of 8 rows x 4 tokens (16 registers).  u8 x s8
  * products by vpmaddubsw (pairs into int16: at most 2 x 63 x 127 for
  * Q4_0 and the K-quants, 2 x 128 x 127 for Q8_0's |w| with the sign moved
- * to the activation), then vpmaddwd by ones into int32.  The integers are
+ * to the activation), then vpmaddwd by ones into int32.  The int8 rule
+ * keeps |q| <= 127 (quant_act.h), which these bounds need.  The integers are
  * exact and the float steps those of the VNNI kernel: the same bits. */
 AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn, const int sbw,
                                const bool mins, const bool sgn, float *c, long ldc, int mt,
@@ -418,15 +419,29 @@ AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn
                 acc[i] = mins ? _mm256_setzero_si256() : _mm256_set1_epi32(ci[s * MR + i]);
             const uint32_t *wq = pn->q + (size_t)s * (size_t)sbw * NR + 8 * h;
             const int32_t *aw = aq + (size_t)s * (size_t)sbw * MR;
-            _Pragma("GCC unroll 8") for (int g = 0; g < sbw; g++) {
-                __m256i w = _mm256_load_si256((const __m256i *)(const void *)(wq + g * NR));
-                __m256i wu = sgn ? _mm256_abs_epi8(w) : w;
-                UNROLL_MR for (int i = 0; i < MR; i++) {
-                    __m256i a = _mm256_set1_epi32(aw[g * MR + i]);
-                    if (sgn)
-                        a = _mm256_sign_epi8(a, w);
-                    acc[i] = _mm256_add_epi32(
-                        acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(wu, a), ones));
+            if (sgn) {
+                _Pragma("GCC unroll 8") for (int g = 0; g < sbw; g++) {
+                    __m256i w = _mm256_load_si256((const __m256i *)(const void *)(wq + g * NR));
+                    __m256i wu = _mm256_abs_epi8(w);
+                    UNROLL_MR for (int i = 0; i < MR; i++) {
+                        __m256i a = _mm256_sign_epi8(_mm256_set1_epi32(aw[g * MR + i]), w);
+                        acc[i] = _mm256_add_epi32(
+                            acc[i], _mm256_madd_epi16(_mm256_maddubs_epi16(wu, a), ones));
+                    }
+                }
+            } else {
+                /* u <= 63: two words' int16 pair sums add without overflow
+                 * (2 x 2 x 63 x 127 = 32004), one vpmaddwd for both */
+                _Pragma("GCC unroll 8") for (int g = 0; g < sbw; g += 2) {
+                    __m256i w0 = _mm256_load_si256((const __m256i *)(const void *)(wq + g * NR));
+                    __m256i w1 =
+                        _mm256_load_si256((const __m256i *)(const void *)(wq + (g + 1) * NR));
+                    UNROLL_MR for (int i = 0; i < MR; i++) {
+                        __m256i p = _mm256_add_epi16(
+                            _mm256_maddubs_epi16(w0, _mm256_set1_epi32(aw[g * MR + i])),
+                            _mm256_maddubs_epi16(w1, _mm256_set1_epi32(aw[(g + 1) * MR + i])));
+                        acc[i] = _mm256_add_epi32(acc[i], _mm256_madd_epi16(p, ones));
+                    }
                 }
             }
             __m256 sv = _mm256_loadu_ps(pn->s + s * NR + 8 * h);

@@ -7,7 +7,8 @@
  *    double; the portable set: the exact product), within 1e-5 of the sum
  *    of |products| of each output, at ragged
  *    shapes (tokens not a multiple of the tile, rows not of the panel), with
- *    and without accumulation;
+ *    and without accumulation, also with every weight and activation at
+ *    the end of its range (the AVX2 kernel's int16 sums at their largest);
  *  - the same bits for 1 and 2 threads, and for a token whether it comes in
  *    a batch of 100 or of 17 (the order of float additions depends on k
  *    only), and from the AVX2 and the AVX-512 VNNI GEMMs. */
@@ -48,6 +49,12 @@ static void *xalloc(size_t n)
 /* rows x cols weights of dtype from random floats whose scale varies by row
  * and by sub-block (so that K-quant scales and mins differ); wf gets them
  * dequantized. */
+/* extreme: in every 16 weights one -1 and fifteen 0.97 (a row's sign
+ * alternating), so that the unsigned codes sit at the top of their range
+ * (Q6_K 63, Q5_K 31, Q4_0 and Q4_K 15, Q8_0 |w| 127), and every activation
+ * +-1 (q = +-127): the largest int16 pair sums of the AVX2 kernel. */
+static bool extreme;
+
 static void *make_weights(enum elm_dtype dt, long rows, long cols, float *wf)
 {
     size_t ldw = elm_row_size(dt, cols);
@@ -57,7 +64,8 @@ static void *make_weights(enum elm_dtype dt, long rows, long cols, float *wf)
         double scale = 0.05 + 2.0 * fabs(uni());
         for (long i = 0; i < cols; i++) {
             double sub = 1.0 + 0.8 * sin((double)(i / 16 + r));
-            src[i] = (float)(scale * sub * (uni() + (i % 7 == 0 ? 0.5 : 0.0)));
+            src[i] = extreme ? (i % 16 ? 0.97f : -1.0f) * (r % 2 ? -1.0f : 1.0f)
+                             : (float)(scale * sub * (uni() + (i % 7 == 0 ? 0.5 : 0.0)));
         }
         if (!elm_quantize_row(src, dt, w + (size_t)r * ldw, cols))
             bail_out("quantize %s", elm_dtype_name(dt));
@@ -70,6 +78,11 @@ static void *make_weights(enum elm_dtype dt, long rows, long cols, float *wf)
 /* Activations: mostly random, one block of zeros, one large outlier. */
 static void make_x(float *x, long m, long cols)
 {
+    if (extreme) {
+        for (long i = 0; i < m * cols; i++)
+            x[i] = i / cols % 2 ? -1.0f : 1.0f;
+        return;
+    }
     for (long i = 0; i < m * cols; i++)
         x[i] = (float)(uni() * (1.0 + 3.0 * fabs(uni())));
     if (cols >= 64)
@@ -175,10 +188,13 @@ int main(void)
     static const char *const sets[] = {"generic", "avx2", "avx512"};
     for (int d = 0; d < 5; d++) {
         bool k32 = dts[d] == ELM_DTYPE_Q8_0 || dts[d] == ELM_DTYPE_Q4_0;
-        static const long shapes[2][3] = {{70, 0, 100}, {33, 0, 37}};
-        for (int sh = 0; sh < 2; sh++) {
+        static const long shapes[3][3] = {{70, 0, 100}, {33, 0, 37}, {40, 0, 20}};
+        for (int sh = 0; sh < 3; sh++) {
             long rows = shapes[sh][0], m = shapes[sh][2];
-            long cols = sh == 0 ? (k32 ? 96 : 256) : (k32 ? 1280 : 768);
+            long cols = sh == 0 ? (k32 ? 96 : 256) : sh == 1 ? (k32 ? 1280 : 768) : 512;
+            extreme = sh == 2;
+            if (extreme)
+                diag("%s: extreme values (codes at the top of their range, q = +-127)", elm_dtype_name(dts[d]));
             float *c[3] = {NULL, NULL, NULL};
             for (int s = 0; s < 3; s++)
                 if (elm_kernels_select(sets[s]))
