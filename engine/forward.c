@@ -102,17 +102,28 @@ static void attn_range(const struct attn_job *j, int kvh, int t0, int t1, int kb
             memset(a->kt + (size_t)d * ELM_ATTN_BK + nkb, 0,
                    (size_t)(ELM_ATTN_BK - nkb) * sizeof *a->kt);
         const float *vp = j->v + (size_t)kb * row_kv + (size_t)kvh * hd;
-        for (int t = t0; t < t1; t++) {
-            int nk = j->pos0 + t + 1 - kb;
-            if (nk <= 0)
-                continue;
-            nk = nk < nkb ? nk : nkb;
-            for (int g = 0; g < grp; g++) {
-                int i = (t - t0) * grp + g, h = kvh * grp + g;
-                const float *q = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
-                elm_attn_block(q, scale, a->kt, vp, (long)row_kv, nk, hd, &a->mx[i], &a->sum[i],
-                               a->o + (size_t)i * hd);
+        /* a cold cache (decode at a long context) costs latency more than
+         * bandwidth: the next block's keys come while this one computes
+         * (the kernel fetches this block's values itself) */
+        int next = kb1 - kb - ELM_ATTN_BK;
+        if (next > 0)
+            elm_prefetch_rows(kp + (size_t)ELM_ATTN_BK * row_kv, (long)row_kv,
+                              next < ELM_ATTN_BK ? next : ELM_ATTN_BK, hd);
+        /* rows (token-major, then query head) go to the kernel ELM_ATTN_BR
+         * at a time so that they share its loads of this block; tokens
+         * before kb - pos0 see none of its keys */
+        int ta = kb - j->pos0 > t0 ? kb - j->pos0 : t0;
+        for (int i0 = (ta - t0) * grp; i0 < rows; i0 += ELM_ATTN_BR) {
+            int nr = rows - i0 < ELM_ATTN_BR ? rows - i0 : ELM_ATTN_BR, nk[ELM_ATTN_BR];
+            const float *q[ELM_ATTN_BR];
+            for (int r = 0; r < nr; r++) {
+                int t = t0 + (i0 + r) / grp, h = kvh * grp + (i0 + r) % grp;
+                int lim = j->pos0 + t + 1 - kb; /* causal: keys up to position pos0 + t */
+                nk[r] = lim < nkb ? lim : nkb;
+                q[r] = c->qkv + (size_t)t * row_qkv + (size_t)h * hd;
             }
+            elm_attn_rows(nr, q, nk, scale, a->kt, vp, (long)row_kv, hd, a->mx + i0, a->sum + i0,
+                          a->o + (size_t)i0 * hd);
         }
     }
 }

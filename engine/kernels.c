@@ -123,29 +123,59 @@ static float read_sum_generic(const float *p, size_t n)
     return acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] + acc[6] + acc[7];
 }
 
-static void attn_block_generic(const float *q, float scale, const float *kt, const float *v,
-                               long ldv, int nk, int hd, float *m, float *l, float *o)
+/* Online-softmax bookkeeping of one row once its scores sc[0..nk) are
+ * known: scales them, replaces them by exp(score - new max), returns the
+ * factor the old output must be scaled by. */
+static float attn_softmax_row(float *sc, int nk, float scale, float *m, float *l)
 {
-    float sc[ELM_ATTN_BK];
-    float mx = *m;
+    float mx = *m, sum = 0.0f;
     for (int s = 0; s < nk; s++) {
-        float acc = 0.0f;
-        for (int d = 0; d < hd; d++)
-            acc += q[d] * kt[d * ELM_ATTN_BK + s];
-        sc[s] = acc * scale;
+        sc[s] *= scale;
         mx = sc[s] > mx ? sc[s] : mx;
     }
-    float alpha = expf(*m - mx), sum = 0.0f;
-    for (int d = 0; d < hd; d++)
-        o[d] *= alpha;
-    for (int s = 0; s < nk; s++) {
-        float p = expf(sc[s] - mx);
-        sum += p;
-        for (int d = 0; d < hd; d++)
-            o[d] += p * v[s * ldv + d];
-    }
+    for (int s = 0; s < nk; s++)
+        sum += (sc[s] = expf(sc[s] - mx));
+    /* -INFINITY: nothing accumulated yet (and no NaN when nk is 0 too) */
+    float alpha = *m == -INFINITY ? 0.0f : expf(*m - mx);
     *l = *l * alpha + sum;
     *m = mx;
+    return alpha;
+}
+
+/* Rows share each line of K^T and each row of V while it is in cache; a
+ * row's sums run in the same order whatever nr is. */
+static void attn_rows_generic(int nr, const float *const *q, const int *nk, float scale,
+                              const float *kt, const float *v, long ldv, int hd, float *m, float *l,
+                              float *o)
+{
+    float sc[ELM_ATTN_BR][ELM_ATTN_BK];
+    int nmax = 0;
+    for (int r = 0; r < nr; r++)
+        nmax = nk[r] > nmax ? nk[r] : nmax;
+    memset(sc, 0, sizeof sc);
+    for (int d = 0; d < hd; d++) {
+        const float *kd = kt + (size_t)d * ELM_ATTN_BK;
+        for (int r = 0; r < nr; r++) {
+            float qd = q[r][d];
+            for (int s = 0; s < nmax; s++)
+                sc[r][s] += qd * kd[s];
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        float alpha = attn_softmax_row(sc[r], nk[r], scale, &m[r], &l[r]);
+        for (int d = 0; d < hd; d++)
+            o[(size_t)r * hd + d] *= alpha;
+    }
+    for (int s = 0; s < nmax; s++) {
+        const float *vs = v + s * ldv;
+        for (int r = 0; r < nr; r++) {
+            if (s >= nk[r])
+                continue;
+            float p = sc[r][s], *orow = o + (size_t)r * hd;
+            for (int d = 0; d < hd; d++)
+                orow[d] += p * vs[d];
+        }
+    }
 }
 
 /* exp(x) for x clamped to [-87, 88] (silu needs no more): n = round(x / ln 2),
@@ -373,55 +403,133 @@ AVX2 static void swiglu_avx2(float *g, const float *u, size_t n)
     swiglu_generic(g + i, u + i, n - i);
 }
 
-AVX2 static void attn_block_avx2(const float *q, float scale, const float *kt, const float *v,
-                                 long ldv, int nk, int hd, float *m, float *l, float *o)
+/* Scores of R rows += q[r][d] x keys kd[0..16). */
+AVX2 static INLINE void attn_step_avx2(const int R, const float *const *q, const float *kd, int d,
+                                       __m256 a[ELM_ATTN_BR][2])
 {
-    enum { NV = ELM_ATTN_BK / 8 };
-    __m256 sc[NV];
-    for (int j = 0; j < NV; j++)
-        sc[j] = _mm256_setzero_ps();
-    for (int d = 0; d < hd; d++) {
-        __m256 qd = _mm256_set1_ps(q[d]);
-        for (int j = 0; j < NV; j++)
-            sc[j] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kt + d * ELM_ATTN_BK + 8 * j), sc[j]);
+    __m256 k0v = _mm256_loadu_ps(kd), k1v = _mm256_loadu_ps(kd + 8);
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+        __m256 qd = _mm256_broadcast_ss(q[r] + d);
+        a[r][0] = _mm256_fmadd_ps(qd, k0v, a[r][0]);
+        a[r][1] = _mm256_fmadd_ps(qd, k1v, a[r][1]);
     }
-    _Alignas(32) float p[ELM_ATTN_BK];
-    __m256 vmx = _mm256_set1_ps(*m);
-    const __m256 ninf = _mm256_set1_ps(-INFINITY);
-    for (int j = 0; j < NV; j++) {
-        __m256 lane = _mm256_add_ps(_mm256_set1_ps((float)(8 * j)),
-                                    _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
-        __m256 valid = _mm256_cmp_ps(lane, _mm256_set1_ps((float)nk), _CMP_LT_OQ);
-        sc[j] = _mm256_blendv_ps(ninf, _mm256_mul_ps(sc[j], _mm256_set1_ps(scale)), valid);
-        vmx = _mm256_max_ps(vmx, sc[j]);
+}
+
+/* Scores of R rows for 16 keys at a time (2R accumulators and two key
+ * vectors fit the 16 registers), then per row the online softmax, then the
+ * output 16 dimensions x R rows at a time: each K^T and V vector loaded
+ * serves all R rows.  R is a constant after inlining. */
+AVX2 static INLINE void attn_rows_avx2_n(const int R, const float *const *q, const int *nk,
+                                         float scale, const float *kt, const float *v, long ldv,
+                                         int hd, float *m, float *l, float *o)
+{
+    _Alignas(32) float p[ELM_ATTN_BR][ELM_ATTN_BK];
+    float alpha[ELM_ATTN_BR];
+    int nmax = 0;
+    for (int r = 0; r < R; r++)
+        nmax = nk[r] > nmax ? nk[r] : nmax;
+    for (int k0 = 0; k0 < ELM_ATTN_BK; k0 += 16) {
+        __m256 a[ELM_ATTN_BR][2];
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+            a[r][0] = a[r][1] = _mm256_setzero_ps();
+        if (k0 < nmax) { /* keys no row sees: scores stay 0, masked below */
+            /* the first pass fetches value row d ahead of the output loop:
+             * a cold V (decode) then streams while the scores compute */
+            int dp = k0 > 0 ? 0 : nmax < hd ? nmax : hd;
+            for (int d = 0; d < dp; d++) {
+                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+                    _mm_prefetch((const char *)(v + d * ldv + 16 * c), _MM_HINT_T0);
+                attn_step_avx2(R, q, kt + d * ELM_ATTN_BK + k0, d, a);
+            }
+            for (int d = dp; d < hd; d++)
+                attn_step_avx2(R, q, kt + d * ELM_ATTN_BK + k0, d, a);
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+            _mm256_store_ps(p[r] + k0, a[r][0]);
+            _mm256_store_ps(p[r] + k0 + 8, a[r][1]);
+        }
     }
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmx), _mm256_extractf128_ps(vmx, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    float mx = _mm_cvtss_f32(h);
-    __m256 vm = _mm256_set1_ps(mx), sum = _mm256_setzero_ps();
-    for (int j = 0; j < NV; j++) {
-        __m256 valid = _mm256_cmp_ps(sc[j], ninf, _CMP_NEQ_OQ);
-        __m256 e = _mm256_and_ps(exp256(_mm256_sub_ps(sc[j], vm)), valid);
-        sum = _mm256_add_ps(sum, e);
-        _mm256_store_ps(p + 8 * j, e);
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), vscale = _mm256_set1_ps(scale);
+    for (int r = 0; r < R; r++) {
+        __m256 sc[ELM_ATTN_BK / 8], vmx = _mm256_set1_ps(m[r]);
+        for (int j = 0; j < ELM_ATTN_BK / 8; j++) {
+            __m256 lane = _mm256_add_ps(_mm256_set1_ps((float)(8 * j)),
+                                        _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7));
+            __m256 valid = _mm256_cmp_ps(lane, _mm256_set1_ps((float)nk[r]), _CMP_LT_OQ);
+            sc[j] = _mm256_blendv_ps(ninf, _mm256_mul_ps(_mm256_load_ps(p[r] + 8 * j), vscale),
+                                     valid);
+            vmx = _mm256_max_ps(vmx, sc[j]);
+        }
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmx), _mm256_extractf128_ps(vmx, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float mx = _mm_cvtss_f32(h);
+        __m256 vm = _mm256_set1_ps(mx), sum = _mm256_setzero_ps();
+        for (int j = 0; j < ELM_ATTN_BK / 8; j++) {
+            /* masked keys (and every key when mx is still -inf) give 0 */
+            __m256 valid = _mm256_cmp_ps(sc[j], ninf, _CMP_NEQ_OQ);
+            __m256 e = _mm256_and_ps(exp256(_mm256_sub_ps(sc[j], vm)), valid);
+            sum = _mm256_add_ps(sum, e);
+            _mm256_store_ps(p[r] + 8 * j, e);
+        }
+        alpha[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - mx);
+        l[r] = l[r] * alpha[r] + hsum256(sum);
+        m[r] = mx;
     }
-    float alpha = *m == -INFINITY ? 0.0f : expf(*m - mx);
-    *l = *l * alpha + hsum256(sum);
-    *m = mx;
-    __m256 va = _mm256_set1_ps(alpha);
     int d = 0;
-    for (; d + 8 <= hd; d += 8) {
-        __m256 acc = _mm256_mul_ps(_mm256_loadu_ps(o + d), va);
-        for (int s = 0; s < nk; s++)
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(p[s]), _mm256_loadu_ps(v + s * ldv + d), acc);
-        _mm256_storeu_ps(o + d, acc);
+    for (; d + 16 <= hd; d += 16) {
+        __m256 a[ELM_ATTN_BR][2];
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+            __m256 va = _mm256_set1_ps(alpha[r]);
+            a[r][0] = _mm256_mul_ps(_mm256_loadu_ps(o + r * hd + d), va);
+            a[r][1] = _mm256_mul_ps(_mm256_loadu_ps(o + r * hd + d + 8), va);
+        }
+        for (int s = 0; s < nmax; s++) {
+            __m256 v0 = _mm256_loadu_ps(v + s * ldv + d), v1 = _mm256_loadu_ps(v + s * ldv + d + 8);
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+                __m256 ps = _mm256_broadcast_ss(p[r] + s);
+                a[r][0] = _mm256_fmadd_ps(ps, v0, a[r][0]);
+                a[r][1] = _mm256_fmadd_ps(ps, v1, a[r][1]);
+            }
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+            _mm256_storeu_ps(o + r * hd + d, a[r][0]);
+            _mm256_storeu_ps(o + r * hd + d + 8, a[r][1]);
+        }
     }
-    for (; d < hd; d++) {
-        float acc = o[d] * alpha;
-        for (int s = 0; s < nk; s++)
-            acc += p[s] * v[s * ldv + d];
-        o[d] = acc;
+    if (d + 8 <= hd) {
+        __m256 a[ELM_ATTN_BR];
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+            a[r] = _mm256_mul_ps(_mm256_loadu_ps(o + r * hd + d), _mm256_set1_ps(alpha[r]));
+        for (int s = 0; s < nmax; s++) {
+            __m256 v0 = _mm256_loadu_ps(v + s * ldv + d);
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+                a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(p[r] + s), v0, a[r]);
+        }
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+            _mm256_storeu_ps(o + r * hd + d, a[r]);
+        d += 8;
+    }
+    for (; d < hd; d++)
+        for (int r = 0; r < R; r++) {
+            float acc = o[r * hd + d] * alpha[r];
+            for (int s = 0; s < nmax; s++)
+                acc = fmaf(p[r][s], v[s * ldv + d], acc);
+            o[r * hd + d] = acc;
+        }
+}
+
+AVX2 static void attn_rows_avx2(int nr, const float *const *q, const int *nk, float scale,
+                                const float *kt, const float *v, long ldv, int hd, float *m,
+                                float *l, float *o)
+{
+    _Static_assert(ELM_ATTN_BR == 4, "attn_rows_avx2 instantiates 1..4 rows");
+    switch (nr) {
+    case 1: attn_rows_avx2_n(1, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    case 2: attn_rows_avx2_n(2, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    case 3: attn_rows_avx2_n(3, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    case 4: attn_rows_avx2_n(4, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    default: break;
     }
 }
 
@@ -683,91 +791,123 @@ AVX512 static void swiglu_avx512(float *g, const float *u, size_t n)
     swiglu_generic(g + i, u + i, n - i);
 }
 
-/* q . k for ELM_ATTN_BK keys: two accumulator sets (even and odd d) so the
- * FMA chains do not wait on each other. */
-AVX512 static INLINE void attn_scores512(const float *q, const float *kt, int hd, __m512 *sc)
+/* sc[r][j] = q[r] . keys 16j..16j+15 for j < nv (the rest 0): 4R
+ * accumulators, each K^T vector loaded once for the R rows.  R and nv are
+ * constants after inlining. */
+AVX512 static INLINE void attn_scores512(const int R, const int nv, const float *const *q,
+                                         const float *kt, int hd,
+                                         __m512 sc[ELM_ATTN_BR][ELM_ATTN_BK / 16],
+                                         const float *v, long ldv, int nmax)
 {
-    enum { NV = ELM_ATTN_BK / 16 };
-    __m512 s2[NV];
-    for (int j = 0; j < NV; j++)
-        sc[j] = s2[j] = _mm512_setzero_ps();
-    int d = 0;
-    for (; d + 2 <= hd; d += 2) {
-        __m512 q0 = _mm512_set1_ps(q[d]), q1 = _mm512_set1_ps(q[d + 1]);
-        _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) {
-            sc[j] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(kt + d * ELM_ATTN_BK + 16 * j), sc[j]);
-            s2[j] = _mm512_fmadd_ps(q1, _mm512_loadu_ps(kt + (d + 1) * ELM_ATTN_BK + 16 * j),
-                                    s2[j]);
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        _Pragma("GCC unroll 4") for (int j = 0; j < ELM_ATTN_BK / 16; j++)
+            sc[r][j] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        if (d < nmax) /* value row d, ahead of the output loop */
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+                _mm_prefetch((const char *)(v + d * ldv + 16 * c), _MM_HINT_T0);
+        __m512 kv[ELM_ATTN_BK / 16];
+        _Pragma("GCC unroll 4") for (int j = 0; j < nv; j++)
+            kv[j] = _mm512_loadu_ps(kt + d * ELM_ATTN_BK + 16 * j);
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+            __m512 qd = _mm512_set1_ps(q[r][d]);
+            _Pragma("GCC unroll 4") for (int j = 0; j < nv; j++)
+                sc[r][j] = _mm512_fmadd_ps(qd, kv[j], sc[r][j]);
         }
     }
-    for (; d < hd; d++)
-        _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)
-            sc[j] = _mm512_fmadd_ps(_mm512_set1_ps(q[d]),
-                                    _mm512_loadu_ps(kt + d * ELM_ATTN_BK + 16 * j), sc[j]);
-    _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++)
-        sc[j] = _mm512_add_ps(sc[j], s2[j]);
 }
 
-AVX512 static void attn_block_avx512(const float *q, float scale, const float *kt,
-                                     const float *v, long ldv, int nk, int hd, float *m, float *l,
-                                     float *o)
+/* R rows (a constant after inlining) at once: the scores of 64 keys are
+ * 4R registers, every K^T vector loaded serves the R rows; then per row the
+ * online softmax; then the output in 64-dimension slices of 4R registers,
+ * every V vector loaded serving the R rows.  With R = 4 the inner loops
+ * issue two FMAs per load (broadcasts included), one row alone 0.8: the
+ * single-row kernel waited on loads, this one on the FMA units. */
+AVX512 static INLINE void attn_rows512_n(const int R, const float *const *q, const int *nk,
+                                         float scale, const float *kt, const float *v, long ldv,
+                                         int hd, float *m, float *l, float *o)
 {
     enum { NV = ELM_ATTN_BK / 16 };
-    __m512 sc[NV];
-    attn_scores512(q, kt, hd, sc);
-    _Alignas(64) float p[ELM_ATTN_BK];
-    __m512 vmx = _mm512_set1_ps(*m);
-    __mmask16 valid[NV];
-    for (int j = 0; j < NV; j++) {
-        int left = nk - 16 * j;
-        valid[j] = left >= 16 ? (__mmask16)0xffff
-                   : left <= 0 ? (__mmask16)0
-                               : (__mmask16)((1u << left) - 1);
-        sc[j] = _mm512_mul_ps(sc[j], _mm512_set1_ps(scale));
-        vmx = _mm512_mask_max_ps(vmx, valid[j], vmx, sc[j]);
-    }
-    float mx = _mm512_reduce_max_ps(vmx);
-    __m512 vm = _mm512_set1_ps(mx), sum = _mm512_setzero_ps();
-    for (int j = 0; j < NV; j++) {
-        __m512 e = _mm512_maskz_mov_ps(valid[j], exp512(_mm512_sub_ps(sc[j], vm)));
-        sum = _mm512_add_ps(sum, e);
-        _mm512_store_ps(p + 16 * j, e);
-    }
-    float alpha = *m == -INFINITY ? 0.0f : expf(*m - mx);
-    *l = *l * alpha + _mm512_reduce_add_ps(sum);
-    *m = mx;
-    __m512 va = _mm512_set1_ps(alpha);
-    if (hd == 64) {
-        /* o in four registers, even and odd keys in separate chains */
-        __m512 a[4], b[4];
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-            a[c] = _mm512_mul_ps(_mm512_loadu_ps(o + 16 * c), va);
-            b[c] = _mm512_setzero_ps();
+    int nmax = 0;
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
+        nmax = nk[r] > nmax ? nk[r] : nmax;
+    __m512 sc[ELM_ATTN_BR][NV];
+    /* keys no row sees (the causal diagonal, decode's last block) cost
+     * nothing when they are the upper half */
+    if (nmax > ELM_ATTN_BK / 2)
+        attn_scores512(R, NV, q, kt, hd, sc, v, ldv, nmax);
+    else
+        attn_scores512(R, NV / 2, q, kt, hd, sc, v, ldv, nmax);
+    _Alignas(64) float p[ELM_ATTN_BR][ELM_ATTN_BK];
+    float alpha[ELM_ATTN_BR];
+    _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+        __m512 vmx = _mm512_set1_ps(m[r]);
+        __mmask16 valid[NV];
+        _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) {
+            int left = nk[r] - 16 * j;
+            valid[j] = left >= 16 ? (__mmask16)0xffff
+                       : left <= 0 ? (__mmask16)0
+                                   : (__mmask16)((1u << left) - 1);
+            sc[r][j] = _mm512_mul_ps(sc[r][j], _mm512_set1_ps(scale));
+            vmx = _mm512_mask_max_ps(vmx, valid[j], vmx, sc[r][j]);
         }
-        int s = 0;
-        for (; s + 2 <= nk; s += 2) {
-            __m512 p0 = _mm512_set1_ps(p[s]), p1 = _mm512_set1_ps(p[s + 1]);
-            const float *v0 = v + s * ldv, *v1 = v0 + ldv;
-            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
-                a[c] = _mm512_fmadd_ps(p0, _mm512_loadu_ps(v0 + 16 * c), a[c]);
-                b[c] = _mm512_fmadd_ps(p1, _mm512_loadu_ps(v1 + 16 * c), b[c]);
+        float mx = _mm512_reduce_max_ps(vmx);
+        __m512 vm = _mm512_set1_ps(mx), sum = _mm512_setzero_ps();
+        _Pragma("GCC unroll 4") for (int j = 0; j < NV; j++) {
+            /* zero for masked keys (NaN there when mx is still -inf) */
+            __m512 e = _mm512_maskz_mov_ps(valid[j], exp512(_mm512_sub_ps(sc[r][j], vm)));
+            sum = _mm512_add_ps(sum, e);
+            _mm512_store_ps(p[r] + 16 * j, e);
+        }
+        /* exp512, not expf: a call would spill the other rows' scores */
+        alpha[r] = m[r] == -INFINITY
+                       ? 0.0f
+                       : _mm512_cvtss_f32(exp512(_mm512_set1_ps(m[r] - mx)));
+        l[r] = l[r] * alpha[r] + _mm512_reduce_add_ps(sum);
+        m[r] = mx;
+    }
+    for (int d0 = 0; d0 < hd; d0 += 64) {
+        __mmask16 md[4];
+        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++) {
+            int left = hd - d0 - 16 * c;
+            md[c] = left >= 16 ? (__mmask16)0xffff
+                    : left <= 0 ? (__mmask16)0
+                                : (__mmask16)((1u << left) - 1);
+        }
+        __m512 acc[ELM_ATTN_BR][4];
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+            __m512 va = _mm512_set1_ps(alpha[r]);
+            const float *orow = o + r * hd + d0;
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+                acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(md[c], orow + 16 * c), va);
+        }
+        for (int s = 0; s < nmax; s++) {
+            __m512 vv[4];
+            _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+                vv[c] = _mm512_maskz_loadu_ps(md[c], v + s * ldv + d0 + 16 * c);
+            _Pragma("GCC unroll 4") for (int r = 0; r < R; r++) {
+                __m512 ps = _mm512_set1_ps(p[r][s]);
+                _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
+                    acc[r][c] = _mm512_fmadd_ps(ps, vv[c], acc[r][c]);
             }
         }
-        if (s < nk)
+        _Pragma("GCC unroll 4") for (int r = 0; r < R; r++)
             _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-                a[c] = _mm512_fmadd_ps(_mm512_set1_ps(p[s]), _mm512_loadu_ps(v + s * ldv + 16 * c),
-                                       a[c]);
-        _Pragma("GCC unroll 4") for (int c = 0; c < 4; c++)
-            _mm512_storeu_ps(o + 16 * c, _mm512_add_ps(a[c], b[c]));
-        return;
+                _mm512_mask_storeu_ps(o + r * hd + d0 + 16 * c, md[c], acc[r][c]);
     }
-    for (int d = 0; d < hd; d += 16) {
-        __mmask16 md = hd - d >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (hd - d)) - 1);
-        __m512 acc = _mm512_mul_ps(_mm512_maskz_loadu_ps(md, o + d), va);
-        for (int s = 0; s < nk; s++)
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(p[s]), _mm512_maskz_loadu_ps(md, v + s * ldv + d),
-                                  acc);
-        _mm512_mask_storeu_ps(o + d, md, acc);
+}
+
+AVX512 static void attn_rows_avx512(int nr, const float *const *q, const int *nk, float scale,
+                                    const float *kt, const float *v, long ldv, int hd, float *m,
+                                    float *l, float *o)
+{
+    _Static_assert(ELM_ATTN_BR == 4, "attn_rows_avx512 instantiates 1..4 rows");
+    switch (nr) {
+    case 1: attn_rows512_n(1, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    case 2: attn_rows512_n(2, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    case 3: attn_rows512_n(3, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    case 4: attn_rows512_n(4, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
+    default: break;
     }
 }
 
@@ -875,15 +1015,16 @@ struct kernel_set {
     void (*swiglu)(float *g, const float *u, size_t n);
     void (*rmsnorm)(const float *x, const float *w, float *out, size_t n, float eps);
     float (*read_sum)(const float *p, size_t n);
-    void (*attn_block)(const float *q, float scale, const float *kt, const float *v, long ldv,
-                       int nk, int hd, float *m, float *l, float *o);
+    void (*attn_rows)(int nr, const float *const *q, const int *nk, float scale,
+                      const float *kt, const float *v, long ldv, int hd, float *m, float *l,
+                      float *o);
     void (*transpose)(const float *in, long ld_in, int rows, int cols, float *out, long ld_out);
 };
 
 static const struct kernel_set generic_set = {
     "generic",        dot_f32_generic,  {mm_f32_generic, mm_f16_generic, mm_bf16_generic},
     cvt_f16_generic,  cvt_bf16_generic, axpy_generic,
-    scale_generic,    swiglu_generic, rmsnorm_generic, read_sum_generic, attn_block_generic,
+    scale_generic,    swiglu_generic, rmsnorm_generic, read_sum_generic, attn_rows_generic,
     transpose_generic,
 };
 
@@ -891,14 +1032,14 @@ static const struct kernel_set generic_set = {
 static const struct kernel_set avx2_set = {
     "avx2",        dot_f32_avx2,  {mm_f32_avx2, mm_f16_avx2, mm_bf16_avx2},
     cvt_f16_avx2,  cvt_bf16_avx2, axpy_avx2,
-    scale_avx2,    swiglu_avx2, rmsnorm_avx2, read_sum_avx2, attn_block_avx2,
+    scale_avx2,    swiglu_avx2, rmsnorm_avx2, read_sum_avx2, attn_rows_avx2,
     transpose_generic,
 };
 
 static const struct kernel_set avx512_set = {
     "avx512",        dot_f32_avx512,  {mm_f32_avx512, mm_f16_avx512, mm_bf16_avx512},
     cvt_f16_avx512,  cvt_bf16_avx512, axpy_avx512,
-    scale_avx512,    swiglu_avx512, rmsnorm_avx512, read_sum_avx512, attn_block_avx512,
+    scale_avx512,    swiglu_avx512, rmsnorm_avx512, read_sum_avx512, attn_rows_avx512,
     transpose_avx512,
 };
 #endif
@@ -906,7 +1047,7 @@ static const struct kernel_set avx512_set = {
 static struct kernel_set k = {
     "generic",        dot_f32_generic,  {mm_f32_generic, mm_f16_generic, mm_bf16_generic},
     cvt_f16_generic,  cvt_bf16_generic, axpy_generic,
-    scale_generic,    swiglu_generic, rmsnorm_generic, read_sum_generic, attn_block_generic,
+    scale_generic,    swiglu_generic, rmsnorm_generic, read_sum_generic, attn_rows_generic,
     transpose_generic,
 };
 
@@ -1011,10 +1152,21 @@ void elm_swiglu(float *g, const float *u, size_t n)
     k.swiglu(g, u, n);
 }
 
-void elm_attn_block(const float *q, float scale, const float *kt, const float *v, long ldv,
-                    int nk, int hd, float *m, float *l, float *o)
+void elm_attn_rows(int nr, const float *const *q, const int *nk, float scale, const float *kt,
+                   const float *v, long ldv, int hd, float *m, float *l, float *o)
 {
-    k.attn_block(q, scale, kt, v, ldv, nk, hd, m, l, o);
+    k.attn_rows(nr, q, nk, scale, kt, v, ldv, hd, m, l, o);
+}
+
+void elm_prefetch_rows(const float *p, long ld, int rows, int cols)
+{
+#ifdef __GNUC__
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c += 16) /* a 64-byte line */
+            __builtin_prefetch(p + r * ld + c);
+#else
+    (void)p, (void)ld, (void)rows, (void)cols;
+#endif
 }
 
 void elm_transpose(const float *in, long ld_in, int rows, int cols, float *out, long ld_out)

@@ -80,13 +80,26 @@ bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, si
 
 /* Keys per block of the tiled attention. */
 #define ELM_ATTN_BK 64
-/* One step of attention with an online softmax, for one query row q[hd]
- * against nk <= ELM_ATTN_BK keys given transposed, kt[d * ELM_ATTN_BK + s],
- * and their value rows v + s * ldv: updates the running maximum *m (start
- * -INFINITY), the running sum *l (start 0) and the unnormalized output o[hd]
- * (start 0).  Scores are (q . k) * scale.  The caller divides o by l. */
-void elm_attn_block(const float *q, float scale, const float *kt, const float *v, long ldv,
-                    int nk, int hd, float *m, float *l, float *o);
+/* Query rows per elm_attn_rows call: the SIMD sets keep the scores and
+ * outputs of this many rows in registers, so each load of K^T and V serves
+ * all of them (prefill's tokens; the grouped query heads of one kv head). */
+#define ELM_ATTN_BR 4
+/* One step of attention with an online softmax for nr <= ELM_ATTN_BR query
+ * rows q[r][hd] against one block of keys given transposed,
+ * kt[d * ELM_ATTN_BK + s] (columns past the block's keys zero), and their
+ * value rows v + s * ldv.  Row r sees the first nk[r] keys (causal limit,
+ * 0 <= nk[r] <= ELM_ATTN_BK; 0 leaves the row as it is) and updates its
+ * running maximum m[r] (start -INFINITY), running sum l[r] (start 0) and
+ * unnormalized output o + r * hd (start 0).  Scores are (q . k) * scale; the
+ * caller divides o by l.  A row's result depends on its own inputs only,
+ * never on nr or the other rows (bit for bit). */
+void elm_attn_rows(int nr, const float *const *q, const int *nk, float scale, const float *kt,
+                   const float *v, long ldv, int hd, float *m, float *l, float *o);
+
+/* Ask for rows x cols floats at p (row stride ld) to be cached: the next
+ * key block while the kernel works on this one (a no-op where the compiler
+ * has no prefetch). */
+void elm_prefetch_rows(const float *p, long ld, int rows, int cols);
 
 /* out[c * ld_out + r] = in[r * ld_in + c] for r < rows, c < cols. */
 void elm_transpose(const float *in, long ld_in, int rows, int cols, float *out, long ld_out);
