@@ -36,6 +36,7 @@ KQ_TARGET static INLINE __m512 KQ_NAME(part_q45_k)(const uint8_t *b, int64_t nb,
     const __m512i d_dmin = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const __m512 ones = _mm512_set1_ps(1.0f);
     for (int64_t k = 0; k < nb; k++, b += bytes, xp += 256, pre += 16) {
+        kq_prefetch(b, bytes);
         const uint8_t *qs = b + (five ? 48 : 16);
         __m512i w0 = _mm512_loadu_si512(qs), w1 = _mm512_loadu_si512(qs + 64);
         __m512i l0 = _mm512_and_si512(w0, m0f),
@@ -150,6 +151,7 @@ KQ_TARGET static INLINE float KQ_NAME(row_q6_k)(const uint8_t *b, int64_t nb,
     const __m512i pairs = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     __m512 acc = _mm512_setzero_ps();
     for (int64_t k = 0; k < nb; k++, b += ELM_Q6_K_BYTES) {
+        kq_prefetch(b, ELM_Q6_K_BYTES);
         const int8_t *qx = x->q + 256 * k;
         __m512i ql0 = _mm512_loadu_si512(b), ql1 = _mm512_loadu_si512(b + 64);
         __m512i qh0 = _mm512_broadcast_i64x4(LOAD256(b + 128));
