@@ -71,6 +71,24 @@ static size_t tile_bytes(long k, int sb)
     return up64((size_t)k * MR) + 2 * up64(nsb * MR * 4);
 }
 
+/* The parts of the tile at p; ci and cf are the same corrections, int32
+ * (bias types) or float (mins). */
+struct atile {
+    int32_t *q, *ci;
+    float *d, *cf;
+};
+
+static struct atile atile_at(const void *p, long k, int sb)
+{
+    char *base = (char *)(uintptr_t)p; /* const for the kernels, written by pack_a */
+    size_t nsb = (size_t)k / (size_t)sb;
+    char *corr = base + up64((size_t)k * MR) + up64(nsb * MR * 4);
+    return (struct atile){.q = (int32_t *)(void *)base,
+                          .ci = (int32_t *)(void *)corr,
+                          .d = (float *)(void *)(base + up64((size_t)k * MR)),
+                          .cf = (float *)(void *)corr};
+}
+
 size_t elm_gemm_i8_apack_bytes(enum elm_dtype dtype, long m, long k)
 {
     struct kind kd;
@@ -97,12 +115,9 @@ void elm_gemm_i8_pack_a(enum elm_dtype dtype, const struct elm_qact *qa, long m,
     if (!kind_of(dtype, &kd))
         return;
     long k = (long)qa[0].n, nsb = k / kd.sb;
-    char *base = (char *)ap + (size_t)(t0 / MR) * tile_bytes(k, kd.sb);
-    int32_t *q = (int32_t *)(void *)base;
-    float *d = (float *)(void *)(base + up64((size_t)k * MR));
-    char *corr = base + up64((size_t)k * MR) + up64((size_t)nsb * MR * 4);
-    int32_t *ci = (int32_t *)(void *)corr;
-    float *cf = (float *)(void *)corr;
+    struct atile at = atile_at((char *)ap + (size_t)(t0 / MR) * tile_bytes(k, kd.sb), k, kd.sb);
+    int32_t *q = at.q, *ci = at.ci;
+    float *d = at.d, *cf = at.cf;
     for (int i = 0; i < MR; i++) {
         const struct elm_qact *a = t0 + i < m ? &qa[t0 + i] : NULL;
         for (long g = 0; g < k / 4; g++) {
@@ -324,11 +339,9 @@ VNNI static INLINE void micro(const char *tile, long k, const struct wpanel *pn,
                               const bool mins, float *c, long ldc, int mt, int nr, bool add)
 {
     const long nsb = k / (4 * sbw);
-    const int32_t *aq = (const int32_t *)(const void *)tile;
-    const float *ad = (const float *)(const void *)(tile + up64((size_t)k * MR));
-    const char *corr = tile + up64((size_t)k * MR) + up64((size_t)nsb * MR * 4);
-    const int32_t *ci = (const int32_t *)(const void *)corr;
-    const float *cf = (const float *)(const void *)corr;
+    const struct atile at = atile_at(tile, k, 4 * sbw);
+    const int32_t *aq = at.q, *ci = at.ci;
+    const float *ad = at.d, *cf = at.cf;
     __m512 f[MR][2];
     UNROLL_MR for (int i = 0; i < MR; i++)
         f[i][0] = f[i][1] = _mm512_setzero_ps();
@@ -403,11 +416,9 @@ AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn
                                int nr, bool add)
 {
     const long nsb = k / (4 * sbw);
-    const int32_t *aq = (const int32_t *)(const void *)tile;
-    const float *ad = (const float *)(const void *)(tile + up64((size_t)k * MR));
-    const char *corr = tile + up64((size_t)k * MR) + up64((size_t)nsb * MR * 4);
-    const int32_t *ci = (const int32_t *)(const void *)corr;
-    const float *cf = (const float *)(const void *)corr;
+    const struct atile at = atile_at(tile, k, 4 * sbw);
+    const int32_t *aq = at.q, *ci = at.ci;
+    const float *ad = at.d, *cf = at.cf;
     const __m256i ones = _mm256_set1_epi16(1);
     for (int h = 0; h < NR / 8 && 8 * h < nr; h++) {
         __m256 f[MR];

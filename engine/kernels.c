@@ -519,19 +519,23 @@ AVX2 static INLINE void attn_rows_avx2_n(const int R, const float *const *q, con
         }
 }
 
-AVX2 static void attn_rows_avx2(int nr, const float *const *q, const int *nk, float scale,
-                                const float *kt, const float *v, long ldv, int hd, float *m,
-                                float *l, float *o)
-{
-    _Static_assert(ELM_ATTN_BR == 4, "attn_rows_avx2 instantiates 1..4 rows");
-    switch (nr) {
-    case 1: attn_rows_avx2_n(1, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    case 2: attn_rows_avx2_n(2, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    case 3: attn_rows_avx2_n(3, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    case 4: attn_rows_avx2_n(4, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    default: break;
+/* name(nr, ...): kernel(R, ...) with R = nr a constant, for 1..4 rows. */
+#define ATTN_ROWS_BY_COUNT(attr, name, kernel)                                                \
+    attr static void name(int nr, const float *const *q, const int *nk, float scale,         \
+                          const float *kt, const float *v, long ldv, int hd, float *m,       \
+                          float *l, float *o)                                                \
+    {                                                                                        \
+        _Static_assert(ELM_ATTN_BR == 4, #name " instantiates 1..4 rows");                  \
+        switch (nr) {                                                                        \
+        case 1: kernel(1, q, nk, scale, kt, v, ldv, hd, m, l, o); break;                     \
+        case 2: kernel(2, q, nk, scale, kt, v, ldv, hd, m, l, o); break;                     \
+        case 3: kernel(3, q, nk, scale, kt, v, ldv, hd, m, l, o); break;                     \
+        case 4: kernel(4, q, nk, scale, kt, v, ldv, hd, m, l, o); break;                     \
+        default: break;                                                                      \
+        }                                                                                    \
     }
-}
+
+ATTN_ROWS_BY_COUNT(AVX2, attn_rows_avx2, attn_rows_avx2_n)
 
 /* Squares summed in double, four lanes a chain, two chains. */
 AVX2 static void rmsnorm_avx2(const float *x, const float *w, float *out, size_t n, float eps)
@@ -900,19 +904,7 @@ AVX512 static INLINE void attn_rows512_n(const int R, const float *const *q, con
     }
 }
 
-AVX512 static void attn_rows_avx512(int nr, const float *const *q, const int *nk, float scale,
-                                    const float *kt, const float *v, long ldv, int hd, float *m,
-                                    float *l, float *o)
-{
-    _Static_assert(ELM_ATTN_BR == 4, "attn_rows_avx512 instantiates 1..4 rows");
-    switch (nr) {
-    case 1: attn_rows512_n(1, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    case 2: attn_rows512_n(2, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    case 3: attn_rows512_n(3, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    case 4: attn_rows512_n(4, q, nk, scale, kt, v, ldv, hd, m, l, o); break;
-    default: break;
-    }
-}
+ATTN_ROWS_BY_COUNT(AVX512, attn_rows_avx512, attn_rows512_n)
 
 /* out[i][j] = in[j][i] for a 16 x 16 block of floats (rows of stride ld_in
  * and ld_out): four rounds of shuffles. */
