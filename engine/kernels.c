@@ -190,6 +190,18 @@ static void attn_rows_generic(int nr, const float *const *q, const int *nk, floa
 /* ---------------------------------------------------------------- AVX2 */
 #ifdef HAVE_X86_KERNELS
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+
+/* Software prefetch distances, measured on Zen 5: the hardware prefetchers
+ * alone reach ~75 % of the read bandwidth on 16-bit rows; prefetching 4 KiB
+ * ahead in the stream brought it to ~95 %.  Every line 8 KiB ahead (as the
+ * quantized kernels do), F32 included, measured against every other 16-bit
+ * line 4 KiB ahead and no F32 prefetch, 2 threads, interleaved: decode
+ * 270M F32 +12 %, F16 +4 %, 1.1B F32 +7 %, BF16 +3.5 % (probe 44-48 GB/s).
+ * The small-batch kernel reads four rows at once and prefetches the next
+ * four.  AVX2 reads four rows at a time for one token too: there every
+ * line 8 KiB ahead measured (ELM_KERNELS=avx2 here) BF16 decode +28 %,
+ * F32 -9 %, so only 16-bit rows prefetch. */
+#define MV_PF_BYTES 8192
 #define INLINE __attribute__((always_inline)) inline
 
 AVX2 static INLINE float hsum256(__m256 v)
@@ -233,7 +245,7 @@ static INLINE float w1_f16(const void *p, long i)
 
 /* RB rows times TB vectors: one accumulator per (row, vector), so each
  * output is the same chain of operations whatever RB and TB are. */
-#define MM_BLOCK_AVX2(name, w8, w1)                                                          \
+#define MM_BLOCK_AVX2(name, w8, w1, ESZ)                                                     \
     AVX2 static INLINE void name(const char *w, size_t ldw, long cols, const float *x,       \
                                  long ldx, float *y, long ldy, const int RB, const int TB,   \
                                  bool acc)                                                   \
@@ -248,6 +260,9 @@ static INLINE float w1_f16(const void *p, long i)
             _Pragma("GCC unroll 4") for (int t = 0; t < TB; t++)                                                     \
                 xv[t] = _mm256_loadu_ps(x + t * ldx + k);                                    \
             _Pragma("GCC unroll 4") for (int r = 0; r < RB; r++) {                                                   \
+                if (ESZ == 2 && (k * ESZ) % 64 == 0) /* 16-bit only: see MV_PF_BYTES */     \
+                    _mm_prefetch(w + (size_t)r * ldw + (size_t)k * ESZ + MV_PF_BYTES,         \
+                                 _MM_HINT_T0);                                               \
                 __m256 wv = w8(w + (size_t)r * ldw, k);                                      \
                 _Pragma("GCC unroll 4") for (int t = 0; t < TB; t++)                                                 \
                     a[r][t] = _mm256_fmadd_ps(wv, xv[t], a[r][t]);                           \
@@ -306,9 +321,9 @@ static inline bool mv_none(const char *w, size_t ldw, long cols, const float *x,
     (void)w, (void)ldw, (void)cols, (void)x, (void)y, (void)nrows, (void)acc;
     return false;
 }
-MM_BLOCK_AVX2(blk_f32_avx2, w8_f32, w1_f32)
-MM_BLOCK_AVX2(blk_bf16_avx2, w8_bf16, w1_bf16)
-MM_BLOCK_AVX2(blk_f16_avx2, w8_f16, w1_f16)
+MM_BLOCK_AVX2(blk_f32_avx2, w8_f32, w1_f32, 4)
+MM_BLOCK_AVX2(blk_bf16_avx2, w8_bf16, w1_bf16, 2)
+MM_BLOCK_AVX2(blk_f16_avx2, w8_f16, w1_f16, 2)
 MM_DRIVER(AVX2, mm_f32_avx2, blk_f32_avx2, mv_none)
 MM_DRIVER(AVX2, mm_bf16_avx2, blk_bf16_avx2, mv_none)
 MM_DRIVER(AVX2, mm_f16_avx2, blk_f16_avx2, mv_none)
@@ -577,15 +592,6 @@ AVX2 static float read_sum_avx2(const float *p, size_t n)
 }
 
 /* -------------------------------------------------------------- AVX-512 */
-/* Software prefetch distances, measured on Zen 5: the hardware prefetchers
- * alone reach ~75 % of the read bandwidth on 16-bit rows; prefetching 4 KiB
- * ahead in the stream brought it to ~95 %.  Every line 8 KiB ahead (as the
- * quantized kernels do), F32 included, measured against every other 16-bit
- * line 4 KiB ahead and no F32 prefetch, 2 threads, interleaved: decode
- * 270M F32 +12 %, F16 +4 %, 1.1B F32 +7 %, BF16 +3.5 % (probe 44-48 GB/s).
- * The small-batch kernel reads four rows at once and prefetches the next
- * four. */
-#define MV_PF_BYTES 8192
 #define MM_PF_ROWS 4
 #define MM_PF_BYTES 1024
 
