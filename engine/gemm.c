@@ -81,6 +81,18 @@ static void *alloc64(size_t bytes)
     return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
 
+/* buf if it holds need bytes, else a new 64-byte aligned buffer (contents
+ * lost, buf freed; NULL on out of memory); *have follows. */
+static void *grow(void *buf, size_t *have, size_t need)
+{
+    if (need <= *have)
+        return buf;
+    free(buf);
+    buf = alloc64(need);
+    *have = buf ? need : 0;
+    return buf;
+}
+
 /* 1 Mi floats (4 MiB) a thread: BLIS repacks A once per call, so a call
  * should cover a few hundred rows of W. */
 #define TILE_FLOATS ((size_t)1 << 20)
@@ -88,22 +100,13 @@ static void *alloc64(size_t bytes)
 bool elm_gemm_tile_init(struct elm_gemm_tile *tile, int n_threads, size_t cols_max)
 {
     elm_kernels_init(); /* every ctx comes through here before its first kernel */
-    tile->n = n_threads;
-    tile->floats = TILE_FLOATS > 64 * cols_max ? TILE_FLOATS : 64 * cols_max;
-    tile->buf = calloc((size_t)n_threads, sizeof *tile->buf);
-    tile->wpack = calloc((size_t)n_threads, sizeof *tile->wpack);
-    tile->apack = NULL;
-    tile->apack_floats = 0;
-    tile->qact = NULL;
-    tile->qact_bytes = 0;
-    tile->qa = NULL;
-    tile->qa_n = 0;
-    tile->i8a = NULL;
-    tile->i8a_bytes = 0;
-    if (!tile->buf || !tile->wpack)
-        return false;
-    /* Allocated on first use: an F32 model never needs them. */
-    return true;
+    *tile = (struct elm_gemm_tile){
+        .n = n_threads,
+        .floats = TILE_FLOATS > 64 * cols_max ? TILE_FLOATS : 64 * cols_max,
+        .buf = calloc((size_t)n_threads, sizeof *tile->buf),
+        .wpack = calloc((size_t)n_threads, sizeof *tile->wpack),
+    };
+    return tile->buf && tile->wpack;
 }
 
 void elm_gemm_tile_free(struct elm_gemm_tile *tile)
@@ -120,14 +123,7 @@ void elm_gemm_tile_free(struct elm_gemm_tile *tile)
     free(tile->qact);
     free(tile->qa);
     free(tile->i8a);
-    tile->buf = tile->wpack = NULL;
-    tile->apack = NULL;
-    tile->qact = NULL;
-    tile->qact_bytes = 0;
-    tile->qa = NULL;
-    tile->qa_n = 0;
-    tile->i8a = NULL;
-    tile->i8a_bytes = 0;
+    *tile = (struct elm_gemm_tile){0};
 }
 
 /* -------------------------------------------------------------- jobs */
@@ -263,14 +259,10 @@ static void own_task(void *arg, long b, long e, int ith)
 static bool own_gemm(struct gemm_job *job, struct elm_threadpool *pool)
 {
     struct elm_gemm_tile *tile = job->tile;
-    size_t need = elm_gemm512_apack_floats(job->m, (long)job->w->cols);
-    if (need > tile->apack_floats) {
-        free(tile->apack);
-        tile->apack = alloc64(need * sizeof(float));
-        tile->apack_floats = tile->apack ? need : 0;
-        if (!tile->apack)
-            return false;
-    }
+    tile->apack = grow(tile->apack, &tile->apack_bytes,
+                       elm_gemm512_apack_floats(job->m, (long)job->w->cols) * sizeof(float));
+    if (!tile->apack)
+        return false;
     long blocks = (job->m + ELM_GEMM512_MR - 1) / ELM_GEMM512_MR, rows = (long)job->w->rows;
     elm_threadpool_for(pool, blocks, elm_threadpool_chunk(pool, blocks, 2, 1, 1), pack_a_task,
                        job);
@@ -343,18 +335,6 @@ static void i8_task(void *arg, long b, long e, int ith)
     elm_gemm_i8_rows(j->tile->i8a, j->m, j->w, b, e, j->c, j->ldc, j->accumulate, wp);
 }
 
-/* Grows *buf to need bytes (64-byte aligned, contents lost); false on OOM. */
-static bool grow(void **buf, size_t *have, size_t need)
-{
-    if (need <= *have)
-        return true;
-    free(*buf);
-    *buf = alloc64(need);
-    *have = *buf ? need : 0;
-    return *buf != NULL;
-}
-
-
 /* Quantized weights meet int8 activations at every batch size, as in
  * llama.cpp: the activations are rounded once per product (threads split
  * the tokens), then the row kernels (small batches: blocks of rows stay in
@@ -371,15 +351,9 @@ static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
     if (m >= I8_GEMM_MIN_M && !gemm)
         return false; /* the portable set: widened weights and BLIS beat its int8 rows */
     size_t qbytes = elm_quant_act_bytes(w, (int)m);
-    if (!qbytes || !grow(&tile->qact, &tile->qact_bytes, qbytes))
+    if (!qbytes || !(tile->qact = grow(tile->qact, &tile->qact_bytes, qbytes)) ||
+        !(tile->qa = grow(tile->qa, &tile->qa_bytes, (size_t)m * sizeof *tile->qa)))
         return false;
-    if (m > tile->qa_n) {
-        struct elm_qact *qa = realloc(tile->qa, (size_t)m * sizeof *qa);
-        if (!qa)
-            return false;
-        tile->qa = qa;
-        tile->qa_n = m;
-    }
     if (m <= ELM_QUANT_MAX_M)
         round_task(job, 0, m, 0);
     else
@@ -387,7 +361,7 @@ static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
     job->qa = tile->qa;
     size_t wneed = elm_gemm_i8_wpack_bytes(w->dtype, k);
     if (gemm && wneed <= tile->floats * sizeof(float) &&
-        grow(&tile->i8a, &tile->i8a_bytes, elm_gemm_i8_apack_bytes(w->dtype, m, k))) {
+        (tile->i8a = grow(tile->i8a, &tile->i8a_bytes, elm_gemm_i8_apack_bytes(w->dtype, m, k)))) {
         long tiles = (m + ELM_GI8_MR - 1) / ELM_GI8_MR;
         elm_threadpool_for(pool, tiles, elm_threadpool_chunk(pool, tiles, 2, 1, 4), pack_i8_task,
                            job);

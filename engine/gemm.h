@@ -19,15 +19,17 @@
 struct elm_threadpool;
 struct elm_qact;
 
-/* Per-thread scratch for widening weights, reused across calls (one per ctx). */
+/* Scratch of the products, reused across calls (one per ctx); every
+ * buffer is allocated on first use (an F32 model never needs most). */
 struct elm_gemm_tile {
-    float **buf;   /* [n_threads] buffers of `floats` each, owned */
+    float **buf;   /* [n_threads] buffers of `floats` each, owned: widened
+                    * weights, or the int8 GEMM's weight panel */
     int n;         /* buffers */
     size_t floats; /* capacity of each */
     /* Our own AVX-512 GEMM (gemm_avx512.c): the packed activations, and a
-     * W panel plus a widening row per thread; all allocated on first use. */
+     * W panel plus a widening row per thread. */
     float *apack;
-    size_t apack_floats;
+    size_t apack_bytes;
     float **wpack; /* [n_threads] */
     /* Block-quantized weights: the activations rounded to int8 once per
      * product (kernels.h) and their descriptors, then packed for the int8
@@ -35,7 +37,7 @@ struct elm_gemm_tile {
     void *qact;
     size_t qact_bytes;
     struct elm_qact *qa;
-    long qa_n;
+    size_t qa_bytes;
     void *i8a;
     size_t i8a_bytes;
 };

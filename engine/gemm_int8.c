@@ -8,15 +8,15 @@
  *
  * Layout.  A (the activations, already rounded by quant_act.c) is packed
  * once per call into tiles of MR tokens: the int8 values as [k/4][MR]
- * 32-bit words (so that one embedded broadcast feeds a vpdpbusd), then per
+ * 32-bit words (one 32-bit broadcast feeds a vpdpbusd), then per
  * weight sub-block the activation block's scale d and its correction (bias
  * types: -bias * sum(q), an integer that makes the int32 sum exact; Q4_K and
  * Q5_K: d * sum(q), which meets the weight's float min).  Each thread
  * repacks NR = 32 weight rows at a time, all k columns (at most a few
  * hundred KiB, it stays in L2), into unsigned bytes [k/4][NR] and float
  * scales [sub-block][NR].  Per sub-block and output the float work is one
- * conversion and one FMA (two with mins), after 8 vpdpbusd (4 for Q6_K's
- * 16-weight sub-blocks).
+ * conversion and one FMA (two with mins), after 8 vpdpbusd in two chains
+ * (4 for Q6_K's 16-weight sub-blocks).
  *
  * Every output is one float sum over the sub-blocks in order, so the
  * result depends only on k: not on the threads, the row ranges or m. */

@@ -102,6 +102,20 @@ static elm_model *load(const char *path)
     return te_load(path, N_THREADS);
 }
 
+/* A checkpoint made by tests/gen-checkpoint with args into hf, loaded;
+ * NULL (12 tests skipped) when it cannot be generated. */
+static elm_model *generate(const char *args, const char *hf, const char *label)
+{
+    if (!ok(te_gen(args, hf), "%s: checkpoint generated", label)) {
+        skip(12, "gen-checkpoint failed");
+        return NULL;
+    }
+    elm_model *m = load(hf);
+    if (!m)
+        bail_out("cannot load %s", hf);
+    return m;
+}
+
 static bool quantize(const char *in, const char *out, enum elm_dtype type)
 {
     char err[ELM_ERR_MAX];
@@ -160,13 +174,9 @@ static void round_trip(const char *preset)
     snprintf(dir, sizeof dir, "%.2000s", te_dir(preset, hf, sizeof hf));
     snprintf(hf, sizeof hf, "%s/hf-f32", dir);
     snprintf(args, sizeof args, "--preset %s --synthetic-tokenizer", preset);
-    if (!ok(te_gen(args, hf), "%s: checkpoint generated", preset)) {
-        skip(12, "gen-checkpoint failed");
-        return;
-    }
-    elm_model *ref = load(hf);
+    elm_model *ref = generate(args, hf, preset);
     if (!ref)
-        bail_out("cannot load %s", hf);
+        return;
     int V = elm_model_get_info(ref)->n_vocab;
     enum { N = 48 };
     int32_t tokens[N];
@@ -365,13 +375,9 @@ static void kquant_round_trips(void)
     char dir[2048], hf[4096], gg[4096], deq[4096], census[128];
     snprintf(dir, sizeof dir, "%.2000s", te_dir("kquant", hf, sizeof hf));
     snprintf(hf, sizeof hf, "%s/hf-f32", dir);
-    if (!ok(te_gen("--preset default --no-tokenizer", hf), "default: checkpoint generated")) {
-        skip(12, "gen-checkpoint failed");
-        return;
-    }
-    elm_model *ref = load(hf);
+    elm_model *ref = generate("--preset default --no-tokenizer", hf, "default");
     if (!ref)
-        bail_out("cannot load %s", hf);
+        return;
     int V = elm_model_get_info(ref)->n_vocab;
     /* more tokens than gemm.c sends through the row kernels: the batched
      * run takes the int8 GEMM where the CPU has it */

@@ -85,6 +85,17 @@ static void random_block(enum elm_dtype t, uint8_t *b)
     }
 }
 
+/* rows x cols random blocks of t; *ldw gets the row stride (caller frees). */
+static uint8_t *random_matrix(enum elm_dtype t, long rows, int64_t cols, size_t *ldw)
+{
+    size_t bb = elm_quant_block_bytes(t);
+    *ldw = elm_row_size(t, cols);
+    uint8_t *w = malloc(*ldw * (size_t)rows);
+    for (size_t i = 0; w && i < *ldw * (size_t)rows / bb; i++)
+        random_block(t, w + i * bb);
+    return w;
+}
+
 struct acts {
     struct elm_qact a;
     void *buf;
@@ -158,10 +169,8 @@ static void test_random(enum elm_dtype t, const char *set, elm_qrows_fn fn)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int64_t cols = shapes[si].cols;
         long rows = shapes[si].rows;
-        size_t ldw = elm_row_size(t, cols), bb = elm_quant_block_bytes(t);
-        uint8_t *w = malloc(ldw * (size_t)rows);
-        for (size_t i = 0; i < ldw * (size_t)rows / bb; i++)
-            random_block(t, w + i * bb);
+        size_t ldw;
+        uint8_t *w = random_matrix(t, rows, cols, &ldw);
         struct acts s;
         make_acts(&s, cols, NULL);
         float *y = malloc((size_t)rows * sizeof *y), *y0 = malloc((size_t)rows * sizeof *y0);
@@ -201,10 +210,8 @@ static void test_random(enum elm_dtype t, const char *set, elm_qrows_fn fn)
 static void test_ranges(enum elm_dtype t, const char *set, elm_qrows_fn fn, int64_t cols)
 {
     const long rows = 37;
-    size_t ldw = elm_row_size(t, cols), bb = elm_quant_block_bytes(t);
-    uint8_t *w = malloc(ldw * rows);
-    for (size_t i = 0; i < ldw * rows / bb; i++)
-        random_block(t, w + i * bb);
+    size_t ldw;
+    uint8_t *w = random_matrix(t, rows, cols, &ldw);
     struct acts s;
     make_acts(&s, cols, NULL);
     float all[37], part[37];
@@ -348,10 +355,8 @@ static void test_vnni_same(enum elm_dtype t, elm_qrows_fn a, elm_qrows_fn b)
 {
     const int64_t cols = 2560;
     const long rows = 9;
-    size_t ldw = elm_row_size(t, cols), bb = elm_quant_block_bytes(t);
-    uint8_t *w = malloc(ldw * rows);
-    for (size_t i = 0; i < ldw * rows / bb; i++)
-        random_block(t, w + i * bb);
+    size_t ldw;
+    uint8_t *w = random_matrix(t, rows, cols, &ldw);
     struct acts s;
     make_acts(&s, cols, NULL);
     float ya[9], yb[9];
@@ -514,10 +519,8 @@ static int bench(int argc, char **argv)
             elm_qrows_fn fn = elm_kquant_rows(t, sets[si]);
             if (!fn)
                 continue;
-            size_t ldw = elm_row_size(t, cols), bb = elm_quant_block_bytes(t);
-            uint8_t *w = malloc(ldw * (size_t)rows);
-            for (size_t i = 0; i < ldw * (size_t)rows / bb; i++)
-                random_block(t, w + i * bb);
+            size_t ldw;
+            uint8_t *w = random_matrix(t, rows, cols, &ldw);
             fn(w, ldw, cols, &s.a, y, rows, false); /* warm the caches */
             double best = 0;
             for (int run = 0; run < 7; run++) {
