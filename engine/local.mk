@@ -5,43 +5,43 @@ engine_libelm_a_SOURCES = \
 	engine/elm.h \
 	engine/elm_tokenizer.h \
 	engine/elm_worker.h \
-	engine/elm_worker.c \
-	engine/status.c \
-	engine/sampler.c
+	engine/worker/worker.c \
+	engine/base/status.c \
+	engine/inference/sampler.c
 # The tokenizer (SentencePiece BPE; tokenizer.model and tokenizer.json).
 engine_libelm_a_SOURCES += \
-	engine/tokenizer.c engine/tokenizer_impl.h \
-	engine/sp_model.c \
-	engine/tokenizer_json.c \
-	engine/tokenizer_gguf.c
+	engine/tokenizer/bpe.c engine/tokenizer/tokenizer_impl.h \
+	engine/tokenizer/sp_model.c \
+	engine/tokenizer/hf_json.c \
+	engine/tokenizer/gguf_vocab.c
 # Model loading, the forward pass, the KV cache (the engine proper).
 engine_libelm_a_SOURCES += \
-	engine/model.c engine/model.h \
-	engine/model_setup.c \
-	engine/config.c \
-	engine/error.c engine/error.h \
-	engine/mapfile.c engine/mapfile.h \
-	engine/jsonfile.c engine/jsonfile.h \
-	engine/safetensors.c engine/safetensors.h \
-	engine/kernels.c engine/kernels.h \
-	engine/kernels_info.c \
-	engine/kernels_quant.c engine/kernels_quant.h \
-	engine/kernels_quant_avx2.c \
-	engine/kernels_quant_avx512.c \
-	engine/kernels_kquant.c engine/kernels_kquant.h \
-	engine/kernels_kquant_x86.c engine/kernels_kquant_avx512.h \
-	engine/quant_act.c engine/quant_act.h \
-	engine/threadpool.c engine/threadpool.h \
-	engine/gemm.c engine/gemm.h \
-	engine/gemm_avx512.c engine/gemm_avx512.h \
-	engine/gemm_int8.c engine/gemm_int8.h \
-	engine/ctx.c engine/ctx.h \
-	engine/forward.c \
-	engine/state.c engine/state.h
+	engine/model/model.c engine/model/model.h \
+	engine/model/setup.c \
+	engine/model/config.c \
+	engine/base/error.c engine/base/error.h \
+	engine/formats/mapfile.c engine/formats/mapfile.h \
+	engine/formats/jsonfile.c engine/formats/jsonfile.h \
+	engine/formats/safetensors.c engine/formats/safetensors.h \
+	engine/kernels/f32.c engine/kernels/kernels.h \
+	engine/bench/reference.c \
+	engine/kernels/q8q4.c engine/kernels/q8q4.h \
+	engine/kernels/q8q4_avx2.c \
+	engine/kernels/q8q4_avx512.c \
+	engine/kernels/kquant.c engine/kernels/kquant.h \
+	engine/kernels/kquant_x86.c engine/kernels/kquant_avx512.h \
+	engine/kernels/act_int8.c engine/kernels/act_int8.h \
+	engine/kernels/threadpool.c engine/kernels/threadpool.h \
+	engine/kernels/gemm.c engine/kernels/gemm.h \
+	engine/kernels/gemm_f32_avx512.c engine/kernels/gemm_f32_avx512.h \
+	engine/kernels/gemm_int8.c engine/kernels/gemm_int8.h \
+	engine/inference/ctx.c engine/inference/ctx.h \
+	engine/inference/forward.c \
+	engine/inference/state.c engine/inference/state.h
 # GGUF files and the quantized weight types (read, bind, write, quantize).
 engine_libelm_a_SOURCES += \
-	engine/gguf.c engine/gguf.h \
-	engine/gguf_model.c \
-	engine/gguf_write.c \
-	engine/gguf_quantize.c \
-	engine/quant.c engine/quant.h
+	engine/formats/gguf_read.c engine/formats/gguf.h \
+	engine/model/gguf_model.c \
+	engine/formats/gguf_write.c \
+	engine/formats/gguf_quantize.c \
+	engine/kernels/blocks.c engine/kernels/blocks.h

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/cli.h"
+#include "src/diag.h"
 
 static void (*fatal_hook)(void);
 

@@ -1,9 +1,11 @@
 #!/bin/sh
-# check-layering.sh: the include rules of DESIGN.md section 1, as a TAP test.
-#  - engine/ includes nothing from src/ or ui/, and no curses/readline/yaml;
-#  - src/ includes nothing from ui/ (main.c, the program entry, excepted) and
-#    only the public engine headers;
-#  - only ui/ includes curses or readline.
+# check-layering.sh: the include rules of docs/DESIGN.md ("Layers"), as a TAP test.
+# Layers, top to bottom:  cli/ -> ui/ -> src/ -> engine/.
+#  - nothing includes a layer above its own;
+#  - above the engine, only its public headers (engine/elm*.h) are included;
+#  - only ui/ includes curses or readline; the engine no YAML either, and it
+#    never prints or exits;
+#  - no include circles between files.
 top=${top_srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 1
 n=0
@@ -21,17 +23,49 @@ check() {  # description, then a command whose output lists violations
     fi
 }
 src_files() { find "$@" -name '*.[ch]' 2>/dev/null | sort; }
-engine_bad() { src_files engine | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*[<"](src|ui)/'; }
+includes() { # files, then an extended regex of included paths
+    dirs=$1; pat=$2
+    src_files $dirs | xargs -r grep -nE "#[[:space:]]*include[[:space:]]*\"($pat)"
+}
+engine_up() { includes engine '(src|ui|cli)/'; }
+src_up() { includes src '(ui|cli)/'; }
+ui_up() { includes ui 'cli/'; }
+private_engine() {
+    src_files src ui cli | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*"engine/' |
+        grep -vE '"engine/elm[a-z_]*\.h"'
+}
 engine_term() { src_files engine | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+|yaml)\.h>'; }
 engine_print() { src_files engine | xargs -r grep -nE '\b(printf|puts|exit|abort)[[:space:]]*\(|\b(stdout|stderr)\b' | grep -v 'snprintf\|vsnprintf'; }
-src_ui() { src_files src | grep -v '^src/main.c$' | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*"ui/'; }
-src_engine_private() { src_files src | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*"engine/' | grep -vE '"engine/elm(_tokenizer|_worker)?\.h"'; }
-nonui_curses() { src_files engine src tests | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+)\.h>'; }
-check "engine/ includes nothing from src/ or ui/" engine_bad
+nonui_curses() { src_files engine src cli tests | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+)\.h>'; }
+# Include circles: a unit is a .c with its own .h; an edge A -> B when A's
+# .c or .h includes B's header.  Prints every unit that reaches itself.
+circles() {
+    src_files engine src ui cli | while read -r f; do
+        unit=${f%.[ch]}
+        grep -hoE '#[[:space:]]*include[[:space:]]*"(engine|src|ui|cli)/[^"]+\.h"' "$f" |
+            sed -E 's/.*"(.*)\.h"/\1/' | while read -r dep; do
+                [ "$dep" != "$unit" ] && echo "$unit $dep"
+            done
+    done | sort -u | awk '
+        { edge[$1] = edge[$1] " " $2; nodes[$1] = 1; nodes[$2] = 1 }
+        function reach(from, to, seen,    k, i, list, n) {
+            n = split(edge[from], list, " ")
+            for (i = 1; i <= n; i++) {
+                k = list[i]
+                if (k == to) return 1
+                if (!(k in seen)) { seen[k] = 1; if (reach(k, to, seen)) return 1 }
+            }
+            return 0
+        }
+        END { for (u in nodes) { delete s; if (reach(u, u, s)) print u " includes itself through others" } }' | sort
+}
+check "engine/ includes nothing from src/, ui/ or cli/" engine_up
+check "src/ includes nothing from ui/ or cli/" src_up
+check "ui/ includes nothing from cli/" ui_up
+check "above the engine, only its public headers (engine/elm*.h)" private_engine
 check "engine/ includes no terminal or YAML headers" engine_term
 check "engine/ never prints or exits" engine_print
-check "src/ includes nothing from ui/ (main.c excepted)" src_ui
-check "src/ uses only the public engine headers" src_engine_private
 check "only ui/ includes curses or readline" nonui_curses
+check "no include circles" circles
 echo "1..$n"
 exit $fail

@@ -1,5 +1,5 @@
 # tests/qkernels.mk: the int8 activations of Q8_0 / Q4_0 decode
-# (engine/quant_act.h, engine/kernels_quant*.c) on every kernel set the CPU
+# (engine/kernels/act_int8.h, engine/kernels_quant*.c) on every kernel set the CPU
 # runs: the rounding byte for byte, the rows kernels against a float64
 # emulation, row-range independence, the dispatch.
 check_PROGRAMS += tests/test-quant-int8

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kernels.h"
-#include "engine/model.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/model.h"
 #include "tests/tap.h"
 #include "tests/test-engine-util.h"
 

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gemm.h"
-#include "engine/kernels.h"
-#include "engine/model.h"
-#include "engine/quant.h"
-#include "engine/quant_act.h"
-#include "engine/threadpool.h"
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/model.h"
+#include "engine/kernels/blocks.h"
+#include "engine/kernels/act_int8.h"
+#include "engine/kernels/threadpool.h"
 #include "tests/tap.h"
 
 static double frand(unsigned *s)

@@ -1,5 +1,5 @@
 /* test-gemm-int8.c: batches of block-quantized weights x int8 activations
- * through elm_gemm (engine/gemm.c, engine/gemm_int8.c): Q8_0, Q4_0, Q4_K,
+ * through elm_gemm (engine/kernels/gemm.c, engine/kernels/gemm_int8.c): Q8_0, Q4_0, Q4_K,
  * Q5_K, Q6_K, on every kernel set this CPU runs (the int8 GEMM with AVX2 or
  * AVX-512; the portable set widens the weights to f32 from 12 tokens):
  *  - against a float64 emulation of quant_act.h's rule (activations rounded
@@ -19,13 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gemm.h"
-#include "engine/gemm_int8.h"
-#include "engine/kernels.h"
-#include "engine/model.h"
-#include "engine/quant.h"
-#include "engine/quant_act.h"
-#include "engine/threadpool.h"
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/gemm_int8.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/model.h"
+#include "engine/kernels/blocks.h"
+#include "engine/kernels/act_int8.h"
+#include "engine/kernels/threadpool.h"
 #include "tests/tap.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;

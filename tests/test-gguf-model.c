@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 
 #include "engine/elm.h"
-#include "engine/gguf.h"
+#include "engine/formats/gguf.h"
 #include "tests/tap.h"
 #include "tests/test-engine-util.h"
 

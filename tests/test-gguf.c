@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/quant.h"
+#include "engine/formats/gguf.h"
+#include "engine/kernels/blocks.h"
 #include "tests/tap.h"
 
 static void *slurp(const char *path, size_t *n)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "src/cli.h"
+#include "src/options.h"
 #include "tests/tap.h"
 
 static int run_status(const char *args, char *out, size_t out_size)

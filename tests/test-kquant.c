@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/quant.h"
-#include "engine/quant_act.h"
+#include "engine/kernels/blocks.h"
+#include "engine/kernels/act_int8.h"
 #include "tests/tap.h"
 
 static const enum elm_dtype types[] = {ELM_DTYPE_Q4_K, ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};

@@ -20,7 +20,7 @@
 #         0.51): llama.cpp rounds the activations to the weight type's dot
 #         type (f16, bf16, q8_0) before each product.  elmchat does the same
 #         for the block types at every batch size: int8 blocks of 32 with an
-#         f16 scale, llama.cpp's rule (engine/quant_act.h).  So q4_0 must
+#         f16 scale, llama.cpp's rule (engine/kernels/act_int8.h).  So q4_0 must
 #         match to 1e-3 with the same greedy ids, for the 10-token prompt (row
 #         kernels) and a 53-token one (elmchat's int8 GEMM; measured 2.4e-6):
 #         a check of our int8 paths against an independent implementation.

@@ -1,4 +1,4 @@
-/* test-quant-int8.c: the int8 path of Q8_0 / Q4_0 decode (engine/quant_act.h,
+/* test-quant-int8.c: the int8 path of Q8_0 / Q4_0 decode (engine/kernels/act_int8.h,
  * engine/kernels_quant*.c) on every kernel set this CPU runs:
  *  - elm_quantize_act byte-identical (q, d, sum16) to elm_quantize_act_ref
  *    over more than 10,000 blocks: random ones at every scale, zeros, signed
@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/kernels.h"
-#include "engine/kernels_quant.h"
-#include "engine/model.h"
-#include "engine/quant.h"
-#include "engine/quant_act.h"
+#include "engine/kernels/kernels.h"
+#include "engine/kernels/q8q4.h"
+#include "engine/model/model.h"
+#include "engine/kernels/blocks.h"
+#include "engine/kernels/act_int8.h"
 #include "tests/tap.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

@@ -1,4 +1,4 @@
-/* test-worker.c: the engine thread (engine/elm_worker.c): ordering and ids,
+/* test-worker.c: the engine thread (engine/worker/worker.c): ordering and ids,
  * cancel during prefill, shutdown while busy, a slow reader, model switch
  * with kept caches, snapshots, errors, loads in the background (the current
  * model serves meanwhile), shutdown during a long load (and, on libelm,

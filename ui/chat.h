@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "engine/elm_worker.h"
-#include "src/cli.h"
+#include "src/options.h"
 #include "src/config_file.h"
 #include "src/conversation.h"
 #include "src/session.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/cli.h"
+#include "src/options.h"
 #include "src/xalloc.h"
 
 const struct cmd_info cmd_table[] = {

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/cli.h"
+#include "src/options.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
 #include "ui/chat.h"

@@ -1,4 +1,4 @@
-/* fuzz-config.c: config.json (engine/config.c through engine/jsonfile.c's
+/* fuzz-config.c: config.json (engine/model/config.c through engine/formats/jsonfile.c's
  * file reader). */
 #include "config.h"
 
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
-/* fuzz-gguf.c: engine/gguf.c (header, metadata of every type, tensor table,
+/* fuzz-gguf.c: engine/formats/gguf_read.c (header, metadata of every type, tensor table,
  * alignment, offsets), its typed getters, the tokenizer.ggml.* vocabulary
- * and the model binder (engine/gguf_model.c). */
+ * and the model binder (engine/model/gguf_model.c). */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gguf.h"
-#include "engine/model.h"
+#include "engine/formats/gguf.h"
+#include "engine/model/model.h"
 
 static void walk(const struct elm_gguf *g)
 {

@@ -1,9 +1,9 @@
-/* fuzz-json.c: engine/jsonfile.c's strict whole-buffer JSON parsing. */
+/* fuzz-json.c: engine/formats/jsonfile.c's strict whole-buffer JSON parsing. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
 
-#include "engine/jsonfile.h"
+#include "engine/formats/jsonfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

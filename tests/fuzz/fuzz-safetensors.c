@@ -1,4 +1,4 @@
-/* fuzz-safetensors.c: engine/safetensors.c (header length, JSON header,
+/* fuzz-safetensors.c: engine/formats/safetensors.c (header length, JSON header,
  * dtypes, shapes, offsets, overlaps) on a mapped file. */
 #include "config.h"
 
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/safetensors.h"
+#include "engine/formats/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,10 +1,10 @@
-/* fuzz-sp-model.c: tokenizer.model (engine/sp_model.c's protobuf reader)
+/* fuzz-sp-model.c: tokenizer.model (engine/tokenizer/sp_model.c's protobuf reader)
  * and the tokenizer it builds. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
 
-#include "engine/tokenizer_impl.h"
+#include "engine/tokenizer/tokenizer_impl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,4 +1,4 @@
-/* fuzz-state.c: KV-cache snapshots (engine/state.c's elm_state_load) into
+/* fuzz-state.c: KV-cache snapshots (engine/inference/state.c's elm_state_load) into
  * the context of a small hand-made model.
  *
  * A random checksum never matches, so when an input has exactly the size
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/ctx.h"
-#include "engine/state.h"
+#include "engine/inference/ctx.h"
+#include "engine/inference/state.h"
 
 #define N_LAYERS 3
 #define HEAD_DIM 4

@@ -1,10 +1,10 @@
-/* fuzz-tokenizer-json.c: Hugging Face tokenizer.json (engine/tokenizer_json.c)
+/* fuzz-tokenizer-json.c: Hugging Face tokenizer.json (engine/tokenizer/hf_json.c)
  * and the tokenizer it builds. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
 
-#include "engine/tokenizer_impl.h"
+#include "engine/tokenizer/tokenizer_impl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -244,7 +244,7 @@ def quantize_q4_0(x):
 
 class Writer:
     """Enough of a GGUF writer to make test files (any version, alignment,
-    value type), independent of engine/gguf_write.c."""
+    value type), independent of engine/formats/gguf_write.c."""
 
     def __init__(self, version=3, alignment=32):
         self.version, self.alignment = version, alignment

@@ -1,0 +1,136 @@
+/* cmd_generate.c: `elmchat generate`: new token ids for a token list, on
+ * one line, space-separated. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "src/options.h"
+#include "cli/model_open.h"
+#include "src/xalloc.h"
+
+#define DEFAULT_N 16
+
+static void help(void)
+{
+    printf("Usage: elmchat generate [-m MODEL] --tokens IDS [-n N] [OPTION]...\n"
+           "Prefill the token ids IDS (e.g. 1,450,4996) and generate up to N new tokens\n"
+           "(default %d). Print the new ids on one line, separated by spaces. Generation\n"
+           "stops after the end-of-sequence id (which is printed) unless --ignore-eos.\n"
+           "\n"
+           "  -m, --model MODEL        model folder or name (default: the bundled demo model)\n"
+           "      --tokens IDS         prompt token ids, separated by commas or spaces\n"
+           "      --ignore-eos         keep going after the end-of-sequence id\n"
+           "%s"
+           "  -h, --help               display this help and exit\n"
+           "\n"
+           "Sampling is greedy by default (--temp 0; ties go to the lowest id). The\n"
+           "repetition penalty counts every id of the prompt and of the new tokens.\n"
+           "Exit status: 0 ok, 1 runtime error, 2 usage error.\n",
+           DEFAULT_N, cli_common_help);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    enum { OPT_TOKENS = 0x2000, OPT_IGNORE_EOS };
+    static const struct option opts[] = {
+        {"model", 1, NULL, 'm'}, {"tokens", 1, NULL, OPT_TOKENS},
+        {"ignore-eos", 0, NULL, OPT_IGNORE_EOS}, {"help", 0, NULL, 'h'}, CLI_COMMON_LONGOPTS,
+        {NULL, 0, NULL, 0}};
+    struct cli_common c;
+    cli_common_init(&c);
+    const char *tokens_arg = NULL;
+    bool ignore_eos = false;
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":m:n:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'm': c.model = optarg; break;
+        case 'n': opt = OPT_MAX_TOKENS; /* -n is --max-tokens */
+            if (cli_common_option(&c, argv[0], opt, optarg) < 0)
+                return EXIT_USAGE;
+            break;
+        case OPT_TOKENS: tokens_arg = optarg; break;
+        case OPT_IGNORE_EOS: ignore_eos = true; break;
+        case 'h': help(); return EXIT_OK;
+        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
+        case '?': return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        default: {
+            int r = cli_common_option(&c, argv[0], opt, optarg);
+            if (r < 0)
+                return EXIT_USAGE;
+            if (r == 0)
+                return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        }
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
+    int32_t *prompt;
+    size_t n_prompt;
+    int urc = cmd_parse_tokens(argv[0], tokens_arg, &prompt, &n_prompt);
+    if (urc != EXIT_OK)
+        return urc;
+    int n_new = c.max_tokens >= 0 ? c.max_tokens : DEFAULT_N;
+
+    int rc = EXIT_RUNTIME;
+    elm_ctx *ctx = NULL;
+    elm_sampler *smpl = NULL;
+    float *logits = NULL;
+    int32_t *history = NULL;
+    elm_model *model = cmd_load_model(c.model, c.n_threads);
+    if (!model)
+        goto done;
+    if ((rc = cmd_check_ids(argv[0], model, prompt, n_prompt)) != EXIT_OK)
+        goto done;
+    rc = EXIT_RUNTIME;
+    if (!(ctx = cmd_new_ctx(model, c.n_ctx, c.n_threads)))
+        goto done;
+    const struct elm_model_info *in = elm_model_get_info(model);
+    if (n_prompt > (size_t)elm_ctx_n_ctx(ctx)) {
+        cli_error("%zu prompt tokens do not fit in a context of %d", n_prompt, elm_ctx_n_ctx(ctx));
+        goto done;
+    }
+    if (!(smpl = elm_sampler_new(&c.sampler)))
+        x_fatal("out of memory");
+    logits = x_reallocarray(NULL, (size_t)in->n_vocab, sizeof *logits);
+    history = x_reallocarray(NULL, n_prompt + (size_t)n_new + 1, sizeof *history);
+    memcpy(history, prompt, n_prompt * sizeof *prompt);
+    size_t n_hist = n_prompt;
+
+    elm_status st = elm_decode(ctx, prompt, (int)n_prompt, logits, 0);
+    for (int i = 0; st == ELM_OK && i < n_new; i++) {
+        int32_t id = elm_sampler_sample(smpl, logits, in->n_vocab, history, (int)n_hist);
+        if (id < 0)
+            x_fatal("out of memory");
+        history[n_hist++] = id;
+        printf("%s%d", i ? " " : "", (int)id);
+        if (id == in->eos_id && !ignore_eos)
+            break;
+        if (i + 1 < n_new)
+            st = elm_decode(ctx, &id, 1, logits, 0);
+    }
+    putchar('\n');
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error("write error: %s", strerror(errno));
+        goto done;
+    }
+    if (st != ELM_OK) {
+        cli_error("stopped after %zu new tokens: %s", n_hist - n_prompt, elm_status_str(st));
+        goto done;
+    }
+    rc = EXIT_OK;
+done:
+    free(history);
+    free(logits);
+    free(prompt);
+    elm_sampler_free(smpl);
+    elm_ctx_free(ctx);
+    elm_model_free(model);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/* cmd_info.c: `elmchat info -m MODEL`: the configuration and the per-layer
+ * shapes of a model. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "src/options.h"
+#include "cli/model_open.h"
+
+static void help(void)
+{
+    printf("Usage: elmchat info [-m MODEL]\n"
+           "Load MODEL, check every tensor, and print its configuration and the\n"
+           "per-layer table of query heads, KV heads and FFN width.\n"
+           "\n"
+           "  -m, --model MODEL   model folder (Hugging Face layout) or name\n"
+           "                      (default: the bundled demo model)\n"
+           "  -h, --help          display this help and exit\n"
+           "\n"
+           "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"model", 1, NULL, 'm'}, {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    const char *model_arg = NULL;
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'm': model_arg = optarg; break;
+        case 'h': help(); return EXIT_OK;
+        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
+
+    elm_model *model = cmd_load_model(model_arg, 1);
+    if (!model)
+        return EXIT_RUNTIME;
+    const struct elm_model_info *in = elm_model_get_info(model);
+    const elm_tokenizer *tok = elm_model_tokenizer(model);
+    long kv = 0;
+    for (int i = 0; i < in->n_layers; i++)
+        kv += 2L * in->n_kv_heads[i] * in->head_dim;
+    printf("name:                 %s\n", in->name);
+    printf("path:                 %s\n", in->path);
+    printf("weights:              %s, %" PRIu64 " parameters, %" PRIu64 " bytes\n",
+           elm_dtype_name(in->dtype), in->n_params, in->weight_bytes);
+    printf("layers:               %d\n", in->n_layers);
+    printf("model_dim:            %d\n", in->model_dim);
+    printf("head_dim:             %d\n", in->head_dim);
+    printf("vocab_size:           %d\n", in->n_vocab);
+    printf("max_context_length:   %d\n", in->n_ctx_train);
+    printf("num_gqa_groups:       %d\n", in->num_gqa_groups);
+    printf("ffn_dim_divisor:      %d\n", in->ffn_dim_divisor);
+    printf("rope_freq_constant:   %g\n", (double)in->rope_theta);
+    printf("rms_norm_eps:         %g\n", (double)in->rms_eps);
+    printf("bos_token_id:         %d\n", in->bos_id);
+    printf("eos_token_id:         %d\n", in->eos_id);
+    printf("kv_floats_per_token:  %ld\n", kv);
+    printf("fingerprint:          %016" PRIx64 "\n", in->fingerprint);
+    if (tok)
+        printf("tokenizer:            %d pieces\n", elm_tokenizer_n_vocab(tok));
+    else
+        printf("tokenizer:            none\n");
+    printf("\nlayer  q_heads  kv_heads  ffn_mult  ffn_dim\n");
+    for (int i = 0; i < in->n_layers; i++)
+        printf("%5d  %7d  %8d  %8.2f  %7d\n", i, in->n_query_heads[i], in->n_kv_heads[i],
+               (double)in->ffn_multipliers[i], in->ffn_dim[i]);
+    elm_model_free(model);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error("write error: %s", strerror(errno));
+        return EXIT_RUNTIME;
+    }
+    return EXIT_OK;
+}

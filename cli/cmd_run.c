@@ -1,0 +1,416 @@
+/* cmd_run.c: `elmchat run`: one reply to stdout, no TUI (or, with --dry-run,
+ * the token ids the model would receive). */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "src/options.h"
+#include "src/config_file.h"
+#include "src/store.h"
+#include "src/template.h"
+#include "src/xalloc.h"
+
+#define RUN_MAX_INPUT (16 * 1024 * 1024)
+#define RUN_DEFAULT_MAX_TOKENS 256
+
+static void print_help(void)
+{
+    printf("Usage: elmchat run [-m MODEL] [OPTION]... [-p TEXT | -f FILE]\n"
+           "One reply to stdout for a one-turn conversation (the prompt is read from\n"
+           "standard input when neither -p nor -f is given).\n"
+           "\n"
+           "  -m, --model MODEL        model folder, .gguf file, name or alias (default:\n"
+           "                           default_model of config.yaml, else the bundled\n"
+           "                           demo model, whose output is noise)\n"
+           "  -t, --template NAME      chat template (default: openelm-instruct for\n"
+           "                           models named *instruct*, else plain)\n"
+           "      --system TEXT        system prompt\n"
+           "  -p, --prompt TEXT        the user message\n"
+           "  -f, --file FILE          read the user message from FILE\n"
+           "      --dry-run            print the prompt's token ids and exit\n"
+           "      --tokenizer FILE     tokenizer.model or tokenizer.json (with --dry-run\n"
+           "                           no model is needed)\n"
+           "%s"
+           "  -h, --help               display this help and exit\n"
+           "\n"
+           "The default sampling comes from the template, then config.yaml, then the\n"
+           "options; at most %d new tokens unless -n says otherwise.\n",
+           cli_common_help, RUN_DEFAULT_MAX_TOKENS);
+}
+
+enum { OPT_SYSTEM = 0x2000, OPT_DRY_RUN, OPT_TOKENIZER };
+
+/* Which shared options were given (so they win over template and config). */
+static unsigned option_bit(int opt)
+{
+    switch (opt) {
+    case OPT_TEMP:
+        return SAMPLING_TEMPERATURE;
+    case OPT_TOP_K:
+        return SAMPLING_TOP_K;
+    case OPT_TOP_P:
+        return SAMPLING_TOP_P;
+    case OPT_MIN_P:
+        return SAMPLING_MIN_P;
+    case OPT_REPEAT_PENALTY:
+        return SAMPLING_REPEAT_PENALTY;
+    case OPT_SEED:
+        return SAMPLING_SEED;
+    case OPT_MAX_TOKENS:
+        return SAMPLING_MAX_TOKENS;
+    default:
+        return 0;
+    }
+}
+
+static char *read_input(const char *file, char *err, size_t err_size)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (file) {
+        if (store_read_file(file, RUN_MAX_INPUT, &text, &len, err, err_size) < 0)
+            return NULL;
+    } else {
+        size_t cap = 4096;
+        text = x_malloc(cap);
+        size_t n;
+        while ((n = fread(text + len, 1, cap - len - 1, stdin)) > 0) {
+            len += n;
+            if (len > RUN_MAX_INPUT) {
+                snprintf(err, err_size, "standard input: more than %d bytes", RUN_MAX_INPUT);
+                free(text);
+                return NULL;
+            }
+            if (cap - len - 1 == 0) {
+                cap *= 2;
+                text = x_realloc(text, cap);
+            }
+        }
+        if (ferror(stdin)) {
+            snprintf(err, err_size, "standard input: %s", strerror(errno));
+            free(text);
+            return NULL;
+        }
+        text[len] = '\0';
+    }
+    /* `echo question | elmchat run` should not send the newline. */
+    while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        text[--len] = '\0';
+    if (strlen(text) != len) {
+        snprintf(err, err_size, "%s: the text contains a NUL byte", file ? file : "standard input");
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* The tokenizer beside a model folder, without loading the weights. */
+static elm_tokenizer *tokenizer_beside(const char *model_path, char *err, size_t err_size)
+{
+    struct stat st;
+    if (stat(model_path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return NULL;
+    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
+    for (size_t i = 0; i < ARRAY_LEN(names); i++) {
+        char *p = x_asprintf("%s/%s", model_path, names[i]);
+        elm_tokenizer *tok = NULL;
+        if (stat(p, &st) == 0) {
+            int rc = elm_tokenizer_load(p, &tok, err, err_size);
+            free(p);
+            return rc < 0 ? NULL : tok;
+        }
+        free(p);
+    }
+    return NULL;
+}
+
+/* Streams generated text, holding back what may be the start of a stop string. */
+struct streamer {
+    const struct template *tpl;
+    char *text;
+    size_t n, cap, printed;
+    bool stopped;
+};
+
+static void streamer_add(struct streamer *s, const char *piece, size_t len)
+{
+    if (s->n + len + 1 > s->cap) {
+        s->cap = (s->n + len + 1) * 2;
+        s->text = x_realloc(s->text, s->cap);
+    }
+    memcpy(s->text + s->n, piece, len);
+    s->n += len;
+    s->text[s->n] = '\0';
+    size_t safe = s->n;
+    for (size_t i = 0; i < s->tpl->n_stop; i++) {
+        const char *stop = s->tpl->stop[i];
+        size_t sl = strlen(stop);
+        size_t from = s->printed > sl ? s->printed - sl : 0;
+        char *hit = strstr(s->text + from, stop);
+        if (hit && (size_t)(hit - s->text) < safe) {
+            safe = (size_t)(hit - s->text);
+            s->stopped = true;
+        }
+        /* A suffix that is a prefix of the stop string: wait for more. */
+        for (size_t k = sl - 1; k > 0 && !s->stopped; k--) {
+            if (k <= s->n && memcmp(s->text + s->n - k, stop, k) == 0) {
+                if (s->n - k < safe)
+                    safe = s->n - k;
+                break;
+            }
+        }
+    }
+    if (safe > s->printed) {
+        fwrite(s->text + s->printed, 1, safe - s->printed, stdout);
+        fflush(stdout);
+        s->printed = safe;
+    }
+}
+
+static void streamer_finish(struct streamer *s)
+{
+    if (!s->stopped && s->n > s->printed)
+        fwrite(s->text + s->printed, 1, s->n - s->printed, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    free(s->text);
+}
+
+static int generate(const elm_model *model, const elm_tokenizer *tok, const struct template *tpl,
+                    const struct cli_common *c, const struct elm_sampler_params *sp,
+                    int max_tokens, const struct idvec *prompt)
+{
+    char err[ELM_ERR_MAX];
+    struct elm_ctx_params cp = elm_ctx_default_params();
+    cp.n_ctx = c->n_ctx;
+    cp.n_threads = c->n_threads;
+    elm_ctx *ctx = NULL;
+    elm_status st = elm_ctx_new(model, &cp, &ctx, err, sizeof err);
+    if (st != ELM_OK) {
+        cli_error("%s", err);
+        return EXIT_RUNTIME;
+    }
+    int n_vocab = elm_model_get_info(model)->n_vocab;
+    int n_ctx = elm_ctx_n_ctx(ctx);
+    if ((int)prompt->n > n_ctx) {
+        cli_error("the prompt has %zu tokens, more than the context (%d)", prompt->n, n_ctx);
+        elm_ctx_free(ctx);
+        return EXIT_RUNTIME;
+    }
+    float *logits = x_malloc((size_t)n_vocab * sizeof *logits);
+    elm_sampler *sampler = elm_sampler_new(sp);
+    if (!sampler)
+        x_fatal("out of memory");
+    struct idvec history = {0};
+    idvec_append(&history, prompt->v, prompt->n);
+    struct elm_detok_stream ds;
+    elm_detok_stream_init(&ds, tok);
+    struct streamer out = {tpl, NULL, 0, 0, 0, false};
+    int rc = EXIT_OK;
+    st = elm_decode(ctx, prompt->v, (int)prompt->n, logits, 0);
+    int32_t eos = elm_tokenizer_eos(tok);
+    for (int i = 0; st == ELM_OK && i < max_tokens && !out.stopped; i++) {
+        int32_t id = elm_sampler_sample(sampler, logits, n_vocab, history.v, (int)history.n);
+        if (id == eos && tpl->stop_eos)
+            break;
+        idvec_push(&history, id);
+        char piece[256];
+        size_t n = elm_detok_stream_push(&ds, id, piece, sizeof piece);
+        streamer_add(&out, piece, n);
+        if (out.stopped || i + 1 == max_tokens)
+            break;
+        if ((int)history.n >= n_ctx)
+            break; /* context full: end the reply here */
+        st = elm_decode(ctx, &id, 1, logits, 0);
+    }
+    if (!out.stopped) {
+        char piece[256];
+        size_t n = elm_detok_stream_flush(&ds, piece, sizeof piece);
+        streamer_add(&out, piece, n);
+    }
+    streamer_finish(&out);
+    if (st != ELM_OK) {
+        cli_error("decoding failed: %s", elm_status_str(st));
+        rc = EXIT_RUNTIME;
+    }
+    idvec_fini(&history);
+    elm_sampler_free(sampler);
+    free(logits);
+    elm_ctx_free(ctx);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"model", 1, NULL, 'm'},     {"template", 1, NULL, 't'},
+        {"system", 1, NULL, OPT_SYSTEM}, {"prompt", 1, NULL, 'p'},
+        {"file", 1, NULL, 'f'},      {"dry-run", 0, NULL, OPT_DRY_RUN},
+        {"tokenizer", 1, NULL, OPT_TOKENIZER}, {"help", 0, NULL, 'h'},
+        CLI_COMMON_LONGOPTS,         {NULL, 0, NULL, 0},
+    };
+    struct cli_common c;
+    cli_common_init(&c);
+    const char *template_arg = NULL, *system = NULL, *prompt = NULL, *file = NULL;
+    const char *tokenizer_path = NULL;
+    bool dry_run = false;
+    unsigned given = 0;
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "m:t:p:f:n:h", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'm':
+            c.model = optarg;
+            break;
+        case 't':
+            template_arg = optarg;
+            break;
+        case OPT_SYSTEM:
+            system = optarg;
+            break;
+        case 'p':
+            prompt = optarg;
+            break;
+        case 'f':
+            file = optarg;
+            break;
+        case OPT_DRY_RUN:
+            dry_run = true;
+            break;
+        case OPT_TOKENIZER:
+            tokenizer_path = optarg;
+            break;
+        case 'h':
+            print_help();
+            return EXIT_OK;
+        case 'n':
+            opt = OPT_MAX_TOKENS;
+            /* fall through */
+        default: {
+            int r = cli_common_option(&c, "run", opt, optarg);
+            if (r < 0)
+                return EXIT_USAGE;
+            if (r == 0)
+                return cli_usage_error("run", "unknown option");
+            given |= option_bit(opt);
+        }
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (prompt && file)
+        return cli_usage_error("run", "-p and -f are exclusive");
+
+    char err[ELM_ERR_MAX + 256];
+    struct config cfg;
+    config_init(&cfg);
+    if (config_load(&cfg, NULL, err, sizeof err) < 0) {
+        cli_error("%s", err);
+        config_fini(&cfg);
+        return EXIT_RUNTIME;
+    }
+    if (!c.model && !(dry_run && tokenizer_path))
+        c.model = cfg.default_model;
+    /* Like the chat: no model anywhere means the bundled demo model
+     * ("" resolves to it, or to a message saying it is missing). */
+    if (!c.model && !(dry_run && tokenizer_path))
+        c.model = "";
+    int rc = EXIT_RUNTIME;
+    char *input = NULL;
+    struct template *tpl = NULL;
+    elm_tokenizer *own_tok = NULL;
+    elm_model *model = NULL;
+    struct idvec ids = {0};
+
+    /* The model: an alias from config.yaml, a path, or a name. */
+    char model_path[4096] = "";
+    if (c.model) {
+        const char *alias = config_alias(&cfg, c.model);
+        if (!cli_resolve_model(alias ? alias : c.model, model_path, sizeof model_path, err,
+                               sizeof err)) {
+            cli_error("%s", err);
+            goto out;
+        }
+    }
+    if (!template_arg)
+        template_arg = cfg.template_name;
+    if (!template_arg)
+        template_arg = template_default_for_model(c.model ? model_path : NULL);
+    tpl = template_load(template_arg, err, sizeof err);
+    if (!tpl) {
+        cli_error("%s", err);
+        goto out;
+    }
+    if (prompt) {
+        input = x_strdup(prompt);
+    } else if (!(input = read_input(file, err, sizeof err))) {
+        cli_error("%s", err);
+        goto out;
+    }
+
+    const elm_tokenizer *tok = NULL;
+    if (tokenizer_path) {
+        if (elm_tokenizer_load(tokenizer_path, &own_tok, err, sizeof err) < 0) {
+            cli_error("%s", err);
+            goto out;
+        }
+        tok = own_tok;
+    } else if (dry_run && (own_tok = tokenizer_beside(model_path, err, sizeof err))) {
+        tok = own_tok; /* no need to map the weights */
+    }
+    if (!tok || !dry_run) {
+        struct elm_model_params mp = elm_model_default_params();
+        mp.n_threads = c.n_threads;
+        elm_status st = elm_model_load(model_path, &mp, &model, err, sizeof err);
+        if (st != ELM_OK) {
+            cli_error("%s", err);
+            goto out;
+        }
+        if (!tok)
+            tok = elm_model_tokenizer(model);
+        if (!tok) {
+            cli_error("%s: the model has no tokenizer (give --tokenizer FILE)", model_path);
+            goto out;
+        }
+    }
+
+    const struct template_msg msg = {ROLE_USER, input};
+    int r = template_render_conversation(tpl, tok, system, &msg, 1, true, &ids);
+    if (r < 0) {
+        cli_error("cannot tokenize the prompt: %s", elm_status_str((elm_status)r));
+        goto out;
+    }
+    if (dry_run) {
+        for (size_t i = 0; i < ids.n; i++)
+            printf("%s%d", i ? " " : "", (int)ids.v[i]);
+        printf("\n");
+        rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_RUNTIME;
+        goto out;
+    }
+
+    /* Sampling: engine defaults < template < config.yaml < options. */
+    struct elm_sampler_params sp = elm_sampler_default_params();
+    int max_tokens = RUN_DEFAULT_MAX_TOKENS;
+    sampling_apply(&tpl->sampling, &sp, &max_tokens);
+    sampling_apply(&cfg.sampling, &sp, &max_tokens);
+    struct sampling opts = {given, c.sampler, c.max_tokens};
+    sampling_apply(&opts, &sp, &max_tokens);
+    if (!c.n_ctx)
+        c.n_ctx = cfg.n_ctx;
+    rc = generate(model, tok, tpl, &c, &sp, max_tokens, &ids);
+
+out:
+    idvec_fini(&ids);
+    elm_model_free(model);
+    elm_tokenizer_free(own_tok);
+    template_free(tpl);
+    free(input);
+    config_fini(&cfg);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/* cmd_model.c: model and context loading shared by the engine subcommands. */
+#include "config.h"
+
+#include "cli/model_open.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "src/options.h"
+
+elm_model *cmd_load_model(const char *arg, int n_threads)
+{
+    char path[4096], err[ELM_ERR_MAX];
+    if (!cli_resolve_model(arg, path, sizeof path, err, sizeof err)) {
+        cli_error("%s", err);
+        return NULL;
+    }
+    struct elm_model_params mp = elm_model_default_params();
+    mp.n_threads = n_threads;
+    elm_model *model = NULL;
+    elm_status st = elm_model_load(path, &mp, &model, err, sizeof err);
+    if (st != ELM_OK) {
+        cli_error("%s", err);
+        return NULL;
+    }
+    return model;
+}
+
+elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads)
+{
+    char err[ELM_ERR_MAX];
+    struct elm_ctx_params cp = elm_ctx_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = n_threads;
+    elm_ctx *ctx = NULL;
+    if (elm_ctx_new(model, &cp, &ctx, err, sizeof err) != ELM_OK) {
+        cli_error("%s", err);
+        return NULL;
+    }
+    return ctx;
+}
+
+int cmd_check_ids(const char *cmd, const elm_model *model, const int32_t *ids, size_t n)
+{
+    int n_vocab = elm_model_get_info(model)->n_vocab;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] >= n_vocab)
+            return cli_usage_error(cmd, "token id %d is outside the vocabulary (0..%d)",
+                                   (int)ids[i], n_vocab - 1);
+    return EXIT_OK;
+}
+
+int cmd_parse_tokens(const char *cmd, const char *arg, int32_t **ids, size_t *n)
+{
+    if (!arg)
+        return cli_usage_error(cmd, "--tokens is required");
+    if (!cli_parse_ids(arg, ids, n))
+        return cli_usage_error(cmd, "invalid --tokens '%s'", arg);
+    if (*n == 0) {
+        free(*ids);
+        *ids = NULL;
+        return cli_usage_error(cmd, "--tokens is empty");
+    }
+    return EXIT_OK;
+}
+
+long cmd_all_cpus(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 0 ? ncpu : 1;
+}

@@ -1,0 +1,438 @@
+/* kernels_kquant_x86.c: the AVX2 and AVX-512 Q4_K, Q5_K and Q6_K rows
+ * against int8 activations (the math is in kernels_kquant.c's comment).
+ *
+ * The integer core is u8 x s8 -> int32: weights as unsigned bytes (nibbles
+ * plus high bits, 0..31 or 0..63), activations as signed bytes.  AVX2 and
+ * AVX-512BW use vpmaddubsw + vpmaddwd (pairs of products stay below 2 * 63
+ * * 127 = 16002: no int16 saturation); AVX512-VNNI does both in one
+ * vpdpbusd.  The int32 lanes of each sub-block are then summed into one
+ * integer per sub-block (a transposing reduction), and only those meet the
+ * float scales: a few float operations per 256 weights.  What does not
+ * depend on the row is computed once per call, not once per row: for
+ * Q4_K/Q5_K each sub-block's dx and -dx * sum(qx) for the mins (and, for
+ * AVX-512, the activations reordered to match the weights' nibbles); for
+ * AVX2 Q6_K the -32 offsets (32 * sum(qx) per sub-block, int32) and the dx
+ * in the order of the reduction.  The rows then cost about what Q4_0's do
+ * per weight (AVX-512, measured in cache: 76 G weights/s on one Zen 5
+ * core, both).  AVX2 multiplies the 6-bit (Q6_K: int8) scales into the
+ * integer sums (exact, below 2^24) and reduces the int16 pair sums with
+ * hadds in int16 as far as they cannot wrap.
+ *
+ * Compiled with per-function target attributes (as kernels.c): the file
+ * builds with the default flags and runs only on CPUs that have the set. */
+#include "config.h"
+
+#include "engine/kernels/kquant.h"
+
+#ifdef ELM_KQUANT_X86
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "engine/kernels/blocks.h"
+
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define AVX512VNNI                                                                                 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define INLINE __attribute__((always_inline)) inline
+/* Software prefetch this many bytes ahead in a row's super-blocks, as the
+ * Q8_0/Q4_0 and 16-bit kernels do: decode streams the weights once, and
+ * the hardware prefetchers alone leave bandwidth unused.  AVX-512, 2
+ * threads, interleaved (probe ~45 GB/s): 270M Q4_K tg128 246-252 -> 269-271
+ * t/s, Q6_K 188-190 -> 202-203, 1.1B Q4_K 63-64 -> 71. */
+#define KQ_PF_BYTES 8192
+
+/* The lines of one super-block of `bytes`, KQ_PF_BYTES ahead. */
+static INLINE void kq_prefetch(const uint8_t *b, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        _mm_prefetch((const char *)b + KQ_PF_BYTES + o, _MM_HINT_T0);
+}
+
+/* The 6-bit scales (sc) and mins (m) of the 8 sub-blocks of a Q4_K/Q5_K
+ * block as 8 bytes each, from the 12 packed bytes read as three words:
+ * sub-blocks 0..3 are the low 6 bits of words 0 and 1; 4..7 take their low
+ * 4 bits from word 2 and their top 2 from the spare top bits of words 0
+ * (scales) and 1 (mins). */
+static INLINE void k_scales(const uint8_t *s, uint64_t *sc, uint64_t *m)
+{
+    uint32_t a, b, c;
+    memcpy(&a, s, 4);
+    memcpy(&b, s + 4, 4);
+    memcpy(&c, s + 8, 4);
+    uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    *sc = (a & 0x3f3f3f3fu) | (uint64_t)sc_hi << 32;
+    *m = (b & 0x3f3f3f3fu) | (uint64_t)m_hi << 32;
+}
+
+AVX2 static INLINE float half(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return _cvtsh_ss(h);
+}
+
+/* 8 unsigned bytes to 8 floats. */
+AVX2 static INLINE __m256 u8x8_ps(uint64_t v)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v)));
+}
+
+AVX2 static INLINE float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#define LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+
+/* ------------------------------------------------------------------ AVX2 */
+
+/* Activations of up to this many columns get their per-call tables (below)
+ * on the stack (AVX2: 4 or 8 KiB, AVX-512: 20 KiB); wider rows (not OpenELM's)
+ * remake them per group of super-blocks and row: the same values in the same
+ * order, so the same bits, only slower. */
+#define KQ_STACK_COLS 16384
+
+/* 32 u8 x s8 products to 16 int16 lanes (pairs; no saturation: pairs stay
+ * below 2 * 63 * 127). */
+AVX2 static INLINE __m256i dot32_16(__m256i u, const int8_t *s)
+{
+    return _mm256_maddubs_epi16(u, LOAD256(s));
+}
+
+/* The 8 sub-block totals of a Q4_K/Q5_K block from p0..p7, the int16 pair
+ * sums of sub-blocks 0..7 (16 lanes of 2 products each; |product| <= 31 *
+ * 127).  Two rounds of hadd in int16 (8 products a lane: <= 31496, no
+ * wrap), one vpmaddwd to int32, then the two 128-bit halves added: 10
+ * shuffle-class operations instead of 8 vpmaddwd and 6 32-bit hadds. */
+AVX2 static INLINE __m256i sum8_q45(__m256i p0, __m256i p1, __m256i p2, __m256i p3, __m256i p4,
+                                    __m256i p5, __m256i p6, __m256i p7)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    /* per 128-bit lane: sub-blocks 0 0 1 1 2 2 3 3 (and 4 .. 7) */
+    __m256i a = _mm256_hadd_epi16(_mm256_hadd_epi16(p0, p1), _mm256_hadd_epi16(p2, p3));
+    __m256i b = _mm256_hadd_epi16(_mm256_hadd_epi16(p4, p5), _mm256_hadd_epi16(p6, p7));
+    a = _mm256_madd_epi16(a, ones); /* per lane: 0 1 2 3 */
+    b = _mm256_madd_epi16(b, ones); /* per lane: 4 5 6 7 */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                            _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+/* Per call (the activations do not depend on the row): for super-blocks
+ * [k0, k0 + n), pre holds dx_j, then -dx_j * (the sum of sub-block j's
+ * activations), 16 floats a super-block, for the AVX2 Q4_K/Q5_K rows. */
+AVX2 static void kq_prep_q45_avx2(const struct elm_qact *x, int64_t k0, int64_t n, float *pre)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < n; i++, pre += 16) {
+        const int64_t k = k0 + i;
+        __m256 dx = _mm256_loadu_ps(x->d + 8 * k);
+        __m256 t = _mm256_cvtepi32_ps(_mm256_madd_epi16(LOAD256(x->sum16 + 16 * k), ones));
+        _mm256_store_ps(pre, dx);
+        _mm256_store_ps(pre + 8, _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), dx), t));
+    }
+}
+
+/* The bits of qh at bit n (n = 0..7) moved to bit 4 (within each byte:
+ * the mask drops what the 16-bit shift brought in from the neighbour). */
+AVX2 static INLINE __m256i bit_to_4(__m256i qh, int n)
+{
+    const __m256i bit4 = _mm256_set1_epi8(16);
+    if (n < 4)
+        qh = _mm256_slli_epi16(qh, 4 - n);
+    else if (n > 4)
+        qh = _mm256_srli_epi16(qh, n - 4);
+    return _mm256_and_si256(qh, bit4);
+}
+
+/* Chunk c of a Q4_K/Q5_K block: the 32 bytes' low nibbles (sub-block 2c)
+ * against qx[0..32), high nibbles (2c + 1) against qx[32..64), as int16
+ * pair sums; for Q5_K, the fifth bits are bits 2c and 2c + 1 of qh[l]. */
+AVX2 static INLINE void chunk45_avx2(const uint8_t *q, __m256i qh, int c, const int8_t *qx,
+                                     bool five, __m256i *lo_sum, __m256i *hi_sum)
+{
+    const __m256i m0f = _mm256_set1_epi8(15);
+    __m256i w = LOAD256(q);
+    __m256i lo = _mm256_and_si256(w, m0f);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m0f);
+    if (five) {
+        lo = _mm256_or_si256(lo, bit_to_4(qh, 2 * c));
+        hi = _mm256_or_si256(hi, bit_to_4(qh, 2 * c + 1));
+    }
+    *lo_sum = dot32_16(lo, qx);
+    *hi_sum = dot32_16(hi, qx + 32);
+}
+
+/* Super-blocks [k0, k0 + n) of a Q4_K/Q5_K row (b: block k0) against qx (the
+ * activations of block k0) and pre (kq_prep_q45_avx2), added to *acc (scale
+ * part) and *accm (min part).  Chunk c's 32 bytes hold sub-block 2c in
+ * their low nibbles, 2c + 1 in the high ones, against qx[64c..64c+64) in
+ * order: the activations need no reordering.  sc_j * S_j is an exact
+ * integer (|S| <= 32 * 31 * 127, times 63 < 2^24: exact in a float too). */
+AVX2 static INLINE void part_q45_k_avx2(const uint8_t *b, int64_t n, const int8_t *qx,
+                                        const float *pre, bool five, __m256 *acc, __m256 *accm)
+{
+    const size_t bytes = five ? ELM_Q5_K_BYTES : ELM_Q4_K_BYTES;
+    __m256 a = *acc, am = *accm;
+    for (int64_t k = 0; k < n; k++, b += bytes, qx += 256, pre += 16) {
+        kq_prefetch(b, bytes);
+        const uint8_t *qs = b + (five ? 48 : 16);
+        const __m256i qh = five ? LOAD256(b + 16) : _mm256_setzero_si256();
+        __m256i p0, p1, p2, p3, p4, p5, p6, p7;
+        chunk45_avx2(qs, qh, 0, qx, five, &p0, &p1);
+        chunk45_avx2(qs + 32, qh, 1, qx + 64, five, &p2, &p3);
+        chunk45_avx2(qs + 64, qh, 2, qx + 128, five, &p4, &p5);
+        chunk45_avx2(qs + 96, qh, 3, qx + 192, five, &p6, &p7);
+        __m256i s = sum8_q45(p0, p1, p2, p3, p4, p5, p6, p7);
+        uint64_t sc, mn;
+        k_scales(b + 4, &sc, &mn);
+        /* d, dmin (and two halves of scale bytes, unused) in one load */
+        __m256 dm = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)b)));
+        __m256 d = _mm256_permutevar8x32_ps(dm, _mm256_setzero_si256());
+        __m256 dmin = _mm256_permutevar8x32_ps(dm, _mm256_set1_epi32(1));
+        s = _mm256_mullo_epi32(s, _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)));
+        a = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_load_ps(pre)), _mm256_cvtepi32_ps(s), a);
+        am = _mm256_fmadd_ps(_mm256_mul_ps(dmin, u8x8_ps(mn)), _mm256_load_ps(pre + 8), am);
+    }
+    *acc = a;
+    *accm = am;
+}
+
+AVX2 static INLINE void rows_q45_k_avx2(const uint8_t *w, size_t ldw, int64_t cols,
+                                        const struct elm_qact *x, float *y, long nrows,
+                                        bool accumulate, bool five)
+{
+    _Alignas(32) float pre[KQ_STACK_COLS / 16];
+    const int64_t nb = cols / ELM_QK_K, group = KQ_STACK_COLS / ELM_QK_K;
+    const size_t bytes = five ? ELM_Q5_K_BYTES : ELM_Q4_K_BYTES;
+    if (nb <= group)
+        kq_prep_q45_avx2(x, 0, nb, pre);
+    for (long r = 0; r < nrows; r++) {
+        const uint8_t *b = w + (size_t)r * ldw;
+        __m256 acc = _mm256_setzero_ps(), accm = acc;
+        for (int64_t k0 = 0; k0 < nb; k0 += group) {
+            int64_t n = nb - k0 < group ? nb - k0 : group;
+            if (nb > group)
+                kq_prep_q45_avx2(x, k0, n, pre);
+            part_q45_k_avx2(b + (size_t)k0 * bytes, n, x->q + 256 * k0, pre, five, &acc, &accm);
+        }
+        float v = hsum256(_mm256_add_ps(acc, accm));
+        y[r] = accumulate ? y[r] + v : v;
+    }
+}
+
+AVX2 static void rows_q4_k_avx2(const uint8_t *w, size_t ldw, int64_t cols,
+                                const struct elm_qact *x, float *y, long nrows, bool accumulate)
+{
+    rows_q45_k_avx2(w, ldw, cols, x, y, nrows, accumulate, false);
+}
+
+AVX2 static void rows_q5_k_avx2(const uint8_t *w, size_t ldw, int64_t cols,
+                                const struct elm_qact *x, float *y, long nrows, bool accumulate)
+{
+    rows_q45_k_avx2(w, ldw, cols, x, y, nrows, accumulate, true);
+}
+
+/* Q6_K.  Half h of a block (ql: its 64 bytes, qh: its 32) against its 128
+ * activations: weights 0-31, 32-63, 64-95, 96-127 are the low nibbles of
+ * ql[0..32), ql[32..64), then the high nibbles, with qh bits 0-1, 2-3, 4-5,
+ * 6-7 on top (moved to bits 4-5).  Each 32 weights are two sub-blocks (one
+ * per 128-bit lane); p0..p3 get their int16 pair sums. */
+AVX2 static INLINE void half6_avx2(const uint8_t *ql, const uint8_t *qhp, const int8_t *qx,
+                                   __m256i *p0, __m256i *p1, __m256i *p2, __m256i *p3)
+{
+    const __m256i m0f = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    __m256i ql0 = LOAD256(ql), ql1 = LOAD256(ql + 32), qh = LOAD256(qhp);
+    __m256i v0 = _mm256_or_si256(_mm256_and_si256(ql0, m0f),
+                                 _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+    __m256i v1 = _mm256_or_si256(_mm256_and_si256(ql1, m0f),
+                                 _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+    __m256i v2 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m0f),
+                                 _mm256_and_si256(qh, m30));
+    __m256i v3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m0f),
+                                 _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+    *p0 = dot32_16(v0, qx);
+    *p1 = dot32_16(v1, qx + 32);
+    *p2 = dot32_16(v2, qx + 64);
+    *p3 = dot32_16(v3, qx + 96);
+}
+
+/* The 16 sub-block totals of a Q6_K half pair: one round of hadd in int16
+ * (4 products a lane: <= 4 * 63 * 127 = 32004, no wrap), vpmaddwd to int32,
+ * one round of 32-bit hadd.  *q0 gets sub-blocks 0 2 4 6 1 3 5 7 (the
+ * 128-bit lanes of p0..p3), *q1 8 10 12 14 9 11 13 15. */
+AVX2 static INLINE void sum16_q6(const __m256i p[8], __m256i *q0, __m256i *q1)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i a = _mm256_madd_epi16(_mm256_hadd_epi16(p[0], p[1]), ones);
+    __m256i b = _mm256_madd_epi16(_mm256_hadd_epi16(p[2], p[3]), ones);
+    __m256i c = _mm256_madd_epi16(_mm256_hadd_epi16(p[4], p[5]), ones);
+    __m256i d = _mm256_madd_epi16(_mm256_hadd_epi16(p[6], p[7]), ones);
+    *q0 = _mm256_hadd_epi32(a, b);
+    *q1 = _mm256_hadd_epi32(c, d);
+}
+
+/* Per call, for super-blocks [k0, k0 + n): in the order of sum16_q6's
+ * sub-blocks, off = 32 * (the sum of each sub-block's 16 activations) as
+ * int32, so that sum((q - 32) * qx) = S - off exactly; and each
+ * sub-block's dx.  16 int32 and 16 floats a super-block. */
+AVX2 static void kq_prep_q6_avx2(const struct elm_qact *x, int64_t k0, int64_t n, int32_t *off,
+                                 float *dxo)
+{
+    const __m256i order16 = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15,
+                                             0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    for (int64_t i = 0; i < n; i++, off += 16, dxo += 16) {
+        const int64_t k = k0 + i;
+        __m256i s16 = _mm256_shuffle_epi8(LOAD256(x->sum16 + 16 * k), order16);
+        _mm256_store_si256(
+            (__m256i *)(void *)off,
+            _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(s16)), 5));
+        _mm256_store_si256(
+            (__m256i *)(void *)(off + 8),
+            _mm256_slli_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(s16, 1)), 5));
+        /* sub-block s meets activation block s / 2 */
+        _mm256_store_ps(dxo, _mm256_broadcast_ps((const __m128 *)(const void *)(x->d + 8 * k)));
+        _mm256_store_ps(dxo + 8,
+                        _mm256_broadcast_ps((const __m128 *)(const void *)(x->d + 8 * k + 4)));
+    }
+}
+
+/* Super-blocks [0, n) of a Q6_K row against qx and the tables of
+ * kq_prep_q6_avx2.  sc * (S - off) is exact: |S - off| <= 16 * 32 * 127,
+ * times 128 < 2^24. */
+AVX2 static INLINE __m256 part_q6_k_avx2(const uint8_t *b, int64_t n, const int8_t *qx,
+                                         const int32_t *off, const float *dxo, __m256 acc)
+{
+    /* sum16_q6 leaves sub-blocks in the order 0 2 4 6 1 3 5 7 (| 8 10 ...):
+     * the scales are put in that order too */
+    const __m128i order8 = _mm_setr_epi8(0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15);
+    __m256 acc1 = _mm256_setzero_ps();
+    for (int64_t k = 0; k < n; k++, b += ELM_Q6_K_BYTES, qx += 256, off += 16, dxo += 16) {
+        kq_prefetch(b, ELM_Q6_K_BYTES);
+        __m256i p[8], q0, q1;
+        half6_avx2(b, b + 128, qx, &p[0], &p[1], &p[2], &p[3]);
+        half6_avx2(b + 64, b + 160, qx + 128, &p[4], &p[5], &p[6], &p[7]);
+        sum16_q6(p, &q0, &q1);
+        q0 = _mm256_sub_epi32(q0, _mm256_load_si256((const __m256i *)(const void *)off));
+        q1 = _mm256_sub_epi32(q1, _mm256_load_si256((const __m256i *)(const void *)(off + 8)));
+        __m128i sc =
+            _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(b + 192)), order8);
+        q0 = _mm256_mullo_epi32(q0, _mm256_cvtepi8_epi32(sc));
+        q1 = _mm256_mullo_epi32(q1, _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
+        __m256 d = _mm256_set1_ps(half(b + 208));
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_load_ps(dxo)), _mm256_cvtepi32_ps(q0), acc);
+        acc1 = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_load_ps(dxo + 8)), _mm256_cvtepi32_ps(q1),
+                               acc1);
+    }
+    return _mm256_add_ps(acc, acc1);
+}
+
+AVX2 static void rows_q6_k_avx2(const uint8_t *w, size_t ldw, int64_t cols,
+                                const struct elm_qact *x, float *y, long nrows, bool accumulate)
+{
+    _Alignas(32) int32_t off[KQ_STACK_COLS / 16];
+    _Alignas(32) float dxo[KQ_STACK_COLS / 16];
+    const int64_t nb = cols / ELM_QK_K, group = KQ_STACK_COLS / ELM_QK_K;
+    if (nb <= group)
+        kq_prep_q6_avx2(x, 0, nb, off, dxo);
+    for (long r = 0; r < nrows; r++) {
+        const uint8_t *b = w + (size_t)r * ldw;
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t k0 = 0; k0 < nb; k0 += group) {
+            int64_t n = nb - k0 < group ? nb - k0 : group;
+            if (nb > group)
+                kq_prep_q6_avx2(x, k0, n, off, dxo);
+            acc = part_q6_k_avx2(b + (size_t)k0 * ELM_Q6_K_BYTES, n, x->q + 256 * k0, off, dxo,
+                                 acc);
+        }
+        float v = hsum256(acc);
+        y[r] = accumulate ? y[r] + v : v;
+    }
+}
+
+/* --------------------------------------------------------------- AVX-512 */
+
+/* Super-blocks [k0, k0 + n) of the activations for the AVX-512 Q4_K/Q5_K
+ * kernels, row-independent work done once per call: per super-block, xp
+ * holds the int8 activations of sub-blocks 0 2 | 1 3 | 4 6 | 5 7 (the order
+ * of the weights' nibbles in two 64-byte loads) and pre holds dx_j, then
+ * -dx_j * (the sum of sub-block j's activations) for the mins. */
+AVX512 static void kq_prep_q45(const struct elm_qact *x, int64_t k0, int64_t n, int8_t *xp,
+                               float *pre)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < n; i++, xp += 256, pre += 16) {
+        const int64_t k = k0 + i;
+        const int8_t *qx = x->q + 256 * k;
+        __m512i x0 = _mm512_loadu_si512(qx), x1 = _mm512_loadu_si512(qx + 64);
+        __m512i x2 = _mm512_loadu_si512(qx + 128), x3 = _mm512_loadu_si512(qx + 192);
+        _mm512_store_si512(xp, _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm512_store_si512(xp + 64, _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 2, 3, 2)));
+        _mm512_store_si512(xp + 128, _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(1, 0, 1, 0)));
+        _mm512_store_si512(xp + 192, _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(3, 2, 3, 2)));
+        __m256 dx = _mm256_loadu_ps(x->d + 8 * k);
+        __m256 t = _mm256_cvtepi32_ps(_mm256_madd_epi16(LOAD256(x->sum16 + 16 * k), ones));
+        _mm256_store_ps(pre, dx);
+        _mm256_store_ps(pre + 8, _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), dx), t));
+    }
+}
+
+/* The AVX-512 kernels, twice: with VNNI's vpdpbusd, and with AVX-512BW
+ * alone (CPUs without VNNI; the tests run both). */
+AVX512 static INLINE __m512i dot64_bw(__m512i u, __m512i s)
+{
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
+}
+
+AVX512VNNI static INLINE __m512i dot64_vnni(__m512i u, __m512i s)
+{
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
+}
+
+#define KQ_TARGET AVX512
+#define KQ_DOT dot64_bw
+#define KQ_NAME(n) n##_avx512bw
+#include "engine/kernels/kquant_avx512.h"
+#undef KQ_TARGET
+#undef KQ_DOT
+#undef KQ_NAME
+
+#define KQ_TARGET AVX512VNNI
+#define KQ_DOT dot64_vnni
+#define KQ_NAME(n) n##_avx512vnni
+#include "engine/kernels/kquant_avx512.h"
+#undef KQ_TARGET
+#undef KQ_DOT
+#undef KQ_NAME
+
+/* ---------------------------------------------------------------- lookup */
+
+elm_qrows_fn elm_kquant_rows_x86(enum elm_dtype dtype, const char *set)
+{
+    static const elm_qrows_fn avx2[3] = {rows_q4_k_avx2, rows_q5_k_avx2, rows_q6_k_avx2};
+    static const elm_qrows_fn bw[3] = {rows_q4_k_avx512bw, rows_q5_k_avx512bw, rows_q6_k_avx512bw};
+    static const elm_qrows_fn vnni[3] = {rows_q4_k_avx512vnni, rows_q5_k_avx512vnni,
+                                         rows_q6_k_avx512vnni};
+    int i = dtype == ELM_DTYPE_Q4_K ? 0 : dtype == ELM_DTYPE_Q5_K ? 1 : 2;
+    __builtin_cpu_init();
+    /* the same feature tests as kernels.c's sets */
+    bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+    bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") &&
+                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                      __builtin_cpu_supports("avx512dq");
+    if (strcmp(set, "avx2") == 0 && has_avx2)
+        return avx2[i];
+    if (strcmp(set, "avx512") == 0 && has_avx512)
+        return __builtin_cpu_supports("avx512vnni") ? vnni[i] : bw[i];
+    if (strcmp(set, "avx512bw") == 0 && has_avx512)
+        return bw[i];
+    return NULL;
+}
+
+#endif

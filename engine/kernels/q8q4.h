@@ -1,0 +1,28 @@
+/* kernels_quant.h: what the Q8_0 / Q4_0 kernel files share (engine-internal):
+ * kernels_quant.c (dispatch and the portable kernels), kernels_quant_avx2.c,
+ * kernels_quant_avx512.c.  The rest of the engine goes through quant_act.h
+ * and kernels.h. */
+#ifndef ELMCHAT_ENGINE_KERNELS_QUANT_H
+#define ELMCHAT_ENGINE_KERNELS_QUANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine/kernels/act_int8.h"
+
+/* elm_quantize_act_ref's bytes, with AVX2 / AVX-512 (the CPU must have them). */
+void elm_quantize_act_avx2(const float *x, struct elm_qact *a);
+void elm_quantize_act_avx512(const float *x, struct elm_qact *a);
+
+/* Q8_0 / Q4_0 rows x int8 activations; NULL for other types or when the
+ * CPU lacks the instructions.  The avx512 set uses VNNI (vpdpbusd) when the
+ * CPU has it, else AVX-512BW (vpmaddubsw); both give the same bits (exact
+ * int32 block sums, the same float steps), and the tests run both. */
+elm_qrows_fn elm_q80_q40_rows_avx2(enum elm_dtype dtype);
+elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype);
+elm_qrows_fn elm_q80_q40_rows_avx512_novnni(enum elm_dtype dtype);
+
+/* Widen n weights (a multiple of 32) of a Q8_0 / Q4_0 row with AVX-512. */
+void elm_quant_widen_avx512(const void *src, enum elm_dtype dtype, float *dst, size_t n);
+
+#endif

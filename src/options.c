@@ -1,0 +1,207 @@
+/* options.c: the command-line options every front end shares (run, generate,
+ * the chat), strict number parsing, model name resolution. */
+#include "config.h"
+
+#include "src/options.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/diag.h"
+#include "src/xalloc.h"
+
+bool cli_parse_int(const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_float(const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_ids(const char *s, int32_t **ids, size_t *n)
+{
+    size_t cap = 16, len = 0;
+    int32_t *v = x_malloc(cap * sizeof *v);
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        char *end;
+        errno = 0;
+        long id = strtol(p, &end, 10);
+        if (errno || end == p || id < 0 || id > INT32_MAX ||
+            (*end && *end != ',' && *end != ' ' && *end != '\t' && *end != '\n')) {
+            free(v);
+            return false;
+        }
+        if (len == cap) {
+            cap *= 2;
+            v = x_reallocarray(v, cap, sizeof *v);
+        }
+        v[len++] = (int32_t)id;
+        p = end;
+    }
+    *ids = v;
+    *n = len;
+    return true;
+}
+
+static bool is_dir_or_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+bool cli_default_model_path(char *path, size_t path_size)
+{
+    /* Build tree first (the binary sits next to models/), then the install. */
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            if ((size_t)snprintf(path, path_size, "%s/models/default", exe) < path_size &&
+                is_dir_or_file(path))
+                return true;
+        }
+    }
+    if ((size_t)snprintf(path, path_size, "%s/models/default", PKGDATADIR) < path_size &&
+        is_dir_or_file(path))
+        return true;
+    return false;
+}
+
+bool cli_resolve_model(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
+{
+    if (!arg || !*arg) {
+        if (cli_default_model_path(path, path_size))
+            return true;
+        snprintf(err, err_size, "no model given and the bundled default model is missing "
+                 "(looked in ./models/default beside the program and %s/models/default)",
+                 PKGDATADIR);
+        return false;
+    }
+    if (strchr(arg, '/') || is_dir_or_file(arg)) {
+        if (!is_dir_or_file(arg)) {
+            snprintf(err, err_size, "%s: %s", arg, strerror(errno));
+            return false;
+        }
+        snprintf(path, path_size, "%s", arg);
+        return true;
+    }
+    const char *xdg = getenv("XDG_DATA_HOME");
+    const char *home = getenv("HOME");
+    char base[PATH_MAX];
+    if (xdg && *xdg)
+        snprintf(base, sizeof base, "%s/elmchat/models", xdg);
+    else
+        snprintf(base, sizeof base, "%s/.local/share/elmchat/models", home ? home : ".");
+    static const char *const suffixes[] = {"", ".gguf"};
+    for (size_t i = 0; i < ARRAY_LEN(suffixes); i++) {
+        if ((size_t)snprintf(path, path_size, "%s/%s%s", base, arg, suffixes[i]) < path_size &&
+            is_dir_or_file(path))
+            return true;
+    }
+    if (strcmp(arg, "default") == 0 && cli_default_model_path(path, path_size))
+        return true;
+    snprintf(err, err_size, "model '%s' not found (not a path, and not in %s)", arg, base);
+    return false;
+}
+
+void cli_common_init(struct cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->sampler = elm_sampler_default_params();
+    c->max_tokens = -1;
+}
+
+const char cli_common_help[] =
+    "      --ctx N              context length in tokens (default: the model's, 2048)\n"
+    "      --threads N          compute threads (default: all cores)\n"
+    "      --temp T             sampling temperature, 0 = greedy\n"
+    "      --top-k K            keep the K most likely tokens (0 = off)\n"
+    "      --top-p P            nucleus sampling threshold (1 = off)\n"
+    "      --min-p P            drop tokens below P x the top probability (0 = off)\n"
+    "      --repeat-penalty R   HF repetition penalty (1 = off)\n"
+    "      --seed N             random seed\n"
+    "  -n, --max-tokens N       stop after N new tokens\n";
+
+int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char *arg)
+{
+    long l;
+    double d;
+    switch (opt) {
+    case OPT_CTX:
+        if (!cli_parse_int(arg, 1, 1 << 20, &l))
+            return cli_usage_error(cmd, "invalid --ctx '%s'", arg), -1;
+        c->n_ctx = (int)l;
+        return 1;
+    case OPT_THREADS:
+        if (!cli_parse_int(arg, 1, 1024, &l))
+            return cli_usage_error(cmd, "invalid --threads '%s'", arg), -1;
+        c->n_threads = (int)l;
+        return 1;
+    case OPT_TEMP:
+        if (!cli_parse_float(arg, 0, 100, &d))
+            return cli_usage_error(cmd, "invalid --temp '%s'", arg), -1;
+        c->sampler.temperature = (float)d;
+        return 1;
+    case OPT_TOP_K:
+        if (!cli_parse_int(arg, 0, INT32_MAX, &l))
+            return cli_usage_error(cmd, "invalid --top-k '%s'", arg), -1;
+        c->sampler.top_k = (int)l;
+        return 1;
+    case OPT_TOP_P:
+        if (!cli_parse_float(arg, 0, 1, &d))
+            return cli_usage_error(cmd, "invalid --top-p '%s'", arg), -1;
+        c->sampler.top_p = (float)d;
+        return 1;
+    case OPT_MIN_P:
+        if (!cli_parse_float(arg, 0, 1, &d))
+            return cli_usage_error(cmd, "invalid --min-p '%s'", arg), -1;
+        c->sampler.min_p = (float)d;
+        return 1;
+    case OPT_REPEAT_PENALTY:
+        if (!cli_parse_float(arg, 0.01, 100, &d))
+            return cli_usage_error(cmd, "invalid --repeat-penalty '%s'", arg), -1;
+        c->sampler.repeat_penalty = (float)d;
+        return 1;
+    case OPT_SEED:
+        if (!cli_parse_int(arg, 0, LONG_MAX, &l))
+            return cli_usage_error(cmd, "invalid --seed '%s'", arg), -1;
+        c->sampler.seed = (uint64_t)l;
+        return 1;
+    case OPT_MAX_TOKENS:
+        if (!cli_parse_int(arg, 0, 1 << 20, &l))
+            return cli_usage_error(cmd, "invalid --max-tokens '%s'", arg), -1;
+        c->max_tokens = (int)l;
+        return 1;
+    default:
+        return 0;
+    }
+}

@@ -1,0 +1,58 @@
+/* options.h: the command-line options every front end shares (run, generate,
+ * the chat), strict number parsing, model name resolution.  Main thread only. */
+#ifndef ELMCHAT_SRC_OPTIONS_H
+#define ELMCHAT_SRC_OPTIONS_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/elm.h"
+#include "src/diag.h"
+#include "src/macros.h"
+
+
+
+/* "1,2,3" (also spaces) -> ids; false on a malformed list.  *ids owned. */
+bool cli_parse_ids(const char *s, int32_t **ids, size_t *n);
+/* Strict integer / float parsing of an option value. */
+bool cli_parse_int(const char *s, long min, long max, long *out);
+bool cli_parse_float(const char *s, double min, double max, double *out);
+
+/* Resolve MODEL (a path, or a name under $XDG_DATA_HOME/elmchat/models) to a
+ * path; NULL or "" means the bundled default model.  false when nothing is
+ * found (err filled with what was tried). */
+bool cli_resolve_model(const char *arg, char *path, size_t path_size, char *err, size_t err_size);
+/* Folder of the bundled default model (build tree or installed). */
+bool cli_default_model_path(char *path, size_t path_size);
+
+/* Sampling and context options shared by run, generate, the TUI. */
+struct cli_common {
+    const char *model;
+    int n_ctx;
+    int n_threads;
+    struct elm_sampler_params sampler;
+    int max_tokens; /* -1: not given */
+};
+void cli_common_init(struct cli_common *c);
+/* getopt_long ids for the shared long options (>= 0x1000). */
+enum {
+    OPT_CTX = 0x1000, OPT_THREADS, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
+    OPT_REPEAT_PENALTY, OPT_SEED, OPT_MAX_TOKENS,
+};
+/* The struct option entries for the shared options (terminated), to append
+ * to a command's own table. */
+#define CLI_COMMON_LONGOPTS                                           \
+    {"ctx", 1, NULL, OPT_CTX}, {"threads", 1, NULL, OPT_THREADS},     \
+    {"temp", 1, NULL, OPT_TEMP}, {"top-k", 1, NULL, OPT_TOP_K},       \
+    {"top-p", 1, NULL, OPT_TOP_P}, {"min-p", 1, NULL, OPT_MIN_P},     \
+    {"repeat-penalty", 1, NULL, OPT_REPEAT_PENALTY},                   \
+    {"seed", 1, NULL, OPT_SEED}, {"max-tokens", 1, NULL, OPT_MAX_TOKENS}
+/* Handle one shared option; returns 1 handled, 0 not ours, -1 bad value
+ * (message printed). */
+int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char *arg);
+/* Help text lines for the shared options. */
+extern const char cli_common_help[];
+
+#endif
