@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/bench_chat.h"
+#include "engine/elm_bench.h"
 #include "cli/commands.h"
 #include "src/options.h"
 #include "cli/model_open.h"

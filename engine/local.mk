@@ -3,6 +3,7 @@ noinst_LIBRARIES += engine/libelm.a
 engine_libelm_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 engine_libelm_a_SOURCES = \
 	engine/elm.h \
+	engine/elm_bench.h \
 	engine/elm_tokenizer.h \
 	engine/elm_worker.h \
 	engine/worker/worker.c \
@@ -24,7 +25,8 @@ engine_libelm_a_SOURCES += \
 	engine/formats/jsonfile.c engine/formats/jsonfile.h \
 	engine/formats/safetensors.c engine/formats/safetensors.h \
 	engine/kernels/f32.c engine/kernels/kernels.h \
-	engine/bench/reference.c \
+	engine/bench/bandwidth.c engine/bench/blis_reference.c \
+	engine/kernels/system_info.c \
 	engine/kernels/q8q4.c engine/kernels/q8q4.h \
 	engine/kernels/q8q4_avx2.c \
 	engine/kernels/q8q4_avx512.c \

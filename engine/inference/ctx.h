@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "engine/elm_bench.h"
 #include "engine/kernels/gemm.h"
 #include "engine/model/model.h"
 

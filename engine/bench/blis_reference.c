@@ -1,7 +1,6 @@
-/* kernels_info.c: what the compute kernels are, and the machine's reference
- * figures that `elmchat bench` compares against: how fast it reads memory
- * (the decode roofline) and what BLIS sgemm does on the model's prefill
- * products (the prefill reference). */
+/* blis_reference.c: BLIS sgemm on a model's prefill products, the
+ * reference `elmchat bench` sets the prefill's matrix part against
+ * (elm_bench.h). */
 #include "config.h"
 
 #include <blis.h>
@@ -10,40 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/elm_bench.h"
 #include "engine/inference/ctx.h"
-#include "engine/elm.h"
 #include "engine/kernels/gemm.h"
-#include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
-#include "engine/kernels/blocks.h"
-#include "engine/kernels/threadpool.h"
-
-const char *elm_system_info(void)
-{
-    static char line[400];
-    bool ours = false;
-    const char *arch = elm_gemm_blis_arch(&ours);
-    const char *set = elm_kernels_name();
-    bool vnni = false;
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    vnni = strcmp(set, "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
-#endif
-    const char *i8 = elm_gemm_i8_name();
-    snprintf(line, sizeof line,
-             "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
-             "activations%s); prefill gemm (from %d f32 / %d bf16,f16 tokens): %s; quantized "
-             "prefill (from %d tokens): %s%s; BLIS '%s'%s",
-             set, vnni ? ", VNNI" : "",
-             elm_gemm_min_blis_m(ELM_DTYPE_F32),
-             elm_gemm_min_blis_m(ELM_DTYPE_BF16),
-             elm_gemm_large_name()[0] == 'o' ? "own AVX-512 14x32 packed kernel"
-                                             : "BLIS, single-threaded per row range",
-             elm_gemm_i8_min_m(), i8 ? "int8 GEMM " : "weights widened to f32", i8 ? i8 : "",
-             arch,
-             ours ? " (chosen by elmchat)" : getenv("BLIS_ARCH_TYPE") ? " (BLIS_ARCH_TYPE)" : "");
-    return line;
-}
 
 static double clock_s(clockid_t id)
 {
@@ -57,100 +26,6 @@ static double now_s(void)
     return clock_s(CLOCK_MONOTONIC);
 }
 
-/* ------------------------------------------------------ read bandwidth */
-
-/* Each thread's sum on its own cache line keeps the reads alive. */
-#define SINK_STRIDE 16
-
-struct elm_bw_probe {
-    float *buf;
-    size_t n; /* floats */
-    float *sink; /* [n_threads * SINK_STRIDE] */
-    struct elm_threadpool *pool;
-    long chunk;
-};
-
-static void read_task(void *arg, long b, long e, int ith)
-{
-    struct elm_bw_probe *p = arg;
-    p->sink[ith * SINK_STRIDE] += elm_read_sum(p->buf + b, (size_t)(e - b));
-}
-
-/* Real data: untouched pages would all map the zero page. */
-static void fill_task(void *arg, long b, long e, int ith)
-{
-    (void)ith;
-    struct elm_bw_probe *p = arg;
-    for (long i = b; i < e; i++)
-        p->buf[i] = (float)(i & 1023);
-}
-
-elm_bw_probe *elm_bw_probe_new(int n_threads, size_t bytes)
-{
-    size_t n = bytes / sizeof(float) / 4096 * 4096;
-    if (n == 0)
-        return NULL;
-    if (n_threads < 1)
-        n_threads = 1;
-    struct elm_bw_probe *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
-    p->n = n;
-    /* Default pages (no MADV_HUGEPAGE), like the model's file mappings:
-     * huge pages read 5-8 % faster here, which decode could not use. */
-    p->buf = aligned_alloc(4096, n * sizeof *p->buf);
-    p->sink = aligned_alloc(64, (size_t)n_threads * SINK_STRIDE * sizeof *p->sink);
-    if (!p->buf || !p->sink || elm_threadpool_new(n_threads, &p->pool) != ELM_OK) {
-        elm_bw_probe_free(p);
-        return NULL;
-    }
-    memset(p->sink, 0, (size_t)n_threads * SINK_STRIDE * sizeof *p->sink);
-    p->chunk = elm_threadpool_chunk(p->pool, (long)n, 8, 4096, 4096);
-    elm_threadpool_for(p->pool, (long)n, p->chunk, fill_task, p);
-    return p;
-}
-
-void elm_bw_probe_run(elm_bw_probe *p, int passes, double *bps)
-{
-    for (int i = 0; i < passes; i++) {
-        double t0 = now_s();
-        elm_threadpool_for(p->pool, (long)p->n, p->chunk, read_task, p);
-        double t = now_s() - t0;
-        bps[i] = t > 0 ? (double)(p->n * sizeof *p->buf) / t : 0.0;
-    }
-}
-
-void elm_bw_probe_free(elm_bw_probe *p)
-{
-    if (!p)
-        return;
-    elm_threadpool_free(p->pool);
-    free(p->sink);
-    free(p->buf);
-    free(p);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double elm_measure_bandwidth(int n_threads, size_t bytes)
-{
-    enum { PASSES = 12 };
-    elm_bw_probe *p = elm_bw_probe_new(n_threads, bytes);
-    if (!p)
-        return 0.0;
-    double bps[PASSES];
-    elm_bw_probe_run(p, 1, bps); /* wakes the threads, warms the TLB */
-    elm_bw_probe_run(p, PASSES, bps);
-    elm_bw_probe_free(p);
-    /* The median, not the best: one lucky pass (another tenant idle for
-     * 5 ms) is no roofline decode could hold for a whole run. */
-    qsort(bps, PASSES, sizeof *bps, cmp_double);
-    return (bps[PASSES / 2 - 1] + bps[PASSES / 2]) / 2;
-}
 
 /* ------------------------------------------------ BLIS sgemm reference */
 

@@ -1,0 +1,40 @@
+/* system_info.c: elm_system_info, the one line that names the compute
+ * kernels this process runs (for `elmchat bench --kernels` and its
+ * reports). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/elm.h"
+#include "engine/kernels/gemm.h"
+#include "engine/kernels/gemm_int8.h"
+#include "engine/kernels/kernels.h"
+
+const char *elm_system_info(void)
+{
+    static char line[400];
+    bool ours = false;
+    const char *arch = elm_gemm_blis_arch(&ours);
+    const char *set = elm_kernels_name();
+    bool vnni = false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    vnni = strcmp(set, "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
+#endif
+    const char *i8 = elm_gemm_i8_name();
+    snprintf(line, sizeof line,
+             "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
+             "activations%s); prefill gemm (from %d f32 / %d bf16,f16 tokens): %s; quantized "
+             "prefill (from %d tokens): %s%s; BLIS '%s'%s",
+             set, vnni ? ", VNNI" : "",
+             elm_gemm_min_blis_m(ELM_DTYPE_F32),
+             elm_gemm_min_blis_m(ELM_DTYPE_BF16),
+             elm_gemm_large_name()[0] == 'o' ? "own AVX-512 14x32 packed kernel"
+                                             : "BLIS, single-threaded per row range",
+             elm_gemm_i8_min_m(), i8 ? "int8 GEMM " : "weights widened to f32", i8 ? i8 : "",
+             arch,
+             ours ? " (chosen by elmchat)" : getenv("BLIS_ARCH_TYPE") ? " (BLIS_ARCH_TYPE)" : "");
+    return line;
+}
