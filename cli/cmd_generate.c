@@ -34,6 +34,16 @@ static void help(void)
            DEFAULT_N, cli_common_help);
 }
 
+/* The new ids on one line, space-separated. */
+static void print_id(void *user, int32_t id, const char *text, size_t len)
+{
+    int *n_printed = user;
+    (void)text;
+    (void)len;
+    if (id >= 0)
+        printf("%s%d", (*n_printed)++ ? " " : "", (int)id);
+}
+
 int cmd_generate(int argc, char **argv)
 {
     enum { OPT_TOKENS = 0x2000, OPT_IGNORE_EOS };
@@ -80,9 +90,7 @@ int cmd_generate(int argc, char **argv)
 
     int rc = EXIT_RUNTIME;
     elm_ctx *ctx = NULL;
-    elm_sampler *smpl = NULL;
     float *logits = NULL;
-    int32_t *history = NULL;
     elm_model *model = cmd_load_model(c.model, c.n_threads);
     if (!model)
         goto done;
@@ -96,24 +104,23 @@ int cmd_generate(int argc, char **argv)
         cli_error("%zu prompt tokens do not fit in a context of %d", n_prompt, elm_ctx_n_ctx(ctx));
         goto done;
     }
-    if (!(smpl = elm_sampler_new(&c.sampler)))
-        x_fatal("out of memory");
     logits = x_reallocarray(NULL, (size_t)in->n_vocab, sizeof *logits);
-    history = x_reallocarray(NULL, n_prompt + (size_t)n_new + 1, sizeof *history);
-    memcpy(history, prompt, n_prompt * sizeof *prompt);
-    size_t n_hist = n_prompt;
-
     elm_status st = elm_decode(ctx, prompt, (int)n_prompt, logits, 0);
-    for (int i = 0; st == ELM_OK && i < n_new; i++) {
-        int32_t id = elm_sampler_sample(smpl, logits, in->n_vocab, history, (int)n_hist);
-        if (id < 0)
+    struct elm_generate_result res = {0};
+    if (st == ELM_OK && n_new > 0) {
+        char err[ELM_ERR_MAX];
+        struct elm_generate_params gp = elm_generate_default_params();
+        gp.sampler = c.sampler;
+        gp.max_tokens = n_new;
+        gp.ignore_eos = ignore_eos;
+        gp.on_token = print_id;
+        int n_printed = 0;
+        gp.user = &n_printed;
+        st = elm_generate(ctx, logits, &gp, &res, err, sizeof err);
+        if (st == ELM_E_NOMEM)
             x_fatal("out of memory");
-        history[n_hist++] = id;
-        printf("%s%d", i ? " " : "", (int)id);
-        if (id == in->eos_id && !ignore_eos)
-            break;
-        if (i + 1 < n_new)
-            st = elm_decode(ctx, &id, 1, logits, 0);
+        if (res.reason == ELM_STOP_CONTEXT_FULL)
+            st = ELM_E_CONTEXT_FULL;
     }
     putchar('\n');
     if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -121,15 +128,13 @@ int cmd_generate(int argc, char **argv)
         goto done;
     }
     if (st != ELM_OK) {
-        cli_error("stopped after %zu new tokens: %s", n_hist - n_prompt, elm_status_str(st));
+        cli_error("stopped after %d new tokens: %s", res.n_generated, elm_status_str(st));
         goto done;
     }
     rc = EXIT_OK;
 done:
-    free(history);
     free(logits);
     free(prompt);
-    elm_sampler_free(smpl);
     elm_ctx_free(ctx);
     elm_model_free(model);
     return rc;

@@ -130,56 +130,16 @@ static elm_tokenizer *tokenizer_beside(const char *model_path, char *err, size_t
     return NULL;
 }
 
-/* Streams generated text, holding back what may be the start of a stop string. */
-struct streamer {
-    const struct template *tpl;
-    char *text;
-    size_t n, cap, printed;
-    bool stopped;
-};
-
-static void streamer_add(struct streamer *s, const char *piece, size_t len)
+/* The reply goes to stdout as it comes (elm_generate holds back what may
+ * be the start of a stop string). */
+static void print_piece(void *user, int32_t id, const char *text, size_t len)
 {
-    if (s->n + len + 1 > s->cap) {
-        s->cap = (s->n + len + 1) * 2;
-        s->text = x_realloc(s->text, s->cap);
-    }
-    memcpy(s->text + s->n, piece, len);
-    s->n += len;
-    s->text[s->n] = '\0';
-    size_t safe = s->n;
-    for (size_t i = 0; i < s->tpl->n_stop; i++) {
-        const char *stop = s->tpl->stop[i];
-        size_t sl = strlen(stop);
-        size_t from = s->printed > sl ? s->printed - sl : 0;
-        char *hit = strstr(s->text + from, stop);
-        if (hit && (size_t)(hit - s->text) < safe) {
-            safe = (size_t)(hit - s->text);
-            s->stopped = true;
-        }
-        /* A suffix that is a prefix of the stop string: wait for more. */
-        for (size_t k = sl - 1; k > 0 && !s->stopped; k--) {
-            if (k <= s->n && memcmp(s->text + s->n - k, stop, k) == 0) {
-                if (s->n - k < safe)
-                    safe = s->n - k;
-                break;
-            }
-        }
-    }
-    if (safe > s->printed) {
-        fwrite(s->text + s->printed, 1, safe - s->printed, stdout);
+    (void)user;
+    (void)id;
+    if (len) {
+        fwrite(text, 1, len, stdout);
         fflush(stdout);
-        s->printed = safe;
     }
-}
-
-static void streamer_finish(struct streamer *s)
-{
-    if (!s->stopped && s->n > s->printed)
-        fwrite(s->text + s->printed, 1, s->n - s->printed, stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
-    free(s->text);
 }
 
 static int generate(const elm_model *model, const elm_tokenizer *tok, const struct template *tpl,
@@ -204,43 +164,28 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
         return EXIT_RUNTIME;
     }
     float *logits = x_malloc((size_t)n_vocab * sizeof *logits);
-    elm_sampler *sampler = elm_sampler_new(sp);
-    if (!sampler)
-        x_fatal("out of memory");
-    struct idvec history = {0};
-    idvec_append(&history, prompt->v, prompt->n);
-    struct elm_detok_stream ds;
-    elm_detok_stream_init(&ds, tok);
-    struct streamer out = {tpl, NULL, 0, 0, 0, false};
     int rc = EXIT_OK;
     st = elm_decode(ctx, prompt->v, (int)prompt->n, logits, 0);
-    int32_t eos = elm_tokenizer_eos(tok);
-    for (int i = 0; st == ELM_OK && i < max_tokens && !out.stopped; i++) {
-        int32_t id = elm_sampler_sample(sampler, logits, n_vocab, history.v, (int)history.n);
-        if (id == eos && tpl->stop_eos)
-            break;
-        idvec_push(&history, id);
-        char piece[256];
-        size_t n = elm_detok_stream_push(&ds, id, piece, sizeof piece);
-        streamer_add(&out, piece, n);
-        if (out.stopped || i + 1 == max_tokens)
-            break;
-        if ((int)history.n >= n_ctx)
-            break; /* context full: end the reply here */
-        st = elm_decode(ctx, &id, 1, logits, 0);
+    if (st == ELM_OK && max_tokens > 0) {
+        struct elm_generate_params gp = elm_generate_default_params();
+        gp.sampler = *sp;
+        gp.max_tokens = max_tokens;
+        gp.ignore_eos = !tpl->stop_eos;
+        gp.stop_strings = (const char *const *)tpl->stop;
+        gp.n_stop_strings = (int)tpl->n_stop;
+        gp.tokenizer = tok;
+        gp.on_token = print_piece;
+        struct elm_generate_result res;
+        st = elm_generate(ctx, logits, &gp, &res, err, sizeof err);
     }
-    if (!out.stopped) {
-        char piece[256];
-        size_t n = elm_detok_stream_flush(&ds, piece, sizeof piece);
-        streamer_add(&out, piece, n);
-    }
-    streamer_finish(&out);
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (st == ELM_E_NOMEM)
+        x_fatal("out of memory");
     if (st != ELM_OK) {
         cli_error("decoding failed: %s", elm_status_str(st));
         rc = EXIT_RUNTIME;
     }
-    idvec_fini(&history);
-    elm_sampler_free(sampler);
     free(logits);
     elm_ctx_free(ctx);
     return rc;

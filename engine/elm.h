@@ -206,6 +206,57 @@ void elm_sampler_free(elm_sampler *sampler);
 int32_t elm_sampler_sample(elm_sampler *sampler, float *logits, int n_vocab,
                            const int32_t *history, int n_history);
 
+/* ------------------------------------------------------------- generation */
+
+/* The one sampling loop (the worker, `run`, `generate` and `bench` use it):
+ * sample, report, stop or feed the id, repeat.  The id that ends the reply
+ * (EOS, a stop id, the one that completes a stop string, the max_tokens-th,
+ * one sampled when the context is full) is reported but not fed, so the
+ * cache holds everything before it. */
+enum elm_stop_reason {
+    ELM_STOP_EOS = 1,      /* the model's EOS was sampled */
+    ELM_STOP_LENGTH,       /* max_tokens ids sampled */
+    ELM_STOP_ID,           /* one of stop_ids was sampled */
+    ELM_STOP_STRING,       /* the text reached one of stop_strings */
+    ELM_STOP_CANCELLED,    /* should_stop said so, or elm_decode was aborted */
+    ELM_STOP_CONTEXT_FULL, /* the cache is full: the last id could not be fed */
+    ELM_STOP_ERROR,        /* elm_generate's status says why */
+};
+
+struct elm_generate_params {
+    struct elm_sampler_params sampler;
+    int max_tokens;                   /* >= 1 */
+    bool ignore_eos;                  /* EOS is an id like any other */
+    const int32_t *stop_ids;          /* besides EOS */
+    int n_stop_ids;
+    const char *const *stop_strings;  /* matched on the text (needs tokenizer) */
+    int n_stop_strings;
+    const elm_tokenizer *tokenizer;   /* NULL: ids only, no text */
+    /* Every sampled id, with the text that became final with it: text that
+     * may be the start of a stop string is held back, and a stop string and
+     * what follows it never come.  At the end, id -1 brings what was still
+     * held back (only when there is some). */
+    void (*on_token)(void *user, int32_t id, const char *text, size_t len);
+    /* Asked before each id is sampled: true ends with ELM_STOP_CANCELLED. */
+    bool (*should_stop)(void *user);
+    void *user;
+};
+struct elm_generate_params elm_generate_default_params(void);
+
+struct elm_generate_result {
+    enum elm_stop_reason reason;
+    int n_generated; /* ids sampled (and reported) */
+    const char *stop_string; /* ELM_STOP_STRING: which (one of stop_strings) */
+};
+
+/* Generate after the cache's last token.  logits: its next-token logits
+ * (n_vocab floats); on return, those of the cache's last token again (the
+ * last id fed), so a later call can go on without recomputing.  The
+ * repetition penalty sees the cache's tokens.  ELM_OK unless reason is
+ * ELM_STOP_ERROR (err filled). */
+elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
+                        struct elm_generate_result *res, char *err, size_t err_size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,6 +133,7 @@ enum elm_done_reason {
     ELM_DONE_ERROR,        /* status and text say why */
     ELM_DONE_CONTEXT_FULL, /* nothing more fits; the cache holds n_past */
     ELM_DONE_OK,           /* TRUNCATE, SAVE/LOAD_STATE, FREE_CTX, prefill-only GENERATE */
+    ELM_DONE_STOP_STRING,  /* the text reached one of stop_strings (not in TOKEN text) */
 };
 
 /* GENERATE and the cache: every sampled id is reported in TOKEN events; the

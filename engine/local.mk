@@ -39,6 +39,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/gemm_int8.c engine/kernels/gemm_int8.h \
 	engine/inference/ctx.c engine/inference/ctx.h \
 	engine/inference/forward.c \
+	engine/inference/generate.c \
 	engine/inference/state.c engine/inference/state.h
 # GGUF files and the quantized weight types (read, bind, write, quantize).
 engine_libelm_a_SOURCES += \

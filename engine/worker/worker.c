@@ -675,14 +675,6 @@ static void done_generate(elm_worker *w, struct slot_ctx *sc, enum elm_done_reas
     finish(w);
 }
 
-static bool is_stop(const struct elm_request *rq, int32_t tok)
-{
-    for (int i = 0; i < rq->n_stop_ids && i < ELM_MAX_STOP_IDS; i++)
-        if (rq->stop_ids[i] == tok)
-            return true;
-    return false;
-}
-
 /* Feed n tokens in chunks.  Returns ELM_OK or the first failure; on
  * failure the cache keeps the chunks already done. */
 static elm_status prefill(elm_worker *w, struct slot_ctx *sc, const int32_t *toks, int n)
@@ -725,6 +717,51 @@ static void pace_wait(elm_worker *w, double since, int ms)
     }
 }
 
+/* elm_generate's hooks: TOKEN events, and before each sample the pacing
+ * wait (min_token_interval_ms) and the cancel check. */
+struct gen_pace {
+    elm_worker *w;
+    int interval_ms;
+    int n_sampled;
+    double last;
+};
+
+static void gen_on_token(void *user, int32_t id, const char *text, size_t len)
+{
+    struct gen_pace *g = user;
+    if (id >= 0)
+        emit_token(g->w, &id, 1, text, len);
+    else
+        emit_token(g->w, NULL, 0, text, len);
+}
+
+static bool gen_should_stop(void *user)
+{
+    struct gen_pace *g = user;
+    if (g->interval_ms > 0 && g->n_sampled > 0) {
+        pace_wait(g->w, g->last, g->interval_ms);
+        g->last = now_sec();
+    } else if (g->n_sampled == 0) {
+        g->last = now_sec();
+    }
+    g->n_sampled++;
+    return cancelled(g->w);
+}
+
+static enum elm_done_reason done_reason_of(enum elm_stop_reason r)
+{
+    switch (r) {
+    case ELM_STOP_EOS: return ELM_DONE_EOS;
+    case ELM_STOP_LENGTH: return ELM_DONE_LENGTH;
+    case ELM_STOP_ID: return ELM_DONE_STOP;
+    case ELM_STOP_STRING: return ELM_DONE_STOP_STRING;
+    case ELM_STOP_CANCELLED: return ELM_DONE_CANCELLED;
+    case ELM_STOP_CONTEXT_FULL: return ELM_DONE_CONTEXT_FULL;
+    case ELM_STOP_ERROR: break;
+    }
+    return ELM_DONE_ERROR;
+}
+
 static void do_generate(elm_worker *w)
 {
     const struct elm_request *rq = &w->run->req;
@@ -749,8 +786,6 @@ static void do_generate(elm_worker *w)
         done_generate(w, NULL, ELM_DONE_ERROR, st, err);
         return;
     }
-    const struct elm_model_info *info = w->cur->info;
-    int n_vocab = info->n_vocab;
     int n_past = elm_ctx_n_past(sc->ctx);
     int n_ctx = elm_ctx_n_ctx(sc->ctx);
     const int32_t *cached = elm_ctx_tokens(sc->ctx);
@@ -823,91 +858,27 @@ static void do_generate(elm_worker *w)
     }
 
     /* Sampling. */
-    int n_hist = elm_ctx_n_past(sc->ctx);
-    int32_t *hist = malloc(((size_t)n_hist + (size_t)rq->max_tokens) * sizeof *hist);
-    float *scratch = malloc((size_t)n_vocab * sizeof *scratch);
-    elm_sampler *smp = elm_sampler_new(&rq->sampler);
-    if (!hist || !scratch || !smp) {
-        free(hist);
-        free(scratch);
-        elm_sampler_free(smp);
-        done_generate(w, sc, ELM_DONE_ERROR, ELM_E_NOMEM, NULL);
-        return;
-    }
-    memcpy(hist, elm_ctx_tokens(sc->ctx), (size_t)n_hist * sizeof *hist);
-    const elm_tokenizer *tok = elm_model_tokenizer(w->cur->model);
-    struct elm_detok_stream ds;
-    if (tok)
-        elm_detok_stream_init(&ds, tok);
-    char text[256];
-
-    enum elm_done_reason reason = ELM_DONE_LENGTH;
-    elm_status fst = ELM_OK;
-    int n_gen = 0;
-    double t2 = now_sec(), t_tok = t2;
-    for (;;) {
-        if (rq->min_token_interval_ms > 0 && n_gen > 0) {
-            pace_wait(w, t_tok, rq->min_token_interval_ms);
-            t_tok = now_sec();
-        }
-        if (cancelled(w)) {
-            reason = ELM_DONE_CANCELLED;
-            break;
-        }
-        memcpy(scratch, sc->logits, (size_t)n_vocab * sizeof *scratch);
-        int32_t id = elm_sampler_sample(smp, scratch, n_vocab, hist, n_hist);
-        if (id < 0 || id >= n_vocab) {
-            reason = ELM_DONE_ERROR;
-            fst = ELM_E_INVALID;
-            snprintf(err, sizeof err, "sampler returned id %d", (int)id);
-            break;
-        }
-        hist[n_hist++] = id;
-        n_gen++;
-        size_t len = tok ? elm_detok_stream_push(&ds, id, text, sizeof text) : 0;
-        emit_token(w, &id, 1, text, len);
-        if (id == info->eos_id) {
-            reason = ELM_DONE_EOS;
-            break;
-        }
-        if (is_stop(rq, id)) {
-            reason = ELM_DONE_STOP;
-            break;
-        }
-        if (n_gen >= rq->max_tokens) {
-            reason = ELM_DONE_LENGTH;
-            break;
-        }
-        if (elm_ctx_n_past(sc->ctx) >= n_ctx) {
-            reason = ELM_DONE_CONTEXT_FULL;
-            fst = ELM_E_CONTEXT_FULL;
-            break;
-        }
-        st = elm_decode(sc->ctx, &id, 1, sc->logits, 0);
-        if (st == ELM_E_ABORTED) {
-            reason = ELM_DONE_CANCELLED;
-            break;
-        }
-        if (st != ELM_OK) {
-            reason = ELM_DONE_ERROR;
-            fst = st;
-            snprintf(err, sizeof err, "decode failed: %s", elm_status_str(st));
-            break;
-        }
-        sc->logits_at = elm_ctx_n_past(sc->ctx);
-    }
+    struct gen_pace pace = {w, rq->min_token_interval_ms, 0, 0};
+    struct elm_generate_params gp = elm_generate_default_params();
+    gp.sampler = rq->sampler;
+    gp.max_tokens = rq->max_tokens;
+    gp.stop_ids = rq->stop_ids;
+    gp.n_stop_ids = rq->n_stop_ids < ELM_MAX_STOP_IDS ? rq->n_stop_ids : ELM_MAX_STOP_IDS;
+    gp.tokenizer = elm_model_tokenizer(w->cur->model);
+    gp.on_token = gen_on_token;
+    gp.should_stop = gen_should_stop;
+    gp.user = &pace;
+    struct elm_generate_result res;
+    double t2 = now_sec();
+    elm_status fst = elm_generate(sc->ctx, sc->logits, &gp, &res, err, sizeof err);
     double t3 = now_sec();
-    if (tok) {
-        size_t len = elm_detok_stream_flush(&ds, text, sizeof text);
-        if (len)
-            emit_token(w, NULL, 0, text, len);
-    }
-    free(hist);
-    free(scratch);
-    elm_sampler_free(smp);
-    fev->n_generated = n_gen;
-    if (n_gen > 0 && t3 > t2)
-        fev->decode_tps = n_gen / (t3 - t2);
+    sc->logits_at = elm_ctx_n_past(sc->ctx);
+    enum elm_done_reason reason = done_reason_of(res.reason);
+    if (reason == ELM_DONE_CONTEXT_FULL)
+        fst = ELM_E_CONTEXT_FULL;
+    fev->n_generated = res.n_generated;
+    if (res.n_generated > 0 && t3 > t2)
+        fev->decode_tps = res.n_generated / (t3 - t2);
     done_generate(w, sc, reason, fst, err);
 }
 
