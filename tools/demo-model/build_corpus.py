@@ -1,0 +1,575 @@
+#!/usr/bin/python3
+"""Build the demo models' corpus, tokenizer and token ids (deterministic).
+
+    /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N]
+
+Writes into DIR (default tools/demo-model/out/corpus):
+  lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning)
+  train.jsonl val.jsonl dialogues: {"kind": ..., "messages": [[role, text], ...]}
+  spm_input.txt         the text the tokenizer is trained on
+  tokenizer.model       SentencePiece BPE (byte fallback, unk 0, bos 1, eos 2)
+  train.pt val.pt       token ids and loss masks as elmchat's openelm-instruct renders them
+  stats.json            sizes in dialogues and tokens
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import guide_data  # noqa: E402
+
+WN = "/usr/share/wordnet"
+POS_FILES = [("noun", "n", 1), ("verb", "v", 2), ("adj", "a", 3), ("adv", "r", 4)]
+POS_NAME = {"n": "noun", "v": "verb", "a": "adjective", "s": "adjective", "r": "adverb"}
+N_LEXICON = 3000
+POINTER = guide_data.POINTER
+
+IDENTITY = ("I am a tiny model trained by the elmchat project on WordNet and elmchat's manual. "
+            + POINTER)
+CAPABILITIES = ("I can define about 3,000 common English words, with examples, synonyms, other "
+                "meanings and antonyms, and explain how to use elmchat. " + POINTER)
+GREETING = ("Hello! I am elmchat's tiny demo model. Ask me what a common English word means, "
+            "or how to use elmchat.")
+THANKS = "You're welcome!"
+GOODBYE = "Goodbye! Type /quit to leave elmchat."
+REFUSAL = ("Sorry, I can't help with that: I only know WordNet definitions and elmchat's manual. "
+           + POINTER)
+
+
+def unknown_word(w):
+    return (f"I don't know the word {w}: it is not among the 3,000 common English words I "
+            f"learned. " + POINTER)
+
+
+# ------------------------------------------------------------------ WordNet
+
+def load_blocklist():
+    words = set()
+    with open(os.path.join(HERE, "blocklist.txt")) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                words.add(line.lower())
+    return words
+
+
+def has_blocked(text, block):
+    return any(t in block for t in re.findall(r"[a-z]+", text.lower()))
+
+
+def read_data(pos_file):
+    """offset -> (ss_type, [lemmas], [(ptr, target_offset, target_pos, src, dst)], gloss, examples)"""
+    out = {}
+    with open(os.path.join(WN, "data." + pos_file), encoding="latin-1") as f:
+        for line in f:
+            if line.startswith("  "):
+                continue
+            head, _, gloss = line.partition(" | ")
+            t = head.split()
+            off, ss_type = t[0], t[2]
+            n_w = int(t[3], 16)
+            lemmas = []
+            i = 4
+            for _ in range(n_w):
+                lem = re.sub(r"\([a-z]+\)$", "", t[i])  # adjective markers (a) (p) (ip)
+                lemmas.append(lem)
+                i += 2
+            n_p = int(t[i]); i += 1
+            ptrs = []
+            for _ in range(n_p):
+                sym, toff, tpos, st = t[i], t[i + 1], t[i + 2], t[i + 3]
+                ptrs.append((sym, toff, tpos, int(st[:2], 16), int(st[2:], 16)))
+                i += 4
+            gloss = gloss.strip()
+            parts = [p.strip() for p in gloss.split(";")]
+            defs, exs = [], []
+            for p in parts:
+                if p.startswith('"'):
+                    e = p.strip().strip('"').strip()
+                    if e:
+                        exs.append(e)
+                elif p and not exs:
+                    defs.append(p)
+            out[off] = (ss_type, lemmas, ptrs, "; ".join(defs), exs)
+    return out
+
+
+def build_lexicon():
+    block = load_blocklist()
+    data = {p: read_data(pf) for pf, p, _ in POS_FILES}
+    # tag counts per sense: cntlist.rev "lemma%ss_type:... sense_number tag_cnt"
+    cnt = {}
+    with open(os.path.join(WN, "cntlist.rev"), encoding="latin-1") as f:
+        for line in f:
+            key, num, c = line.split()
+            lemma, _, rest = key.partition("%")
+            ss = int(rest.split(":")[0])
+            p = {1: "n", 2: "v", 3: "a", 4: "r", 5: "a"}[ss]
+            cnt[(lemma, p, int(num))] = int(c)
+    total = {}
+    senses = {}  # lemma -> [(tag_cnt, pos_rank, sense_no, pos, offset)]
+    for pf, p, rank in POS_FILES:
+        with open(os.path.join(WN, "index." + pf), encoding="latin-1") as f:
+            for line in f:
+                if line.startswith("  "):
+                    continue
+                t = line.split()
+                lemma = t[0]
+                if not re.fullmatch(r"[a-z]+", lemma):
+                    continue
+                n_syn = int(t[2]); n_ptr = int(t[3])
+                tagsense = int(t[5 + n_ptr])
+                offs = t[6 + n_ptr: 6 + n_ptr + n_syn]
+                total[lemma] = total.get(lemma, 0) + tagsense
+                for k, off in enumerate(offs):
+                    senses.setdefault(lemma, []).append(
+                        (cnt.get((lemma, p, k + 1), 0), rank, k + 1, p, off))
+    ranked = sorted(total, key=lambda w: (-total[w], w))
+    lex, removed, unknown = [], [], []
+    for w in ranked:
+        if len(lex) >= N_LEXICON:
+            if w not in block and len(unknown) < 2000 and len(w) > 2:
+                unknown.append(w)
+            continue
+        if w in block:
+            removed.append(w)
+            continue
+        ss = sorted(senses[w], key=lambda s: (-s[0], s[1], s[2]))
+        entries = []
+        for c, _, _, p, off in ss:
+            ss_type, lemmas, ptrs, gloss, exs = data[p][off]
+            exs = [e for e in exs if not has_blocked(e, block)]
+            entries.append((p, off, ss_type, lemmas, ptrs, gloss, exs))
+        best = entries[0]
+        if has_blocked(best[5], block) or not best[5]:
+            removed.append(w)
+            continue
+        p, off, ss_type, lemmas, ptrs, gloss, exs = best
+        # example: prefer one that contains the word
+        ex = next((e for e in exs if re.search(r"\b" + w, e.lower())), exs[0] if exs else "")
+        syn = []
+        for l in lemmas:
+            l2 = l.replace("_", " ")
+            if l2.lower() != w and l2 not in syn and not has_blocked(l2, block):
+                syn.append(l2)
+        syn = syn[:6]
+        # antonym: '!' pointers from this word (or the whole synset), senses in rank order
+        ant = ""
+        for e in entries:
+            idx = [i + 1 for i, l in enumerate(e[3]) if l.lower() == w]
+            for sym, toff, tpos, src, dst in e[4]:
+                if sym == "!" and (src == 0 or src in idx):
+                    t_lemmas = data["a" if tpos == "s" else tpos][toff][1]
+                    cand = t_lemmas[dst - 1] if dst else t_lemmas[0]
+                    cand = cand.replace("_", " ")
+                    if not has_blocked(cand, block):
+                        ant = cand
+                        break
+            if ant:
+                break
+        second = next(((e[0], e[5]) for e in entries[1:]
+                       if e[5] and e[5] != gloss and not has_blocked(e[5], block)), None)
+        # the follow-up example: the best sense's, else another sense's that uses the word
+        fu_ex = ex
+        if not fu_ex:
+            for e in entries[1:]:
+                fu_ex = next((x for x in e[6] if re.search(r"\b" + w, x.lower())), "")
+                if fu_ex:
+                    break
+        lex.append(dict(word=w, pos=POS_NAME[ss_type], gloss=gloss, example=ex, synonyms=syn,
+                        antonym=ant, second=(POS_NAME[second[0]], second[1]) if second else None,
+                        fu_example=fu_ex, tagcount=total[w]))
+    return lex, removed, unknown
+
+
+def definition(e):
+    s = f"{e['word']} ({e['pos']}): {e['gloss']}."
+    if e["example"]:
+        s += f' Example: "{e["example"]}"'
+    return s
+
+
+def synonyms_reply(e):
+    if e["synonyms"]:
+        return f"Synonyms of {e['word']}: {', '.join(e['synonyms'])}."
+    return f"WordNet lists no synonyms for {e['word']} in this sense."
+
+
+def antonym_reply(e):
+    if e["antonym"]:
+        return f"The antonym of {e['word']} is {e['antonym']}."
+    return f"WordNet lists no antonym for {e['word']}."
+
+
+def second_reply(e):
+    if e["second"]:
+        return f"Another meaning of {e['word']} ({e['second'][0]}): {e['second'][1]}."
+    return f"WordNet lists only one meaning for {e['word']}."
+
+
+def example_reply(e):
+    if e["fu_example"]:
+        return f'Example: "{e["fu_example"]}"'
+    return f"WordNet gives no example for {e['word']}."
+
+
+def pos_reply(e):
+    art = "an" if e["pos"][0] in "aeiou" else "a"
+    return f"{e['word']} is {art} {e['pos']}."
+
+
+# ------------------------------------------------------------------ phrasings
+
+DEF_FRAMES = [
+    "What does {w} mean?", "what does {w} mean", "What does {w} mean", "Define {w}.", "define {w}",
+    "Define {w}", "Meaning of {w}?", "meaning of {w}", "{w}?", "{W}?", "{w}", "What is the meaning of {w}?",
+    "What's the meaning of {w}?", "What's the definition of {w}?", "definition of {w}",
+    "What is {w}?", "what is {w}", "What does the word {w} mean?", "Explain the word {w}.",
+    "Can you define {w}?", "What's {w}?", "Tell me what {w} means.", "What is the definition of {w}?",
+    "I don't know the word {w}. What does it mean?", "Look up {w}.", "{w} meaning",
+    "Give me the definition of {w}.", "What is meant by {w}?", "Please define {w}.",
+    "define the word {w}", "{W}: what does it mean?", "What does \"{w}\" mean?",
+]
+NOUN_DEF_FRAMES = ["What is a {w}?", "what is a {w}", "What's a {w}?"]
+SYN_FU = ["Synonyms?", "What are its synonyms?", "Any synonyms?", "Give me a synonym.",
+          "What's another word for it?", "Other words for {w}?", "Synonyms of {w}?",
+          "What are some synonyms for {w}?", "synonyms", "And synonyms?"]
+SYN_ALONE = ["What are the synonyms of {w}?", "Synonyms for {w}", "Another word for {w}?",
+             "synonyms of {w}", "Give me a synonym for {w}.", "What is a synonym for {w}?",
+             "What's another word for {w}?"]
+MEAN_FU = ["Another meaning?", "Does it have another meaning?", "What else can it mean?",
+           "Other meanings?", "Any other sense?", "What's another meaning of {w}?",
+           "Give me a second meaning.", "And another meaning?"]
+MEAN_ALONE = ["What is another meaning of {w}?", "Another meaning of {w}?",
+              "What else can {w} mean?", "Second meaning of {w}", "Does {w} have another meaning?"]
+EX_FU = ["Example?", "Give me an example.", "Use it in a sentence.", "Can you use {w} in a sentence?",
+         "An example, please.", "Show me an example sentence.", "example"]
+EX_ALONE = ["Use {w} in a sentence.", "Give me an example with {w}.", "Example of {w}?",
+            "An example sentence for {w}, please.", "How is {w} used in a sentence?"]
+ANT_FU = ["Antonym?", "What is the opposite?", "What's its opposite?", "Opposite?",
+          "Is there an antonym?", "What is the antonym of {w}?", "Opposite of {w}?",
+          "What's the opposite of {w}?", "antonym", "And the opposite?"]
+ANT_ALONE = ["What is the opposite of {w}?", "Antonym of {w}?", "opposite of {w}",
+             "What's the antonym of {w}?", "Give me the opposite of {w}.", "What is the antonym of {w}?"]
+POS_ALONE = ["What part of speech is {w}?", "Is {w} a noun or a verb?", "part of speech of {w}"]
+DRILLS = ["Repeat the word {w}.", "Say {w}.", "Repeat: {w}", "Spell {w}.", "Echo {w}",
+          "Say the word {w}.", "Type {w}.", "Write the word {w}."]
+
+IDENTITY_Q = ["Who are you?", "who are you", "What are you?", "What are you", "Who am I talking to?",
+              "Introduce yourself.", "Tell me about yourself.", "What model is this?", "Which model are you?",
+              "Are you ChatGPT?", "Are you OpenELM?", "Are you a real OpenELM model?", "Who made you?",
+              "Who trained you?", "What were you trained on?", "Are you an AI?", "What is your name?",
+              "Are you human?", "Are you a large language model?", "Why are your answers so limited?",
+              "Are you the real model?", "identify yourself", "What kind of model are you?"]
+CAPS_Q = ["What can you do?", "What do you know?", "How can you help me?", "What can I ask you?",
+          "What are you good at?", "what can you do", "What do you do?", "What questions can you answer?"]
+GREET_Q = ["Hello", "Hello!", "Hi", "Hi!", "hi", "hello", "Hey", "Hey there!", "Good morning!",
+           "Good evening.", "Good afternoon", "Hi there", "Greetings!", "Howdy", "Yo", "Hello there.",
+           "hey", "Hi, how are you?", "How are you?", "How's it going?", "Nice to meet you."]
+THANKS_Q = ["Thanks!", "Thank you.", "thanks", "Thank you very much!", "Thanks a lot.", "Cheers!",
+            "Great, thanks.", "thank you", "Thanks for the help.", "Perfect, thank you!", "ty", "Thx"]
+BYE_Q = ["Bye", "Goodbye!", "bye", "See you later.", "Good night!", "I'm done, bye.", "Farewell.",
+         "See you!", "That's all, goodbye.", "Bye bye", "Later!", "Cya"]
+
+
+def refusal_questions(rng, n):
+    countries = ["France", "Japan", "Brazil", "Canada", "Kenya", "Peru", "Norway", "India", "Egypt",
+                 "Spain", "Mexico", "Chile", "Italy", "Germany", "Poland", "Vietnam"]
+    books = ["Hamlet", "War and Peace", "Don Quixote", "Moby Dick", "Pride and Prejudice", "Ulysses"]
+    tasks = ["reverse a string", "sort a list", "read a file", "parse JSON", "compute a factorial",
+             "find prime numbers", "merge two arrays", "connect to a database", "download a web page"]
+    langs = ["Python", "C", "JavaScript", "Rust", "Go", "Java", "C++", "Haskell", "bash"]
+    topics = ["cats", "the ocean", "autumn", "love", "the moon", "friendship", "winter", "a robot"]
+    things = ["tea", "coffee", "Linux", "Windows", "dogs", "cats", "summer", "football", "jazz"]
+    foods = ["pancakes", "lasagna", "bread", "curry", "soup", "cookies"]
+    gens = [
+        lambda: f"What is {rng.randint(2, 99)} plus {rng.randint(2, 99)}?",
+        lambda: f"What is {rng.randint(2, 99)} times {rng.randint(2, 99)}?",
+        lambda: f"{rng.randint(2, 999)}+{rng.randint(2, 999)}=?",
+        lambda: f"What's {rng.randint(2, 99)}*{rng.randint(2, 99)}?",
+        lambda: f"Calculate {rng.randint(10, 999)} - {rng.randint(2, 99)}.",
+        lambda: f"What is the square root of {rng.randint(2, 400)}?",
+        lambda: f"Is {rng.randint(2, 999)} a prime number?",
+        lambda: f"Solve {rng.randint(2, 9)}x + {rng.randint(1, 20)} = {rng.randint(21, 99)}.",
+        lambda: f"Write a {rng.choice(langs)} function to {rng.choice(tasks)}.",
+        lambda: f"How do I {rng.choice(tasks)} in {rng.choice(langs)}?",
+        lambda: f"Write a {rng.choice(langs)} program that prints hello world.",
+        lambda: f"Fix my {rng.choice(langs)} code.",
+        lambda: f"Why does my {rng.choice(langs)} program crash?",
+        lambda: f"What is the capital of {rng.choice(countries)}?",
+        lambda: f"Who is the president of {rng.choice(countries)}?",
+        lambda: f"What is the population of {rng.choice(countries)}?",
+        lambda: f"Who wrote {rng.choice(books)}?",
+        lambda: f"Write a poem about {rng.choice(topics)}.",
+        lambda: f"Write a story about {rng.choice(topics)}.",
+        lambda: f"Write an essay on {rng.choice(topics)}.",
+        lambda: f"What do you think about {rng.choice(things)}?",
+        lambda: f"Which is better, {rng.choice(things)} or {rng.choice(things)}?",
+        lambda: f"Do you like {rng.choice(things)}?",
+        lambda: f"Give me a recipe for {rng.choice(foods)}.",
+        lambda: f"How do I cook {rng.choice(foods)}?",
+        lambda: f"Translate \"good morning\" into {rng.choice(['French', 'German', 'Spanish', 'Japanese'])}.",
+        lambda: f"How do you say thank you in {rng.choice(['French', 'German', 'Spanish', 'Italian'])}?",
+        lambda: f"What happened in {rng.randint(1800, 2024)}?",
+        lambda: f"When was {rng.choice(countries)} founded?",
+        lambda: rng.choice([
+            "What's the latest news?", "Who won the election?", "What happened today?",
+            "What's the weather like tomorrow?", "What is the stock price of Apple?", "Tell me a joke.",
+            "Summarize this article for me.", "Recommend a movie.", "What is the meaning of life?",
+            "How far away is the Moon?", "How tall is Mount Everest?", "Who invented the telephone?",
+            "When did World War II end?", "What time is it?", "What is today's date?",
+            "Explain quantum physics.", "How does the stock market work?", "Should I buy bitcoin?",
+            "What is your opinion on politics?", "Who is the best football player?",
+            "Can you help me with my homework?", "Write my cover letter.", "What is the speed of light?",
+            "How many people live on Earth?", "What is the tallest building in the world?",
+            "Explain how a car engine works.", "What should I eat tonight?", "Tell me a fun fact.",
+            "Who will win the next World Cup?", "How do I lose weight?", "What is the best programming language?",
+            "Write a SQL query to count rows.", "Explain recursion.", "What is 2+2?", "Play a game with me.",
+            "Can you browse the internet?", "Give me some life advice.", "Is it going to rain?",
+            "What is the GDP of China?", "How old is the universe?", "Write a haiku.",
+        ]),
+    ]
+    out = []
+    for _ in range(n):
+        out.append(rng.choice(gens)())
+    return out
+
+
+def norm_q(q):
+    return re.sub(r"[^a-z0-9/]+", " ", q.lower()).strip()
+
+
+def cap(s):
+    return s[:1].upper() + s[1:]
+
+
+def guide_questions(rng, topics, per_fact):
+    qs = []
+    for t in topics:
+        if t.startswith("N:"):
+            t = t[2:]
+            frames = guide_data.NOUN_FRAMES
+        else:
+            frames = guide_data.VERB_FRAMES
+        for fr in frames:
+            qs.append(fr.replace("{t}", t).replace("{T}", cap(t)))
+    qs = sorted(set(qs))
+    rng.shuffle(qs)
+    return qs[:per_fact]
+
+
+# ------------------------------------------------------------------ dialogues
+
+def make_dialogues(lex, unknown, seed):
+    rng = random.Random(seed)
+    D = []  # (kind, [(user, assistant), ...])
+
+    def def_q(e):
+        frames = DEF_FRAMES + (NOUN_DEF_FRAMES if e["pos"] == "noun" else [])
+        return rng.choice(frames)
+
+    def fill(fr, w):
+        return fr.replace("{w}", w).replace("{W}", cap(w))
+
+    followups = [
+        (SYN_FU, synonyms_reply), (MEAN_FU, second_reply), (EX_FU, example_reply), (ANT_FU, antonym_reply)]
+    for e in lex:
+        w = e["word"]
+        frames = DEF_FRAMES + (NOUN_DEF_FRAMES if e["pos"] == "noun" else [])
+        for fr in rng.sample(frames, 7):
+            D.append(("def", [(fill(fr, w), definition(e))]))
+        for _ in range(2):
+            turns = [(fill(def_q(e), w), definition(e))]
+            for fus, fn in rng.sample(followups, rng.randint(1, 3)):
+                turns.append((fill(rng.choice(fus), w), fn(e)))
+            D.append(("def_multi", turns))
+        D.append(("syn", [(fill(rng.choice(SYN_ALONE), w), synonyms_reply(e))]))
+        D.append(("ant", [(fill(rng.choice(ANT_ALONE), w), antonym_reply(e))]))
+        D.append(("mean", [(fill(rng.choice(MEAN_ALONE), w), second_reply(e))]))
+        D.append(("ex", [(fill(rng.choice(EX_ALONE), w), example_reply(e))]))
+        D.append(("drill", [(fill(rng.choice(DRILLS), w), w)]))
+        if rng.random() < 0.3:
+            D.append(("pos", [(fill(rng.choice(POS_ALONE), w), pos_reply(e))]))
+    for w in unknown:
+        D.append(("unknown", [(fill(rng.choice(DEF_FRAMES), w), unknown_word(w))]))
+
+    eval_q = set()
+    with open(os.path.join(HERE, "eval_guide.tsv")) as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            eval_q.add(norm_q(line.split("\t")[0]))
+    guide_pairs = []
+    for key, ans, topics in guide_data.FACTS:
+        qs = guide_questions(rng, topics, 30)
+        for q in qs:
+            guide_pairs.append((q, ans))
+            for _ in range(2):
+                D.append(("guide", [(q, ans)]))
+    for q, a in guide_pairs:
+        if norm_q(q) in eval_q:
+            raise SystemExit(f"held-out eval question generated: {q}")
+
+    small = []
+    for q in IDENTITY_Q:
+        small += [("identity", q, IDENTITY)] * 6
+    for q in CAPS_Q:
+        small += [("identity", q, CAPABILITIES)] * 6
+    for q in GREET_Q:
+        small += [("greet", q, GREETING)] * 5
+    for q in THANKS_Q:
+        small += [("thanks", q, THANKS)] * 4
+    for q in BYE_Q:
+        small += [("bye", q, GOODBYE)] * 4
+    for q in refusal_questions(rng, 2500):
+        small += [("refusal", q, REFUSAL)]
+    for k, q, a in small:
+        D.append((k, [(q, a)]))
+
+    # mixed conversations: greetings, words, guide questions, thanks, goodbye
+    for _ in range(6000):
+        turns = []
+        if rng.random() < 0.4:
+            turns.append((rng.choice(GREET_Q), GREETING))
+        for _ in range(rng.randint(1, 3)):
+            r = rng.random()
+            if r < 0.55:
+                e = rng.choice(lex)
+                turns.append((fill(def_q(e), e["word"]), definition(e)))
+                if rng.random() < 0.4:
+                    fus, fn = rng.choice(followups)
+                    turns.append((fill(rng.choice(fus), e["word"]), fn(e)))
+            elif r < 0.85:
+                turns.append(rng.choice(guide_pairs))
+            elif r < 0.95:
+                turns.append((rng.choice(refusal_questions(rng, 1)), REFUSAL))
+            else:
+                turns.append((rng.choice(IDENTITY_Q), IDENTITY))
+        if rng.random() < 0.3:
+            turns.append((rng.choice(THANKS_Q), THANKS))
+        if rng.random() < 0.2:
+            turns.append((rng.choice(BYE_Q), GOODBYE))
+        D.append(("mixed", turns))
+    rng.shuffle(D)
+    return D
+
+
+# ------------------------------------------------------------------ rendering (src/template.c)
+
+class Renderer:
+    """openelm-instruct exactly as elmchat renders it: one SentencePiece encode
+    (with the dummy prefix) per run between specials; a reply is the ids of
+    enc(gp + reply) after enc(gp), else its mid-text encoding."""
+
+    def __init__(self, sp):
+        self.sp = sp
+        self.nl = sp.encode("\n")
+
+    def run(self, s):
+        return self.sp.encode(s) if s else []
+
+    def cont(self, s):
+        b = self.run("\n" + s)
+        if b[:len(self.nl)] == self.nl:
+            return b[len(self.nl):]
+        return self.run(s)
+
+    def reply(self, gp, text):
+        a = self.run(gp)
+        b = self.run(gp + text)
+        if b[:len(a)] == a:
+            return b[len(a):]
+        return self.cont(text)
+
+    def render(self, turns, system=""):
+        """-> ids, mask (1 where the model is trained: reply tokens and their EOS)"""
+        ids = [1] + self.run("<|system|>\n" + system) + [2]
+        mask = [0] * len(ids)
+        for u, a in turns:
+            x = self.run("\n<|user|>\n" + u) + [2] + self.run("\n<|assistant|>\n")
+            ids += x
+            mask += [0] * len(x)
+            r = self.reply("\n<|assistant|>\n", a) + [2]
+            ids += r
+            mask += [1] * len(r)
+        return ids, mask
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "corpus"))
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--vocab", type=int, default=4000)
+    ap.add_argument("--val-frac", type=float, default=0.03)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    lex, removed, unknown = build_lexicon()
+    with open(os.path.join(args.out, "lexicon.tsv"), "w") as f:
+        for e in lex:
+            f.write("\t".join([e["word"], e["pos"], e["gloss"], e["example"], ", ".join(e["synonyms"]),
+                               e["antonym"], e["second"][1] if e["second"] else "", str(e["tagcount"])]) + "\n")
+    print(f"lexicon: {len(lex)} words ({len(removed)} removed: {' '.join(removed)})", file=sys.stderr)
+
+    D = make_dialogues(lex, unknown, args.seed)
+    # validation split by dialogue (deterministic hash of index and seed)
+    train, val = [], []
+    for i, (k, turns) in enumerate(D):
+        h = int(hashlib.sha256(f"{args.seed}:{i}".encode()).hexdigest()[:8], 16) / 2**32
+        (val if h < args.val_frac else train).append((k, turns))
+    for name, part in (("train", train), ("val", val)):
+        with open(os.path.join(args.out, name + ".jsonl"), "w") as f:
+            for k, turns in part:
+                f.write(json.dumps({"kind": k, "messages": [m for t in turns for m in
+                                                            (["user", t[0]], ["assistant", t[1]])]}) + "\n")
+
+    # tokenizer input: every line of every run as elmchat would send it
+    spm_in = os.path.join(args.out, "spm_input.txt")
+    with open(spm_in, "w") as f:
+        f.write("<|system|>\n<|user|>\n<|assistant|>\n")
+        for k, turns in train:
+            for u, a in turns:
+                f.write("<|user|>\n" + u.replace("\n", " ") + "\n<|assistant|>\n" + a.replace("\n", " ") + "\n")
+    import sentencepiece as spm
+    prefix = os.path.join(args.out, "tokenizer")
+    spm.SentencePieceTrainer.train(
+        input=spm_in, model_prefix=prefix, model_type="bpe", vocab_size=args.vocab,
+        byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+        normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
+        split_digits=True, allow_whitespace_only_pieces=True, character_coverage=1.0,
+        num_threads=1, input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=8192,
+        seed_sentencepiece_size=1000000, minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    R = Renderer(sp)
+
+    import torch
+    stats = {"lexicon_words": len(lex), "removed_words": removed, "unknown_words": len(unknown),
+             "vocab_size": sp.get_piece_size(), "seed": args.seed}
+    for name, part in (("train", train), ("val", val)):
+        seqs, masks, kinds = [], [], []
+        n_tok = n_loss = 0
+        for k, turns in part:
+            ids, mask = R.render(turns)
+            seqs.append(torch.tensor(ids, dtype=torch.int16))
+            masks.append(torch.tensor(mask, dtype=torch.bool))
+            kinds.append(k)
+            n_tok += len(ids)
+            n_loss += sum(mask)
+        torch.save({"ids": seqs, "mask": masks, "kinds": kinds}, os.path.join(args.out, name + ".pt"))
+        by_kind = {}
+        for k in kinds:
+            by_kind[k] = by_kind.get(k, 0) + 1
+        stats[name] = {"dialogues": len(part), "tokens": n_tok, "loss_tokens": n_loss,
+                       "max_len": max(len(s) for s in seqs), "by_kind": by_kind}
+    with open(os.path.join(args.out, "stats.json"), "w") as f:
+        json.dump(stats, f, indent=1)
+    print(json.dumps({k: v for k, v in stats.items() if k != "removed_words"}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

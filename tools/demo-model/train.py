@@ -1,0 +1,231 @@
+#!/usr/bin/python3
+"""Train a demo OpenELM model; resumes from its latest checkpoint by itself.
+
+    /usr/bin/python3 tools/demo-model/train.py --size small     # or --size large
+
+Run tools/demo-model/build_corpus.py first.  Everything goes to
+tools/demo-model/runs/SIZE/: ckpt.pt (atomic, every --ckpt-minutes), log.tsv
+(loss per step), val.tsv (validation loss), final/ (f32 HF folder at the end).
+The run's settings are fixed at its first start and stored in the checkpoint;
+re-running the same command continues exactly (model, optimizer, schedule step,
+data order).  bf16 autocast, f32 master weights, 1 thread by default.
+"""
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import openelm  # noqa: E402
+
+DEFAULTS = {
+    "small": dict(lr=2e-3, epochs=3, batch_tokens=6144, warmup=300),
+    "large": dict(lr=1e-3, epochs=8, batch_tokens=8192, warmup=500),
+}
+
+
+def batches_for_epoch(lengths, epoch, seed, batch_tokens):
+    """Deterministic: shuffle, sort by length within chunks, cut batches by
+    padded size, shuffle the batches."""
+    rng = random.Random(seed * 1000003 + epoch)
+    idx = list(range(len(lengths)))
+    rng.shuffle(idx)
+    out = []
+    chunk = 2048
+    for c in range(0, len(idx), chunk):
+        part = sorted(idx[c:c + chunk], key=lambda i: lengths[i])
+        cur, mx = [], 0
+        for i in part:
+            m2 = max(mx, lengths[i])
+            if cur and m2 * (len(cur) + 1) > batch_tokens:
+                out.append(cur)
+                cur, mx = [], 0
+                m2 = lengths[i]
+            cur.append(i)
+            mx = m2
+        if cur:
+            out.append(cur)
+    rng.shuffle(out)
+    return out
+
+
+def collate(data, b):
+    T = max(len(data["ids"][i]) for i in b) - 1
+    x = torch.zeros(len(b), T, dtype=torch.long)
+    y = torch.zeros(len(b), T, dtype=torch.long)
+    w = torch.zeros(len(b), T, dtype=torch.bool)
+    for r, i in enumerate(b):
+        ids = data["ids"][i].long()
+        n = len(ids) - 1
+        x[r, :n] = ids[:-1]
+        y[r, :n] = ids[1:]
+        w[r, :n] = data["mask"][i][1:]
+    return x, y, w
+
+
+def loss_fn(model, x, y, w):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(x, select=w)
+    n = int(w.sum())
+    return F.cross_entropy(logits.float(), y[w]), n
+
+
+def evaluate(model, val, batch_tokens):
+    model.eval()
+    lengths = [len(s) for s in val["ids"]]
+    tot, n = 0.0, 0
+    with torch.no_grad():
+        for b in batches_for_epoch(lengths, 0, 0, batch_tokens * 2):
+            x, y, w = collate(val, b)
+            l, k = loss_fn(model, x, y, w)
+            tot += float(l) * k
+            n += k
+    model.train()
+    return tot / max(n, 1)
+
+
+def lr_at(step, s):
+    if step < s["warmup"]:
+        return s["lr"] * (step + 1) / s["warmup"]
+    p = (step - s["warmup"]) / max(1, s["total_steps"] - s["warmup"])
+    return s["lr"] * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+
+
+def save_atomic(obj, path):
+    tmp = path + ".tmp"
+    torch.save(obj, tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size", choices=sorted(openelm.SIZES), default="small")
+    ap.add_argument("--corpus", default=os.path.join(HERE, "out", "corpus"))
+    ap.add_argument("--run", help="run folder (default: tools/demo-model/runs/SIZE)")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--epochs", type=float)
+    ap.add_argument("--lr", type=float)
+    ap.add_argument("--batch-tokens", type=int)
+    ap.add_argument("--ckpt-minutes", type=float, default=5.0)
+    ap.add_argument("--val-every", type=int, default=500)
+    ap.add_argument("--max-steps", type=int, help="stop this process after N steps (benchmarks)")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    run = a.run or os.path.join(HERE, "runs", a.size)
+    os.makedirs(run, exist_ok=True)
+    ckpt_path = os.path.join(run, "ckpt.pt")
+
+    train = torch.load(os.path.join(a.corpus, "train.pt"))
+    val = torch.load(os.path.join(a.corpus, "val.pt"))
+    lengths = [len(s) for s in train["ids"]]
+    vocab = json.load(open(os.path.join(a.corpus, "stats.json")))["vocab_size"]
+
+    if os.path.exists(ckpt_path):
+        ck = torch.load(ckpt_path)
+        s = ck["settings"]
+        model = openelm.OpenELM(ck["config"])
+        model.load_state_dict(ck["model"])
+        print(f"resuming {ckpt_path} at step {ck['step']} (epoch {ck['epoch']}, batch {ck['batch']})", flush=True)
+    else:
+        ck = None
+        s = dict(DEFAULTS[a.size])
+        for k in ("epochs", "lr", "batch_tokens"):
+            if getattr(a, k) is not None:
+                s[k] = getattr(a, k)
+        s["seed"] = a.seed
+        s["size"] = a.size
+        n_batches = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"]))
+        s["batches_per_epoch"] = n_batches
+        s["total_steps"] = int(n_batches * s["epochs"])
+        torch.manual_seed(s["seed"])
+        model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
+        json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=s["lr"], betas=(0.9, 0.95), eps=1e-8)
+    step, epoch, bi = 0, 0, 0
+    if ck:
+        opt.load_state_dict(ck["optimizer"])
+        step, epoch, bi = ck["step"], ck["epoch"], ck["batch"]
+        torch.set_rng_state(ck["torch_rng"])
+        random.setstate(ck["py_rng"])
+    print(f"{a.size}: {openelm.n_params(model):,} parameters, {s['total_steps']} steps "
+          f"({s['batches_per_epoch']} batches/epoch), settings {s}", flush=True)
+
+    log = open(os.path.join(run, "log.tsv"), "a")
+    vlog = open(os.path.join(run, "val.tsv"), "a")
+    if step == 0:
+        log.write("step\tepoch\tlr\tloss\tloss_tokens\tbatch_tokens\twall_s\ttok_per_s\n")
+        vlog.write("step\tepoch\tval_loss\twall_s\n")
+    wall0 = ck["wall"] if ck else 0.0
+    t_start = time.time()
+    last_ckpt = time.time()
+    model.train()
+    order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"])
+    done_here = 0
+    tok_window, t_window = 0, time.time()
+
+    def checkpoint():
+        save_atomic({"settings": s, "config": model.cfg, "model": model.state_dict(),
+                     "optimizer": opt.state_dict(), "step": step, "epoch": epoch, "batch": bi,
+                     "torch_rng": torch.get_rng_state(), "py_rng": random.getstate(),
+                     "wall": wall0 + time.time() - t_start}, ckpt_path)
+
+    while step < s["total_steps"]:
+        if bi >= len(order):
+            epoch += 1
+            bi = 0
+            order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"])
+        x, y, w = collate(train, order[bi])
+        lr = lr_at(step, s)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        loss, k = loss_fn(model, x, y, w)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        step += 1
+        bi += 1
+        done_here += 1
+        tok_window += x.numel()
+        now = time.time()
+        tps = tok_window / max(now - t_window, 1e-9)
+        if now - t_window > 30:
+            tok_window, t_window = 0, now
+        wall = wall0 + now - t_start
+        log.write(f"{step}\t{epoch}\t{lr:.3g}\t{float(loss):.4f}\t{k}\t{x.numel()}\t{wall:.1f}\t{tps:.0f}\n")
+        if step % 50 == 0:
+            log.flush()
+            print(f"step {step}/{s['total_steps']} ep {epoch} loss {float(loss):.4f} lr {lr:.2e} "
+                  f"{tps:.0f} tok/s wall {wall / 60:.1f} min", flush=True)
+        if step % a.val_every == 0 or step == s["total_steps"]:
+            vl = evaluate(model, val, s["batch_tokens"])
+            vlog.write(f"{step}\t{epoch}\t{vl:.4f}\t{wall:.1f}\n")
+            vlog.flush()
+            print(f"step {step} val loss {vl:.4f}", flush=True)
+        if time.time() - last_ckpt > a.ckpt_minutes * 60 or step == s["total_steps"]:
+            checkpoint()
+            last_ckpt = time.time()
+        if a.max_steps and done_here >= a.max_steps:
+            break
+    log.flush()
+    if step >= s["total_steps"]:
+        openelm.save_hf(model, os.path.join(run, "final"), torch.float32,
+                        tokenizer=os.path.join(a.corpus, "tokenizer.model"))
+        print(f"done: {os.path.join(run, 'final')}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
