@@ -6,7 +6,14 @@ engine_libelm_a_SOURCES = \
 	engine/elm_bench.h \
 	engine/elm_tokenizer.h \
 	engine/elm_worker.h \
+	engine/worker/worker_impl.h \
 	engine/worker/worker.c \
+	engine/worker/events.c \
+	engine/worker/queue.c \
+	engine/worker/residency.c \
+	engine/worker/loader.c \
+	engine/worker/request_generate.c \
+	engine/worker/request_cache.c \
 	engine/base/status.c \
 	engine/inference/sampler.c
 # The tokenizer (SentencePiece BPE; tokenizer.model and tokenizer.json).

@@ -1,0 +1,127 @@
+/* queue.c: the request queue: post (copying the request), cancel (a
+ * watermark of request ids), and the cancel checks the running request polls. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/worker/worker_impl.h"
+
+struct elm_request elm_request_default(enum elm_request_type type)
+{
+    struct elm_request r;
+    memset(&r, 0, sizeof r);
+    r.type = type;
+    r.n_keep = -1;
+    r.max_tokens = 256;
+    r.sampler = elm_sampler_default_params();
+    return r;
+}
+
+void wk_req_free(struct req_node *n)
+{
+    if (!n)
+        return;
+    free(n->req.path);
+    free(n->req.tokens);
+    if (n->final) {
+        elm_event_fini(&n->final->ev);
+        free(n->final);
+    }
+    free(n);
+}
+
+
+bool wk_cancelled(const elm_worker *w)
+{
+    return atomic_load(&w->quitting) || atomic_load(&w->cancel_upto) >= (uint_fast64_t)w->run->id;
+}
+
+/* The engine's abort callback: polled between layers of elm_decode on this
+ * (the worker) thread.  It also drives prefill progress. */
+bool wk_should_abort(void *user)
+{
+    elm_worker *w = user;
+    if (!w->run)
+        return false;
+    if (wk_cancelled(w))
+        return true;
+    if (w->in_prefill && w->pf_layers > 0) {
+        w->pf_polls++;
+        double t = now_sec();
+        if (t - w->pf_last_emit >= PROGRESS_PERIOD) {
+            int polls = w->pf_polls < w->pf_layers ? w->pf_polls : w->pf_layers;
+            double done = w->pf_done + (double)w->pf_chunk * polls / w->pf_layers;
+            wk_emit_progress(w, w->run, ELM_EV_PREFILL_PROGRESS, (float)(done / w->pf_total));
+            w->pf_last_emit = t;
+        }
+    }
+    return false;
+}
+
+void wk_queue_locked(elm_worker *w, struct req_node *n)
+{
+    n->next = NULL;
+    if (w->rq_tail)
+        w->rq_tail->next = n;
+    else
+        w->rq_head = n;
+    w->rq_tail = n;
+    pthread_cond_signal(&w->cv);
+}
+
+uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
+{
+    if (!w || !req)
+        return 0;
+    struct req_node *n = calloc(1, sizeof *n);
+    if (!n)
+        return 0;
+    n->req = *req;
+    n->req.path = NULL;
+    n->req.tokens = NULL;
+    n->final = calloc(1, sizeof *n->final);
+    if (!n->final)
+        goto oom;
+    if (req->path && !(n->req.path = strdup(req->path)))
+        goto oom;
+    if (req->n_tokens > 0 && req->tokens) {
+        n->req.tokens = malloc((size_t)req->n_tokens * sizeof *req->tokens);
+        if (!n->req.tokens)
+            goto oom;
+        memcpy(n->req.tokens, req->tokens, (size_t)req->n_tokens * sizeof *req->tokens);
+    } else if (req->n_tokens > 0) {
+        n->req.n_tokens = -1; /* reported as a bad request on the worker */
+    }
+    pthread_mutex_lock(&w->mu);
+    if (w->shutdown_posted) {
+        pthread_mutex_unlock(&w->mu);
+        wk_req_free(n);
+        return 0;
+    }
+    n->id = ++w->last_id;
+    if (req->type == ELM_REQ_SHUTDOWN)
+        w->shutdown_posted = true;
+    wk_queue_locked(w, n);
+    uint64_t id = n->id;
+    pthread_mutex_unlock(&w->mu);
+    return id;
+oom:
+    wk_req_free(n);
+    return 0;
+}
+
+void elm_worker_cancel(elm_worker *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->mu);
+    uint64_t upto = w->last_id;
+    pthread_mutex_unlock(&w->mu);
+    /* Monotonic: a late store of a smaller watermark must not undo a newer
+     * cancel from another thread. */
+    uint_fast64_t cur = atomic_load(&w->cancel_upto);
+    while (cur < upto && !atomic_compare_exchange_weak(&w->cancel_upto, &cur, upto))
+        ;
+}

@@ -1,0 +1,97 @@
+/* request_cache.c: the requests on a slot's cache other than GENERATE:
+ * TRUNCATE, SAVE_STATE, LOAD_STATE, FREE_CTX. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/worker/worker_impl.h"
+
+static void done_ok(elm_worker *w, const struct slot_ctx *sc)
+{
+    struct elm_event *ev = wk_final_ev(w);
+    ev->type = ELM_EV_DONE;
+    ev->reason = ELM_DONE_OK;
+    if (sc) {
+        ev->n_past = elm_ctx_n_past(sc->ctx);
+        ev->n_ctx = elm_ctx_n_ctx(sc->ctx);
+    }
+    wk_finish(w);
+}
+
+void wk_do_truncate(elm_worker *w)
+{
+    const struct elm_request *rq = &w->run->req;
+    struct slot_ctx *sc = wk_slot_find(w->cur, rq->slot);
+    int n_past = sc ? elm_ctx_n_past(sc->ctx) : 0;
+    if (rq->n_keep < 0 || rq->n_keep > n_past) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "cannot truncate %d tokens to %d", n_past, rq->n_keep);
+        wk_finish_error(w, ELM_E_INVALID, n_past, msg);
+        return;
+    }
+    if (sc && rq->n_keep < n_past) {
+        elm_status st = elm_ctx_truncate(sc->ctx, rq->n_keep);
+        if (st != ELM_OK) {
+            wk_finish_error(w, st, elm_ctx_n_past(sc->ctx), NULL);
+            return;
+        }
+        if (sc->logits_at > rq->n_keep)
+            sc->logits_at = -1;
+    }
+    done_ok(w, sc);
+}
+
+void wk_do_state(elm_worker *w, bool save)
+{
+    const struct elm_request *rq = &w->run->req;
+    char err[ELM_ERR_MAX];
+    err[0] = '\0';
+    if (!w->cur) {
+        wk_finish_error(w, ELM_E_INVALID, 0, "no model loaded");
+        return;
+    }
+    if (!rq->path || !*rq->path) {
+        wk_finish_error(w, ELM_E_INVALID, 0, "no path given");
+        return;
+    }
+    struct slot_ctx *sc = wk_slot_find(w->cur, rq->slot);
+    if (save && !sc) {
+        wk_finish_error(w, ELM_E_INVALID, 0, "the slot has no cache to save");
+        return;
+    }
+    if (!save) {
+        elm_status st = wk_slot_get(w, rq->slot, &sc, err, sizeof err);
+        if (st != ELM_OK) {
+            wk_finish_error(w, st, 0, err);
+            return;
+        }
+    }
+    elm_status st = save ? elm_state_save(sc->ctx, rq->path, err, sizeof err)
+                         : elm_state_load(sc->ctx, rq->path, err, sizeof err);
+    if (!save && st == ELM_OK)
+        sc->logits_at = -1; /* the snapshot holds no logits */
+    if (st != ELM_OK) {
+        wk_finish_error(w, st, elm_ctx_n_past(sc->ctx), err);
+        return;
+    }
+    done_ok(w, sc);
+}
+
+void wk_do_free_ctx(elm_worker *w)
+{
+    int slot = w->run->req.slot;
+    for (struct model_rec *m = w->models; m; m = m->next) {
+        for (struct slot_ctx **ps = &m->ctxs; *ps;) {
+            if ((*ps)->slot == slot) {
+                struct slot_ctx *sc = *ps;
+                *ps = sc->next;
+                wk_slot_ctx_free(sc);
+            } else {
+                ps = &(*ps)->next;
+            }
+        }
+    }
+    done_ok(w, NULL);
+}
