@@ -123,7 +123,7 @@ static bool wait_final(elm_worker *w, uint64_t id, struct elm_event *out, double
         struct elm_event ev;
         while (elm_worker_next_event(w, &ev)) {
             if (ev.request_id == id &&
-                (ev.type == ELM_EV_DONE || ev.type == ELM_EV_ERROR ||
+                (ev.type == ELM_EV_DONE ||
                  ev.type == ELM_EV_MODEL_READY)) {
                 *out = ev;
                 return true;
@@ -180,7 +180,7 @@ static int bench_switch(const char *path1, const char *path2, const struct conve
                         int threads)
 {
     char err[ELM_ERR_MAX];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     if (!w) {
         cli_error("%s", err);
         return EXIT_RUNTIME;

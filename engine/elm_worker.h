@@ -13,14 +13,14 @@
  * LOAD_MODEL, see Models), and every event echoes the id that
  * elm_worker_post returned.  Each request except SHUTDOWN
  * gets exactly one final event:
- *   LOAD_MODEL   LOAD_PROGRESS*, then MODEL_READY or ERROR
- *   GENERATE     PREFILL_PROGRESS*, TOKEN*, then DONE (always, even on
- *                failure: reason ELM_DONE_ERROR with status and text)
+ *   LOAD_MODEL   LOAD_PROGRESS*, then MODEL_READY or DONE
+ *   GENERATE     PREFILL_PROGRESS*, TOKEN*, then DONE
  *   TRUNCATE, SAVE_STATE, LOAD_STATE, FREE_CTX
- *                DONE (reason ELM_DONE_OK) or ERROR
- * DONE and ERROR are never dropped.  TOKEN events of one request merge when
+ *                DONE
+ * Failures take one path: DONE with reason ELM_DONE_ERROR, a status and a
+ * message.  Final events are never dropped.  TOKEN events of one request merge when
  * the reader is slow (ids and text concatenated); progress events replace
- * an unread one of the same request.  n_past in DONE/ERROR is the number of
+ * an unread one of the same request.  n_past in DONE is the number of
  * tokens in the slot's cache afterwards (its ctx for the current model).
  *
  * Slots: a slot (any int >= 0, one per conversation) has its own elm_ctx
@@ -41,18 +41,15 @@
  * comes from the old model, every one after from the new).  Loads run one
  * at a time in the order posted.  With no current model (the first load),
  * the other requests wait for the load.  A failed load leaves the current
- * model current.  elm_worker_cancel does not stop a load (it stops
- * replies: Esc during a /model switch must not undo the switch).  Shutdown
+ * model current.  Cancelling does not stop a load (it stops replies: Esc
+ * during a /model switch must not undo the switch).  Shutdown
  * (elm_worker_free) does: the load stops at its next cancel point (before
  * each tensor and step, every few MiB of a copy, through
  * elm_model_params.abort_cb), its memory is freed and the waiting loads are
  * dropped, so quitting during a slow load takes a fraction of a second.
- * The previous models and their caches are kept while mem_budget allows,
- * so loading the same path again is instant (no disk access, caches
- * intact).  Test hook: the environment variable
- * ELM_WORKER_TEST_LOAD_DELAY_MS, read by elm_worker_new, makes every disk
- * load take that much longer: a slow disk inside elm_model_load (its first
- * cancel point waits), which only its cancel points can cut short.
+ * The previous models and their caches are kept while the memory budget
+ * allows, so loading the same path again is instant (no disk access,
+ * caches intact).
  */
 #ifndef ELMCHAT_ENGINE_ELM_WORKER_H
 #define ELMCHAT_ENGINE_ELM_WORKER_H
@@ -100,14 +97,12 @@ struct elm_request {
     struct elm_sampler_params sampler;
     int32_t stop_ids[ELM_MAX_STOP_IDS]; /* GENERATE: besides the model's EOS */
     int n_stop_ids;
+    char **stop_strings; /* GENERATE: end the reply where its text reaches one
+                            (held back from TOKEN text; copied by post) */
+    int n_stop_strings;
     int n_ctx;           /* LOAD_MODEL: context length, <= 0 default */
     int n_threads;       /* LOAD_MODEL: <= 0 default */
     unsigned flags;      /* GENERATE: ELM_GEN_* */
-    uint64_t mem_budget; /* LOAD_MODEL: bytes for models + caches kept
-                            (0: half the physical memory) */
-    int min_token_interval_ms; /* GENERATE: pacing for tests and demos: at least
-                                  this long between sampled tokens (the wait
-                                  ends at once on cancel); 0: as fast as possible */
 };
 
 /* A request of that type with the defaults: n_keep -1 (no truncation),
@@ -120,8 +115,7 @@ enum elm_event_type {
     ELM_EV_MODEL_READY,
     ELM_EV_PREFILL_PROGRESS,
     ELM_EV_TOKEN, /* coalesced: text may hold several tokens */
-    ELM_EV_DONE,
-    ELM_EV_ERROR,
+    ELM_EV_DONE,          /* final: how the request ended (reason) */
     ELM_EV_CACHE_DROPPED, /* a slot's cache went under the memory budget */
 };
 
@@ -149,11 +143,11 @@ struct elm_event {
     float progress; /* LOAD_PROGRESS, PREFILL_PROGRESS: 0..1 */
     int32_t *ids;   /* TOKEN: the token ids (owned by the event) */
     int n_ids;
-    char *text; /* TOKEN: UTF-8 text; ERROR, DONE(ERROR): message (owned) */
+    char *text; /* TOKEN: UTF-8 text; DONE(ERROR): message (owned) */
     enum elm_done_reason reason;
-    elm_status status;              /* ERROR, DONE(ERROR) */
-    int n_past;                     /* DONE, ERROR: tokens in the slot's cache */
-    int n_ctx;                      /* DONE, ERROR, MODEL_READY: cache capacity */
+    elm_status status;              /* DONE(ERROR) */
+    int n_past;                     /* DONE: tokens in the slot's cache */
+    int n_ctx;                      /* DONE, MODEL_READY: cache capacity */
     double prefill_tps, decode_tps; /* DONE */
     int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
     int n_reused;                   /* DONE: tokens found already cached */
@@ -163,33 +157,37 @@ struct elm_event {
 };
 void elm_event_fini(struct elm_event *ev); /* frees ids, text, info */
 
+struct elm_worker_params {
+    uint64_t mem_budget; /* bytes for the models and caches kept (0: half
+                            the physical memory) */
+    /* Background priority (additive, Linux; ignored elsewhere): the worker
+     * thread, its loader and its compute threads run `nice` (0..19) levels
+     * below the thread that creates the worker, which keeps its own, so an
+     * interactive caller wins the CPU as soon as it wakes. */
+    int nice;
+};
+struct elm_worker_params elm_worker_default_params(void);
+
 /* Start the thread (with SIGINT, SIGTERM, SIGWINCH, SIGHUP, SIGQUIT,
  * SIGTSTP, SIGCONT blocked in it and in the compute threads it starts, so
- * they reach the UI thread).  NULL on failure (err filled). */
-elm_worker *elm_worker_new(char *err, size_t err_size);
+ * they reach the UI thread).  params NULL: the defaults.  NULL on failure
+ * (err filled). */
+elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, size_t err_size);
 /* Cancel, post SHUTDOWN, join, free everything.  NULL is a no-op.
  * Returns within one layer of compute, or one tensor of a model load in
- * progress (which is abandoned: ERROR, never delivered). */
+ * progress (which is abandoned: its DONE{ERROR} is never delivered). */
 void elm_worker_free(elm_worker *w);
 
 /* Copy req into the queue; returns its id (> 0, increasing), or 0 on OOM or
  * after SHUTDOWN. */
 uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req);
-/* Out of band: every GENERATE posted before this call ends with DONE
- * {CANCELLED}: the running one within one layer (a prefill keeps the chunks
- * already computed, n_past says how far), queued ones without computing.
- * Requests posted after the call are not affected. */
-void elm_worker_cancel(elm_worker *w);
-
-/* Background priority (additive, Linux; a no-op elsewhere): the worker
- * thread runs `inc` (0..19) nice levels below the thread that created the
- * worker, and so do the loader and compute threads it starts afterwards
- * (threads inherit the nice of the thread that starts them).  The caller
- * keeps its own priority, so an interactive caller wins the CPU as soon
- * as it wakes.  Takes effect before the next request: call it before the
- * first post so that every compute thread has it.  Lowering it again
- * needs privileges (the kernel refuses silently). */
-void elm_worker_set_nice(elm_worker *w, int inc);
+/* Out of band: the GENERATE request_id ends with DONE{CANCELLED}: within
+ * one layer when it runs (a prefill keeps the chunks already computed,
+ * n_past says how far), without computing when it waits.  A request that
+ * has ended, or is no GENERATE, is left alone.  ELM_CANCEL_ALL: every
+ * GENERATE posted before this call. */
+#define ELM_CANCEL_ALL 0
+void elm_worker_cancel(elm_worker *w, uint64_t request_id);
 
 int elm_worker_wake_fd(const elm_worker *w);
 void elm_worker_drain_wake(elm_worker *w);

@@ -7,6 +7,7 @@ engine_libelm_a_SOURCES = \
 	engine/elm_tokenizer.h \
 	engine/elm_worker.h \
 	engine/worker/worker_impl.h \
+	engine/worker/worker_testing.h \
 	engine/worker/worker.c \
 	engine/worker/events.c \
 	engine/worker/queue.c \

@@ -829,13 +829,12 @@ void conversation_reply_keep(struct conversation *cv, size_t n)
         cv->tokens.n = cv->reply_gen + n;
 }
 
-enum template_end conversation_end_from_done(enum elm_done_reason reason, bool stop_string)
+enum template_end conversation_end_from_done(enum elm_done_reason reason)
 {
-    if (stop_string)
-        return TEMPLATE_END_STOP;
     switch (reason) {
     case ELM_DONE_EOS: return TEMPLATE_END_EOS;
-    case ELM_DONE_STOP: return TEMPLATE_END_STOP;
+    case ELM_DONE_STOP:
+    case ELM_DONE_STOP_STRING: return TEMPLATE_END_STOP;
     default: return TEMPLATE_END_CUT;
     }
 }

@@ -202,7 +202,7 @@ void conversation_reply_keep(struct conversation *cv, size_t n);
 int conversation_reply_end(struct conversation *cv, enum template_end how, const char *content,
                            bool interrupted, char *err, size_t err_size);
 /* From a worker DONE's done reason. */
-enum template_end conversation_end_from_done(enum elm_done_reason reason, bool stop_string);
+enum template_end conversation_end_from_done(enum elm_done_reason reason);
 
 /* The worker told us (DONE / ERROR n_past) how many tokens its cache holds
  * for this conversation: its first n_past tokens are ours. */

@@ -3,7 +3,7 @@
  * Starts elmchat in a pseudo-terminal of a fixed size (private XDG folders,
  * TERM=xterm-256color), types printable characters at random intervals,
  * first with the model idle, then while a long reply decodes flat out
- * (ELMCHAT_TEST_TOKEN_DELAY_MS=0), and times each one from write() to the
+ * (ELM_WORKER_TEST_TOKEN_INTERVAL_MS=0), and times each one from write() to the
  * read() whose bytes make it visible.  "Visible" is decided on a screen
  * model: the output is run through a small terminal emulator (the subset
  * of xterm that ncurses uses with that TERM; any other sequence is counted
@@ -735,7 +735,7 @@ static void usage(FILE *f)
                "  -v, --verbose      one line per keystroke\n"
                "  --dump             print the emulated screen when the typing ends\n"
                "The child gets no OMP_*, GOMP_* or BLIS_* variables and\n"
-               "ELMCHAT_TEST_TOKEN_DELAY_MS=0.  Exit status 0 when every keystroke\n"
+               "ELM_WORKER_TEST_TOKEN_INTERVAL_MS=0.  Exit status 0 when every keystroke\n"
                "arrived in order, generation went on, and elmchat quit cleanly.\n");
 }
 
@@ -1429,7 +1429,7 @@ static void start_child(struct run *r)
         setenv("TERM", "xterm-256color", 1);
         unsetenv("COLUMNS");
         unsetenv("LINES");
-        setenv("ELMCHAT_TEST_TOKEN_DELAY_MS", "0", 1);
+        setenv("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", "0", 1);
         setenv("ELMCHAT_LATENCY_LOG", logpath, 1);
         /* A user has none of these: the program must manage without. */
         static const char *const drop[] = {

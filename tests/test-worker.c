@@ -3,7 +3,8 @@
  * with kept caches, snapshots, errors, loads in the background (the current
  * model serves meanwhile), shutdown during a long load (and, on libelm,
  * every cancel point of elm_model_load), CACHE_DROPPED under the memory
- * budget, min_token_interval_ms pacing; generated ids against a direct
+ * budget, the token-interval pacing hook, cancel by request id; generated
+ * ids against a direct
  * synchronous elm_decode + greedy run.
  *
  * Built twice: test-worker-fake links tests/fake-engine.c (deterministic
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "engine/elm_worker.h"
+#include "engine/worker/worker_testing.h"
 #include "tests/tap.h"
 
 /* ThreadSanitizer slows compute 10-50x, and far more with a spinning
@@ -109,7 +111,7 @@ static bool pump(elm_worker *w, struct evlog *lg, int timeout_ms)
 
 static bool is_final(const struct elm_event *ev)
 {
-    return ev->type == ELM_EV_DONE || ev->type == ELM_EV_ERROR || ev->type == ELM_EV_MODEL_READY;
+    return ev->type == ELM_EV_DONE || ev->type == ELM_EV_MODEL_READY;
 }
 
 static struct elm_event *find_final(struct evlog *lg, uint64_t id)
@@ -167,7 +169,15 @@ static int gather_tokens(const struct evlog *lg, uint64_t id, int32_t **ids, cha
 
 /* ---------------------------------------------------------- request helpers */
 
-static uint64_t post_load(elm_worker *w, const char *path, int n_ctx, uint64_t budget)
+/* A worker with a memory budget (0: the default). */
+static elm_worker *new_worker(uint64_t budget, char *err, size_t err_size)
+{
+    struct elm_worker_params p = elm_worker_default_params();
+    p.mem_budget = budget;
+    return elm_worker_new(&p, err, err_size);
+}
+
+static uint64_t post_load(elm_worker *w, const char *path, int n_ctx)
 {
     struct elm_request r = elm_request_default(ELM_REQ_LOAD_MODEL);
     r.path = (char *)path;
@@ -175,7 +185,6 @@ static uint64_t post_load(elm_worker *w, const char *path, int n_ctx, uint64_t b
     /* Two compute threads on the slow model: cancel and shutdown then hit
      * the engine's thread pool mid-job (and TSan sees it). */
     r.n_threads = strcmp(path, model_slow) == 0 ? SLOW_THREADS : 1;
-    r.mem_budget = budget;
     return elm_worker_post(w, &r);
 }
 
@@ -280,13 +289,13 @@ static int n_vocab_a = 64;
 static void test_order_and_ids(void)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     if (!ok(w != NULL, "elm_worker_new (%s)", w ? "ok" : err))
         return;
     struct evlog lg = {0};
     int32_t *prompt = make_prompt(12, 64, 1);
     uint64_t ids[6];
-    ids[0] = post_load(w, model_a, 0, 0);
+    ids[0] = post_load(w, model_a, 0);
     ids[1] = post_gen(w, 0, prompt, 12, 20, 0, -1);
     ids[2] = post_simple(w, ELM_REQ_TRUNCATE, 0, 2, NULL);
     ids[3] = post_gen(w, 1, prompt, 12, 5, 0, -1);
@@ -389,7 +398,7 @@ static void test_order_and_ids(void)
     /* Context full. */
     log_clear(&lg);
     /* (requests posted before MODEL_READY would run on the current model) */
-    uint64_t l64 = post_load(w, model_a, 64, 0);
+    uint64_t l64 = post_load(w, model_a, 64);
     struct elm_event *r = wait_final(w, &lg, l64, 60);
     ok(r && r->type == ELM_EV_MODEL_READY && r->n_ctx == 64, "LOAD_MODEL n_ctx 64");
     int32_t *p60 = make_prompt(60, n_vocab_a, 2);
@@ -416,9 +425,9 @@ static void test_order_and_ids(void)
 static void test_slow_reader(void)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     struct evlog lg = {0};
-    uint64_t l = post_load(w, model_a, 0, 0);
+    uint64_t l = post_load(w, model_a, 0);
     struct elm_event *ready = wait_final(w, &lg, l, 60);
     int n_ctx = ready ? ready->n_ctx : 64;
     int max = n_ctx - 20 < 1500 ? n_ctx - 20 : 1500;
@@ -464,9 +473,9 @@ static int long_prompt_len(int n_ctx)
 static void test_cancel(void)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     struct evlog lg = {0};
-    uint64_t l = post_load(w, model_slow, 0, 0);
+    uint64_t l = post_load(w, model_slow, 0);
     struct elm_event *ready = wait_final(w, &lg, l, 120);
     if (!ok(ready && ready->type == ELM_EV_MODEL_READY, "slow model loads")) {
         log_free(&lg);
@@ -489,7 +498,7 @@ static void test_cancel(void)
     }
     ok(progress > 0 && progress < 1, "PREFILL_PROGRESS reported (%.2f)", progress);
     double t0 = now_sec();
-    elm_worker_cancel(w);
+    elm_worker_cancel(w, ELM_CANCEL_ALL);
     uint64_t after = post_gen(w, 1, prompt, 4, 2, 0, -1); /* posted after: not cancelled */
     struct elm_event *d = wait_final(w, &lg, g, 60);
     double dt = now_sec() - t0;
@@ -523,7 +532,7 @@ static void test_cancel(void)
     uint64_t b = post_gen(w, 3, prompt, n, 10, 0, -1);
     uint64_t tr = post_simple(w, ELM_REQ_TRUNCATE, 0, 0, NULL);
     sleep_ms(100);
-    elm_worker_cancel(w);
+    elm_worker_cancel(w, ELM_CANCEL_ALL);
     uint64_t c = post_gen(w, 4, prompt, 5, 3, 0, -1);
     d = wait_final(w, &lg, c, 60);
     struct elm_event *da = find_final(&lg, a), *db = find_final(&lg, b), *dt2 = find_final(&lg, tr);
@@ -542,9 +551,9 @@ static void test_cancel(void)
 static void test_shutdown_busy(void)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     struct evlog lg = {0};
-    uint64_t l = post_load(w, model_slow, 0, 0);
+    uint64_t l = post_load(w, model_slow, 0);
     struct elm_event *ready = wait_final(w, &lg, l, 120);
     int n = long_prompt_len(ready ? ready->n_ctx : 2048);
     int32_t *prompt = make_prompt(n, ready ? ready->info->n_vocab : 64, 5);
@@ -566,10 +575,10 @@ static void test_shutdown_busy(void)
     log_free(&lg);
 
     /* A SHUTDOWN request, then free; posts after it are refused. */
-    w = elm_worker_new(err, sizeof err);
+    w = elm_worker_new(NULL, err, sizeof err);
     struct elm_request r = elm_request_default(ELM_REQ_SHUTDOWN);
     ok(elm_worker_post(w, &r) > 0, "SHUTDOWN accepted");
-    ok(post_load(w, model_a, 0, 0) == 0, "posts after SHUTDOWN are refused");
+    ok(post_load(w, model_a, 0) == 0, "posts after SHUTDOWN are refused");
     elm_worker_free(w);
     elm_worker_free(NULL);
     ok(1, "elm_worker_free(NULL) is a no-op");
@@ -578,7 +587,7 @@ static void test_shutdown_busy(void)
 static void test_models_and_state(void)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     struct evlog lg = {0};
     char snap[4096];
     snprintf(snap, sizeof snap, "%s/slot0.kv", tap_tmpdir());
@@ -587,16 +596,16 @@ static void test_models_and_state(void)
     struct elm_event *d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 4, 0, -1), 30);
     ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_ERROR && d->status == ELM_E_INVALID,
        "GENERATE without a model -> DONE{ERROR}");
-    d = wait_final(w, &lg, post_load(w, "/nonexistent/model", 0, 0), 30);
-    ok(d && d->type == ELM_EV_ERROR && d->status < 0 && d->text && *d->text,
+    d = wait_final(w, &lg, post_load(w, "/nonexistent/model", 0), 30);
+    ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_ERROR && d->status < 0 && d->text && *d->text,
        "LOAD_MODEL of a bad path -> ERROR (%s)", d && d->text ? d->text : "");
 
-    uint64_t la = post_load(w, model_a, 0, 0);
+    uint64_t la = post_load(w, model_a, 0);
     d = wait_final(w, &lg, la, 60);
     ok(d && d->type == ELM_EV_MODEL_READY, "model A ready");
     ok(count_type(&lg, la, ELM_EV_LOAD_PROGRESS) > 0, "LOAD_PROGRESS events during a load");
-    d = wait_final(w, &lg, post_load(w, "/nonexistent/model", 0, 0), 30);
-    ok(d && d->type == ELM_EV_ERROR, "a failed load...");
+    d = wait_final(w, &lg, post_load(w, "/nonexistent/model", 0), 30);
+    ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_ERROR, "a failed load...");
     uint64_t g = post_gen(w, 0, prompt, 10, 6, ELM_GEN_SYNC, 0);
     d = wait_final(w, &lg, g, 30);
     ok(d && d->type == ELM_EV_DONE && d->n_generated == 6, "...leaves the current model serving");
@@ -615,21 +624,21 @@ static void test_models_and_state(void)
     ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_OK && d->n_past == n_past_a,
        "SAVE_STATE -> DONE{OK}");
     d = wait_final(w, &lg, post_simple(w, ELM_REQ_SAVE_STATE, 7, 0, snap), 30);
-    ok(d && d->type == ELM_EV_ERROR, "SAVE_STATE of an unused slot -> ERROR");
+    ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_ERROR, "SAVE_STATE of an unused slot -> DONE{ERROR}");
 
     /* Switch to B: slot 0 starts empty there. */
-    uint64_t lb = post_load(w, model_b, 0, 0);
+    uint64_t lb = post_load(w, model_b, 0);
     d = wait_final(w, &lg, lb, 60);
     ok(d && d->type == ELM_EV_MODEL_READY, "model B ready");
     d = wait_final(w, &lg, post_gen(w, 0, seq, n_seq, 0, ELM_GEN_SYNC, 0), 30);
     ok(d && d->n_reused == 0 && d->n_past == n_seq, "B re-prefills the whole sequence");
     d = wait_final(w, &lg, post_simple(w, ELM_REQ_LOAD_STATE, 0, 0, snap), 30);
-    ok(d && d->type == ELM_EV_ERROR && d->status == ELM_E_MISMATCH && d->n_past == n_seq,
+    ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_ERROR && d->status == ELM_E_MISMATCH && d->n_past == n_seq,
        "LOAD_STATE of A's snapshot under B -> ERROR{MISMATCH}, cache unchanged");
 
     /* Back to A: instant, its cache intact. */
     double t0 = now_sec();
-    uint64_t la2 = post_load(w, model_a, 0, 0);
+    uint64_t la2 = post_load(w, model_a, 0);
     d = wait_final(w, &lg, la2, 60);
     double dt = now_sec() - t0;
     ok(d && d->type == ELM_EV_MODEL_READY && count_type(&lg, la2, ELM_EV_LOAD_PROGRESS) == 0,
@@ -647,10 +656,17 @@ static void test_models_and_state(void)
     d = wait_final(w, &lg, post_gen(w, 0, seq, n_seq, 0, ELM_GEN_SYNC, 0), 30);
     ok(d && d->n_reused == n_past_a, "the restored cache is reused (%d)", d ? d->n_reused : -1);
 
-    /* A budget of one byte keeps nothing but the current model. */
-    d = wait_final(w, &lg, post_load(w, model_b, 0, 1), 60);
+    /* A budget of one byte keeps nothing but the current model: a worker
+     * with that budget, A cached in slot 0, then B. */
+    elm_worker_free(w);
+    log_clear(&lg);
+    w = new_worker(1, err, sizeof err);
+    d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
+    d = wait_final(w, &lg, post_gen(w, 0, seq, n_seq, 0, ELM_GEN_SYNC, 0), 30);
+    ok(d && d->type == ELM_EV_DONE && d->n_past == n_seq, "A caches slot 0 under a tiny budget");
+    d = wait_final(w, &lg, post_load(w, model_b, 0), 60);
     ok(d && d->type == ELM_EV_MODEL_READY, "B ready under a tiny budget");
-    uint64_t la3 = post_load(w, model_a, 0, 0);
+    uint64_t la3 = post_load(w, model_a, 0);
     d = wait_final(w, &lg, la3, 60);
     ok(d && d->type == ELM_EV_MODEL_READY && count_type(&lg, la3, ELM_EV_LOAD_PROGRESS) > 0,
        "A was evicted and loads again");
@@ -683,7 +699,7 @@ static uint64_t post_paced(elm_worker *w, int slot, const int32_t *toks, int n, 
     r.n_tokens = n;
     r.max_tokens = max_tokens;
     r.flags = ELM_GEN_SYNC;
-    r.min_token_interval_ms = interval_ms;
+    elm_worker_test_set_token_interval(w, interval_ms); /* read when it runs */
     return elm_worker_post(w, &r);
 }
 
@@ -697,13 +713,13 @@ static void test_background_load(void)
     char delay[16];
     snprintf(delay, sizeof delay, "%d", LOAD_DELAY_MS);
     setenv("ELM_WORKER_TEST_LOAD_DELAY_MS", delay, 1);
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     unsetenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
     struct evlog lg = {0};
     int32_t *prompt = make_prompt(10, n_vocab_a, 7);
 
     /* The first load: with no model yet, the GENERATE waits for it. */
-    uint64_t la = post_load(w, model_a, 0, 0);
+    uint64_t la = post_load(w, model_a, 0);
     uint64_t g0 = post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
     struct elm_event *d = wait_final(w, &lg, g0, 60);
     ok(d && d->type == ELM_EV_DONE && d->n_generated == 4 && final_index(&lg, la) >= 0 &&
@@ -716,7 +732,7 @@ static void test_background_load(void)
     /* B loads slowly; A keeps answering meanwhile. */
     log_clear(&lg);
     double start = now_sec();
-    uint64_t lb = post_load(w, model_b, 0, 0);
+    uint64_t lb = post_load(w, model_b, 0);
     uint64_t g1 = post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
     uint64_t g1b = post_gen(w, 3, prompt, 10, 4, ELM_GEN_SYNC, 0);
     d = wait_final(w, &lg, g1b, 60);
@@ -746,12 +762,12 @@ static void test_background_load(void)
 
     /* Cancel during a load stops the generation, not the load. */
     log_clear(&lg);
-    uint64_t l128 = post_load(w, model_a, 128, 0); /* another n_ctx: a real load */
+    uint64_t l128 = post_load(w, model_a, 128); /* another n_ctx: a real load */
     uint64_t g3 = post_paced(w, 0, prompt, 10, 1000, 5);
     double end = now_sec() + 30;
     while (count_type(&lg, g3, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
-    elm_worker_cancel(w);
+    elm_worker_cancel(w, ELM_CANCEL_ALL);
     d = wait_final(w, &lg, g3, 30);
     ok(d && d->reason == ELM_DONE_CANCELLED && !find_final(&lg, l128),
        "cancel during a load: the generation stops, the load goes on");
@@ -760,8 +776,8 @@ static void test_background_load(void)
 
     /* Loads run in order; a kept model's turn is instant. */
     log_clear(&lg);
-    uint64_t lx = post_load(w, model_b, 64, 0);
-    uint64_t lk = post_load(w, model_a, 128, 0);
+    uint64_t lx = post_load(w, model_b, 64);
+    uint64_t lk = post_load(w, model_a, 128);
     d = wait_final(w, &lg, lk, 60);
     ok(d && d->type == ELM_EV_MODEL_READY && final_index(&lg, lx) >= 0 &&
            final_index(&lg, lx) < final_index(&lg, lk),
@@ -771,7 +787,7 @@ static void test_background_load(void)
 
     /* Shutdown during a load: the loader stops at the load's first cancel
      * point (where the hook's slow disk is). */
-    post_load(w, model_b, 100, 0);
+    post_load(w, model_b, 100);
     post_paced(w, 0, prompt, 10, 1000, 5);
     pump(w, &lg, 100);
     double f0 = now_sec();
@@ -781,11 +797,11 @@ static void test_background_load(void)
        dt * 1e3);
 
     /* A failed load in the background leaves the current model. */
-    w = elm_worker_new(err, sizeof err);
-    d = wait_final(w, &lg, post_load(w, model_a, 0, 0), 60);
-    uint64_t lbad = post_load(w, "/nonexistent/model", 0, 0);
+    w = elm_worker_new(NULL, err, sizeof err);
+    d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
+    uint64_t lbad = post_load(w, "/nonexistent/model", 0);
     d = wait_final(w, &lg, lbad, 30);
-    ok(d && d->type == ELM_EV_ERROR, "a failed background load -> ERROR");
+    ok(d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_ERROR, "a failed background load -> DONE{ERROR}");
     d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0), 30);
     ok(d && d->type == ELM_EV_DONE && d->n_generated == 4, "... and the current model serves");
     elm_worker_free(w);
@@ -814,11 +830,11 @@ static void test_load_shutdown(void)
      * it: the situation of a chat that starts on a slow disk and quits. */
     snprintf(delay, sizeof delay, "%d", LONG_LOAD_MS);
     setenv("ELM_WORKER_TEST_LOAD_DELAY_MS", delay, 1);
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     unsetenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
-    uint64_t l = post_load(w, model_a, 0, 0);
+    uint64_t l = post_load(w, model_a, 0);
     post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0);
-    post_load(w, model_b, 0, 0); /* waits its turn: dropped */
+    post_load(w, model_b, 0); /* waits its turn: dropped */
     pump(w, &lg, 300);
     ok(!find_final(&lg, l), "the first load is still running after 300 ms");
     double t0 = now_sec();
@@ -832,15 +848,15 @@ static void test_load_shutdown(void)
 #ifdef FAKE_ENGINE
     /* In the background, while the current model serves: here the load
      * itself is long (elm_model_load polls its abort callback). */
-    w = elm_worker_new(err, sizeof err);
-    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0, 0), 30);
+    w = elm_worker_new(NULL, err, sizeof err);
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0), 30);
     ok(d && d->type == ELM_EV_MODEL_READY, "model A for the background case");
-    l = post_load(w, model_long_load, 0, 0);
+    l = post_load(w, model_long_load, 0);
     d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 4, ELM_GEN_SYNC, 0), 30);
     ok(d && d->type == ELM_EV_DONE && d->n_generated == 4 && !find_final(&lg, l),
        "A serves while the long load runs");
     /* Cancel is for replies: the load goes on. */
-    elm_worker_cancel(w);
+    elm_worker_cancel(w, ELM_CANCEL_ALL);
     pump(w, &lg, 200);
     ok(!find_final(&lg, l), "elm_worker_cancel does not stop a load");
     t0 = now_sec();
@@ -977,13 +993,13 @@ static int index_of_type(const struct evlog *lg, enum elm_event_type t)
 static void run_budget(uint64_t budget, int *n_events, int *checks_ok)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = new_worker(budget, err, sizeof err);
     struct evlog lg = {0};
     int32_t *prompt = make_prompt(10, n_vocab_a, 10);
     int ok_count = 0, events = 0;
     int slot = -1, nd = -1;
     uint64_t rq = 0;
-    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0, budget), 60);
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
     if (!d || d->type != ELM_EV_MODEL_READY) {
         ok(0, "model A for the budget test");
         goto out;
@@ -1031,7 +1047,7 @@ static void run_budget(uint64_t budget, int *n_events, int *checks_ok)
     log_clear(&lg);
 
     /* another model: the old one's caches go with it, silently */
-    d = wait_final(w, &lg, post_load(w, model_b, 0, budget), 60);
+    d = wait_final(w, &lg, post_load(w, model_b, 0), 60);
     k = count_dropped(&lg, &slot, &nd, &rq);
     events += k;
     if (budget == 1)
@@ -1053,15 +1069,15 @@ static void test_cache_dropped(void)
     ok(events == 0, "with the default budget nothing is dropped (%d CACHE_DROPPED)", events);
 }
 
-/* min_token_interval_ms: tokens are spaced, the output is the same, and a
+/* The token-interval hook: tokens are spaced, the output is the same, and a
  * cancel (or shutdown) ends the wait at once. */
 static void test_pacing(void)
 {
     char err[256];
-    elm_worker *w = elm_worker_new(err, sizeof err);
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
     struct evlog lg = {0};
     int32_t *prompt = make_prompt(10, n_vocab_a, 8);
-    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0, 0), 60);
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
     if (!ok(d && d->type == ELM_EV_MODEL_READY, "model for pacing")) {
         log_free(&lg);
         elm_worker_free(w);
@@ -1117,7 +1133,7 @@ static void test_pacing(void)
     while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
     double c0 = now_sec();
-    elm_worker_cancel(w);
+    elm_worker_cancel(w, ELM_CANCEL_ALL);
     d = wait_final(w, &lg, g, 30);
     double dt = now_sec() - c0;
     ok(d && d->reason == ELM_DONE_CANCELLED && d->n_generated == 1,
@@ -1170,6 +1186,56 @@ static bool setup_models(void)
 }
 #endif
 
+/* Cancel by request id: a waiting GENERATE ends without computing, the
+ * running one goes on; then the running one stops, the next one runs. */
+static void test_cancel_by_id(void)
+{
+    char err[256];
+    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
+    struct evlog lg = {0};
+    int32_t *prompt = make_prompt(10, n_vocab_a, 9);
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
+    if (!ok(d && d->type == ELM_EV_MODEL_READY, "model for cancel by id")) {
+        log_free(&lg);
+        elm_worker_free(w);
+        free(prompt);
+        return;
+    }
+    uint64_t g1 = post_paced(w, 0, prompt, 10, 8, 20);
+    uint64_t g2 = post_gen(w, 1, prompt, 10, 8, ELM_GEN_SYNC, 0);
+    uint64_t g3 = post_gen(w, 2, prompt, 10, 3, ELM_GEN_SYNC, 0);
+    elm_worker_cancel(w, g2);
+    struct elm_event *d1 = wait_final(w, &lg, g1, 30);
+    struct elm_event *d2 = wait_final(w, &lg, g2, 30);
+    struct elm_event *d3 = wait_final(w, &lg, g3, 30);
+    ok(d1 && d1->reason == ELM_DONE_LENGTH && d1->n_generated == 8,
+       "the running GENERATE is not touched by another's cancel");
+    ok(d2 && d2->reason == ELM_DONE_CANCELLED && d2->n_generated == 0 && d2->n_prefilled == 0,
+       "the cancelled one ends without computing");
+    ok(d3 && d3->reason == ELM_DONE_LENGTH && d3->n_generated == 3, "the next one runs");
+
+    log_clear(&lg);
+    g1 = post_paced(w, 0, prompt, 10, 1000, 20);
+    g2 = post_gen(w, 1, prompt, 10, 2, ELM_GEN_SYNC, 0);
+    double end = now_sec() + 30;
+    while (count_type(&lg, g1, ELM_EV_TOKEN) == 0 && now_sec() < end)
+        pump(w, &lg, 50);
+    elm_worker_cancel(w, g1);
+    d1 = wait_final(w, &lg, g1, 30);
+    d2 = wait_final(w, &lg, g2, 30);
+    ok(d1 && d1->reason == ELM_DONE_CANCELLED && d1->n_generated < 1000,
+       "the running one stops (%d ids)", d1 ? d1->n_generated : -1);
+    ok(d2 && d2->reason == ELM_DONE_LENGTH && d2->n_generated == 2,
+       "the one waiting behind it runs");
+    elm_worker_cancel(w, g2); /* ended: nothing happens */
+    elm_worker_test_set_token_interval(w, 0);
+    d = wait_final(w, &lg, post_gen(w, 1, prompt, 10, 2, ELM_GEN_SYNC, 0), 30);
+    ok(d && d->reason == ELM_DONE_LENGTH, "cancelling an ended request leaves later ones alone");
+    free(prompt);
+    log_free(&lg);
+    elm_worker_free(w);
+}
+
 int main(void)
 {
     if (!setup_models())
@@ -1187,5 +1253,6 @@ int main(void)
 #endif
     test_cache_dropped();
     test_pacing();
+    test_cancel_by_id();
     return done_testing();
 }

@@ -12,7 +12,7 @@
 #   ui_until COND [SECS]    until the shell condition COND holds
 #   ui_wait_generated N [SECS]  until the status bar says "generating K", K >= N
 #
-# Timing: replies are paced with ELMCHAT_TEST_TOKEN_DELAY_MS (default 20 ms a
+# Timing: replies are paced with ELM_WORKER_TEST_TOKEN_INTERVAL_MS (default 20 ms a
 # token, UI_TOKEN_DELAY_MS overrides), so that a reply is still streaming when
 # a test presses Esc or resizes, on a fast machine as on a loaded one; and
 # every check waits for a condition instead of sleeping.
@@ -80,7 +80,7 @@ XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data' \
 XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache' \
 HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color \
 BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_LATENCY_LOG='$UI_DIR/latency' \
-ELMCHAT_TEST_TOKEN_DELAY_MS='${UI_TOKEN_DELAY_MS:-20}' ${UI_ENV:-} \
+ELM_WORKER_TEST_TOKEN_INTERVAL_MS='${UI_TOKEN_DELAY_MS:-20}' ${UI_ENV:-} \
 '$ELMCHAT' $* 2>'$UI_DIR/stderr'
 echo \$? > '$UI_DIR/exit.tmp'
 stty -a > '$UI_DIR/stty' 2>&1
@@ -99,7 +99,7 @@ ui_start_shell() {
 export XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data'
 export XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache'
 export HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color
-export BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_TEST_TOKEN_DELAY_MS='${UI_TOKEN_DELAY_MS:-20}'
+export BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELM_WORKER_TEST_TOKEN_INTERVAL_MS='${UI_TOKEN_DELAY_MS:-20}'
 export PS1='$ '
 EOS
     [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"

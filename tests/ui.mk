@@ -11,7 +11,7 @@ TESTS += tests/test-ui-layout tests/test-ui-text tests/test-ui-commands
 
 # tmux drives the real binary (bundled demo model) in a pty; skipped when
 # tmux is missing.  ui-tmux.sh holds the shared helpers; replies are paced
-# with ELMCHAT_TEST_TOKEN_DELAY_MS so the tests do not depend on the speed
+# with ELM_WORKER_TEST_TOKEN_INTERVAL_MS so the tests do not depend on the speed
 # of the machine.  test-ui-conv.sh needs tests/gen-checkpoint (built by all).
 UI_TMUX_TESTS = tests/test-ui-chat.sh tests/test-ui-edit.sh tests/test-ui-session.sh \
 	tests/test-ui-conv.sh tests/test-ui-context.sh tests/test-ui-gguf.sh \

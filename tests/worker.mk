@@ -6,7 +6,7 @@ check_PROGRAMS += $(WORKER_TESTS)
 TESTS += $(WORKER_TESTS)
 
 tests_test_worker_fake_SOURCES = tests/test-worker.c tests/fake-engine.c tests/fake-engine.h \
-	engine/worker/worker.c engine/worker/events.c engine/worker/queue.c engine/worker/residency.c engine/worker/loader.c engine/worker/request_generate.c engine/worker/request_cache.c engine/worker/worker_impl.h engine/inference/generate.c engine/base/status.c engine/base/error.c
+	engine/worker/worker.c engine/worker/events.c engine/worker/queue.c engine/worker/residency.c engine/worker/loader.c engine/worker/request_generate.c engine/worker/request_cache.c engine/worker/worker_impl.h engine/worker/worker_testing.h engine/inference/generate.c engine/base/status.c engine/base/error.c
 tests_test_worker_fake_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_ENGINE
 tests_test_worker_fake_LDADD = tests/libtap.a $(PTHREAD_LIBS)
 

@@ -283,7 +283,6 @@ static void post_load_model(struct chat *c)
     req.path = c->load_path;
     req.n_ctx = c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
     req.n_threads = c->opt.common.n_threads;
-    req.mem_budget = c->mem_budget;
     c->load_req = elm_worker_post(c->worker, &req);
     c->model_loading = true;
     c->load_progress = 0;
@@ -450,7 +449,9 @@ static void post_generate(struct chat *c, struct conv *v)
     int max_tokens;
     effective_sampling(c, &req.sampler, &max_tokens);
     req.max_tokens = max_tokens;
-    req.min_token_interval_ms = c->token_delay_ms;
+    /* the engine holds back what may begin a stop string, and ends there */
+    req.stop_strings = v->tpl->stop;
+    req.n_stop_strings = (int)v->tpl->n_stop;
     conversation_request(&v->cv, &req);
     c->gen_req = elm_worker_post(c->worker, &req);
 }
@@ -463,7 +464,6 @@ static void start_reply(struct chat *c)
     sbuf_fini(&c->reply_text);
     sbuf_add(&c->reply_text, "", 0);
     c->got_token = false;
-    c->stopped_by = NULL;
     c->prefill_progress = 0;
     c->generating = true;
     c->gen_conv = v;
@@ -471,28 +471,6 @@ static void start_reply(struct chat *c)
     transcript_scroll_end(&c->tr);
     post_generate(c, v);
     c->changed = true;
-}
-
-/* How many of the reply's ids to keep when a stop string ended it: the
- * shortest prefix whose text holds the stop string (its ids stay in the
- * sequence: TEMPLATE_END_STOP). */
-static size_t ids_through_stop(struct chat *c, const struct conversation *cv, const char *stop)
-{
-    const int32_t *ids = cv->tokens.v + cv->reply_gen;
-    size_t n_all = cv->tokens.n - cv->reply_gen;
-    for (size_t n = 1; n <= n_all; n++) {
-        char *text = NULL;
-        size_t len = 0;
-        if (elm_detokenize(c->tok, ids, n, &text, &len) != 0) {
-            free(text);
-            return n_all;
-        }
-        bool has = strstr(text, stop) != NULL;
-        free(text);
-        if (has)
-            return n;
-    }
-    return n_all;
 }
 
 /* The context fill note, once per conversation when it gets near full. */
@@ -547,15 +525,11 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
         return;
     bool interrupted = ev->reason == ELM_DONE_CANCELLED || ev->reason == ELM_DONE_LENGTH ||
                        ev->reason == ELM_DONE_ERROR || ev->reason == ELM_DONE_CONTEXT_FULL;
+    /* a stop string: its ids stay in the sequence (TEMPLATE_END_STOP), its
+     * text never came */
+    bool stopped = ev->reason == ELM_DONE_STOP_STRING;
     char *content = x_strdup(c->reply_text.data ? c->reply_text.data : "");
-    if (c->stopped_by) {
-        char *cut = strstr(content, c->stopped_by);
-        if (cut)
-            *cut = '\0';
-        conversation_reply_keep(&v->cv, ids_through_stop(c, &v->cv, c->stopped_by));
-        interrupted = false;
-    }
-    enum template_end how = conversation_end_from_done(ev->reason, c->stopped_by != NULL);
+    enum template_end how = conversation_end_from_done(ev->reason);
     char err[512];
     size_t kept_end = v->cv.tokens.n;
     if (conversation_reply_end(&v->cv, how, content, interrupted, err, sizeof err) != 0)
@@ -565,12 +539,12 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     /* what the worker holds: the prompt and the ids it fed (never more
      * than the ids kept) */
     int n_past = ev->n_past;
-    if (c->stopped_by && (size_t)n_past > kept_end)
+    if (stopped && (size_t)n_past > kept_end)
         n_past = (int)kept_end;
     conversation_set_cached(&v->cv, n_past);
     if (v == c->cur) {
         const struct message *m = &v->s->msgs[v->s->n_msgs - 1];
-        if (c->stopped_by && c->gen_tr < c->tr.n_msgs) {
+        if (stopped && c->gen_tr < c->tr.n_msgs) {
             /* show exactly what was kept */
             transcript_truncate(&c->tr, c->gen_tr);
             transcript_add(&c->tr, TR_ASSISTANT, m->content, strlen(m->content),
@@ -602,21 +576,6 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     v->n_dropped_note = 0;
     warn_if_near_full(c, v);
     c->changed = true;
-}
-
-static void check_stop_strings(struct chat *c)
-{
-    const struct template *t = c->gen_conv ? c->gen_conv->tpl : NULL;
-    if (!t || c->stopped_by)
-        return;
-    for (size_t i = 0; i < t->n_stop; i++) {
-        const char *s = t->stop[i];
-        if (*s && c->reply_text.data && strstr(c->reply_text.data, s)) {
-            c->stopped_by = s;
-            elm_worker_cancel(c->worker);
-            return;
-        }
-    }
 }
 
 /* --------------------------------------------------------- model switches */
@@ -784,6 +743,33 @@ static void cache_dropped(struct chat *c, const struct elm_event *ev)
     }
 }
 
+/* A request other than GENERATE failed (a reply's failure ends the reply:
+ * on_done). */
+static void on_failure(struct chat *c, const struct elm_event *ev)
+{
+    if (ev->request_id == c->load_req) {
+        /* the previous model (if any) stays current */
+        c->model_loading = false;
+        elm_tokenizer_free(c->load_tok);
+        c->load_tok = NULL;
+        char buf[1200];
+        snprintf(buf, sizeof buf, "model not loaded: %s", ev->text ? ev->text : "error");
+        chat_notice(c, true, "%s", buf);
+        info_msg(c, TR_ERROR, buf);
+    } else if (ev->request_type == ELM_REQ_SAVE_STATE) {
+        if (c->n_kv_saves > 0)
+            c->n_kv_saves--;
+        chat_notice(c, true, "KV snapshot not saved: %s", ev->text ? ev->text : "error");
+    } else if (ev->request_type == ELM_REQ_LOAD_STATE) {
+        /* another model or a damaged file: the prefill recomputes */
+        struct conv *v = conv_by_slot(c, ev->slot);
+        if (v)
+            v->kv_loaded = false;
+    } else {
+        chat_notice(c, true, "%s", ev->text ? ev->text : "worker error");
+    }
+}
+
 void chat_poll_events(struct chat *c)
 {
     elm_worker_drain_wake(c->worker);
@@ -818,41 +804,20 @@ void chat_poll_events(struct chat *c)
                 if (ev.text) {
                     size_t n = strlen(ev.text);
                     sbuf_add(&c->reply_text, ev.text, n);
-                    if (c->gen_conv == c->cur && !c->stopped_by)
+                    if (c->gen_conv == c->cur)
                         transcript_append(&c->tr, c->gen_tr, ev.text, n);
                 }
                 c->got_token = true;
-                check_stop_strings(c);
             }
             break;
         case ELM_EV_DONE:
-            on_done(c, &ev);
+            if (ev.reason == ELM_DONE_ERROR && ev.request_type != ELM_REQ_GENERATE)
+                on_failure(c, &ev);
+            else
+                on_done(c, &ev);
             break;
         case ELM_EV_CACHE_DROPPED:
             cache_dropped(c, &ev);
-            break;
-        case ELM_EV_ERROR:
-            if (ev.request_id == c->load_req) {
-                /* the previous model (if any) stays current */
-                c->model_loading = false;
-                elm_tokenizer_free(c->load_tok);
-                c->load_tok = NULL;
-                char buf[1200];
-                snprintf(buf, sizeof buf, "model not loaded: %s", ev.text ? ev.text : "error");
-                chat_notice(c, true, "%s", buf);
-                info_msg(c, TR_ERROR, buf);
-            } else if (ev.request_type == ELM_REQ_SAVE_STATE) {
-                if (c->n_kv_saves > 0)
-                    c->n_kv_saves--;
-                chat_notice(c, true, "KV snapshot not saved: %s", ev.text ? ev.text : "error");
-            } else if (ev.request_type == ELM_REQ_LOAD_STATE) {
-                /* another model or a damaged file: the prefill recomputes */
-                struct conv *v = conv_by_slot(c, ev.slot);
-                if (v)
-                    v->kv_loaded = false;
-            } else {
-                chat_notice(c, true, "%s", ev.text ? ev.text : "worker error");
-            }
             break;
         }
         elm_event_fini(&ev);
@@ -862,7 +827,7 @@ void chat_poll_events(struct chat *c)
 void chat_cancel(struct chat *c)
 {
     if (c->generating)
-        elm_worker_cancel(c->worker);
+        elm_worker_cancel(c->worker, ELM_CANCEL_ALL); /* the reply and any prefill queued */
 }
 
 /* --------------------------------------------------------------- commands */
@@ -1558,13 +1523,6 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
     if (config_load(&c->cfg, NULL, err, err_size) != 0)
         return false;
     c->policy = conv_policy_from_config(&c->cfg);
-    /* Test and demo pacing: at least this long between tokens, so that a
-     * fast machine still shows a reply streaming (tests/ui-tmux.sh). */
-    const char *delay = getenv("ELMCHAT_TEST_TOKEN_DELAY_MS");
-    if (delay && *delay) {
-        long ms = strtol(delay, NULL, 10);
-        c->token_delay_ms = ms > 0 && ms < 10000 ? (int)ms : 0;
-    }
     /* What the worker keeps (models and the caches of the open sessions;
      * the least recently used go first): bytes, or with K, M or G. */
     const char *budget = getenv("ELMCHAT_MEM_BUDGET");
@@ -1631,13 +1589,14 @@ bool chat_init(struct chat *c, const struct chat_options *opt, char *err, size_t
         return false;
     show_conv(c);
 
-    c->worker = elm_worker_new(err, err_size);
+    /* Decoding runs behind this (the UI) thread: a keystroke is drawn at
+     * once even while every core computes. */
+    struct elm_worker_params wp = elm_worker_default_params();
+    wp.mem_budget = c->mem_budget;
+    wp.nice = COMPUTE_NICE;
+    c->worker = elm_worker_new(&wp, err, err_size);
     if (!c->worker)
         return false;
-    /* Decoding runs behind this (the UI) thread: a keystroke is drawn at
-     * once even while every core computes (before the first request, so
-     * that every compute thread inherits it). */
-    elm_worker_set_nice(c->worker, COMPUTE_NICE);
     snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
     snprintf(c->load_name, sizeof c->load_name, "%s", c->model_name);
     post_load_model(c);
@@ -1657,7 +1616,7 @@ void chat_save_all(struct chat *c)
         /* keep the partial reply, marked interrupted; the worker stops
          * within a layer, before the snapshot is written */
         struct elm_event ev = {.type = ELM_EV_DONE, .reason = ELM_DONE_CANCELLED};
-        elm_worker_cancel(c->worker);
+        elm_worker_cancel(c->worker, ELM_CANCEL_ALL);
         c->gen_req = 0; /* its DONE will be ignored */
         finish_reply(c, &ev);
     }
@@ -1679,7 +1638,7 @@ static void wait_kv_saves(struct chat *c, double limit)
         elm_worker_drain_wake(c->worker);
         struct elm_event ev;
         while (elm_worker_next_event(c->worker, &ev)) {
-            if ((ev.type == ELM_EV_DONE || ev.type == ELM_EV_ERROR) &&
+            if (ev.type == ELM_EV_DONE &&
                 ev.request_type == ELM_REQ_SAVE_STATE && c->n_kv_saves > 0)
                 c->n_kv_saves--;
             elm_event_fini(&ev);

@@ -33,7 +33,6 @@ struct chat {
     struct config cfg;
     struct conv_policy policy;   /* from config.yaml's context: section */
     elm_worker *worker;
-    int token_delay_ms;          /* ELMCHAT_TEST_TOKEN_DELAY_MS: test/demo pacing */
     uint64_t mem_budget;         /* ELMCHAT_MEM_BUDGET: models + caches kept (0: default) */
 
     /* the current model */
@@ -81,7 +80,6 @@ struct chat {
     struct sbuf reply_text;
     float prefill_progress;
     bool got_token;
-    const char *stopped_by;      /* the stop string seen, or NULL */
     uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
     struct conv *prefill_conv;
     double prefill_tps, decode_tps;

@@ -170,7 +170,8 @@ void wk_finish(elm_worker *w)
 void wk_finish_error(elm_worker *w, elm_status st, int n_past, const char *msg)
 {
     struct elm_event *ev = wk_final_ev(w);
-    ev->type = ELM_EV_ERROR;
+    ev->type = ELM_EV_DONE;
+    ev->reason = ELM_DONE_ERROR;
     ev->status = st;
     ev->n_past = n_past;
     wk_set_text(ev, "%s", msg && *msg ? msg : elm_status_str(st));

@@ -57,7 +57,7 @@ static void *loader_main(void *arg)
 {
     elm_worker *w = arg;
     const struct elm_request *rq = &w->ld_node->req;
-    w->ld_delay_until = now_sec() + w->load_delay_ms * 1e-3;
+    w->ld_delay_until = now_sec() + atomic_load(&w->load_delay_ms) * 1e-3;
     struct elm_model_params mp = elm_model_default_params();
     mp.n_threads = rq->n_threads;
     mp.progress_cb = load_progress;
@@ -79,8 +79,6 @@ static void start_load(elm_worker *w, struct req_node *n)
 {
     const struct elm_request *rq = &n->req;
     w->run = n;
-    if (rq->mem_budget)
-        w->budget = rq->mem_budget;
     if (!rq->path || !*rq->path) {
         wk_finish_error(w, ELM_E_INVALID, 0, "LOAD_MODEL without a path");
         goto done;

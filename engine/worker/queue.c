@@ -1,5 +1,5 @@
-/* queue.c: the request queue: post (copying the request), cancel (a
- * watermark of request ids), and the cancel checks the running request polls. */
+/* queue.c: the request queue: post (copying the request), cancel (by id,
+ * or a watermark for all), and the cancel checks the running request polls. */
 #include "config.h"
 
 #include <stdio.h>
@@ -25,6 +25,9 @@ void wk_req_free(struct req_node *n)
         return;
     free(n->req.path);
     free(n->req.tokens);
+    for (int i = 0; i < n->req.n_stop_strings && n->req.stop_strings; i++)
+        free(n->req.stop_strings[i]);
+    free(n->req.stop_strings);
     if (n->final) {
         elm_event_fini(&n->final->ev);
         free(n->final);
@@ -35,7 +38,8 @@ void wk_req_free(struct req_node *n)
 
 bool wk_cancelled(const elm_worker *w)
 {
-    return atomic_load(&w->quitting) || atomic_load(&w->cancel_upto) >= (uint_fast64_t)w->run->id;
+    return atomic_load(&w->quitting) || atomic_load(&w->run->cancel) ||
+           atomic_load(&w->cancel_upto) >= (uint_fast64_t)w->run->id;
 }
 
 /* The engine's abort callback: polled between layers of elm_decode on this
@@ -81,6 +85,9 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
     n->req = *req;
     n->req.path = NULL;
     n->req.tokens = NULL;
+    n->req.stop_strings = NULL;
+    n->req.n_stop_strings = 0;
+    atomic_init(&n->cancel, false);
     n->final = calloc(1, sizeof *n->final);
     if (!n->final)
         goto oom;
@@ -93,6 +100,14 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
         memcpy(n->req.tokens, req->tokens, (size_t)req->n_tokens * sizeof *req->tokens);
     } else if (req->n_tokens > 0) {
         n->req.n_tokens = -1; /* reported as a bad request on the worker */
+    }
+    if (req->n_stop_strings > 0 && req->stop_strings) {
+        n->req.stop_strings = calloc((size_t)req->n_stop_strings, sizeof *n->req.stop_strings);
+        if (!n->req.stop_strings)
+            goto oom;
+        for (int i = 0; i < req->n_stop_strings; i++, n->req.n_stop_strings++)
+            if (!(n->req.stop_strings[i] = strdup(req->stop_strings[i] ? req->stop_strings[i] : "")))
+                goto oom;
     }
     pthread_mutex_lock(&w->mu);
     if (w->shutdown_posted) {
@@ -112,12 +127,30 @@ oom:
     return 0;
 }
 
-void elm_worker_cancel(elm_worker *w)
+/* The request id, waiting or running (under mu). */
+static struct req_node *find_locked(elm_worker *w, uint64_t id)
+{
+    if (w->current && w->current->id == id)
+        return w->current;
+    for (struct req_node *n = w->rq_head; n; n = n->next)
+        if (n->id == id)
+            return n;
+    return NULL;
+}
+
+void elm_worker_cancel(elm_worker *w, uint64_t request_id)
 {
     if (!w)
         return;
     pthread_mutex_lock(&w->mu);
     uint64_t upto = w->last_id;
+    if (request_id != ELM_CANCEL_ALL) {
+        struct req_node *n = find_locked(w, request_id);
+        if (n)
+            atomic_store(&n->cancel, true);
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
     pthread_mutex_unlock(&w->mu);
     /* Monotonic: a late store of a smaller watermark must not undo a newer
      * cancel from another thread. */

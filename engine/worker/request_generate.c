@@ -52,7 +52,7 @@ static elm_status prefill(elm_worker *w, struct slot_ctx *sc, const int32_t *tok
     return st;
 }
 
-/* GENERATE's min_token_interval_ms: sleep until since + ms, in short naps
+/* The token-interval test hook: sleep until since + ms, in short naps
  * so that a cancel or shutdown ends the wait at once. */
 static void pace_wait(elm_worker *w, double since, int ms)
 {
@@ -69,7 +69,7 @@ static void pace_wait(elm_worker *w, double since, int ms)
 }
 
 /* elm_generate's hooks: TOKEN events, and before each sample the pacing
- * wait (min_token_interval_ms) and the cancel check. */
+ * wait (the token-interval test hook) and the cancel check. */
 struct gen_pace {
     elm_worker *w;
     int interval_ms;
@@ -209,13 +209,17 @@ void wk_do_generate(elm_worker *w)
     }
 
     /* Sampling. */
-    struct gen_pace pace = {w, rq->min_token_interval_ms, 0, 0};
+    struct gen_pace pace = {w, atomic_load(&w->token_interval_ms), 0, 0};
     struct elm_generate_params gp = elm_generate_default_params();
     gp.sampler = rq->sampler;
     gp.max_tokens = rq->max_tokens;
     gp.stop_ids = rq->stop_ids;
     gp.n_stop_ids = rq->n_stop_ids < ELM_MAX_STOP_IDS ? rq->n_stop_ids : ELM_MAX_STOP_IDS;
     gp.tokenizer = elm_model_tokenizer(w->cur->model);
+    if (gp.tokenizer) { /* stop strings are matched on text */
+        gp.stop_strings = (const char *const *)rq->stop_strings;
+        gp.n_stop_strings = rq->n_stop_strings;
+    }
     gp.on_token = gen_on_token;
     gp.should_stop = gen_should_stop;
     gp.user = &pace;

@@ -17,37 +17,35 @@
 #endif
 
 #include "engine/worker/worker_impl.h"
+#include "engine/worker/worker_testing.h"
 
-/* elm_worker_set_nice: renice this thread (Linux nice is per thread).  The
- * loader and the compute threads of every ctx created afterwards inherit
- * it when they are started, so they all run behind the UI thread. */
-static void apply_nice(elm_worker *w)
+/* elm_worker_params.nice: renice this thread (Linux nice is per thread)
+ * before it starts any other: the loader and the compute threads inherit
+ * it, so they all run behind the UI thread. */
+static void apply_nice(const elm_worker *w)
 {
-    int inc = atomic_load(&w->nice_inc);
-    if (inc == w->nice_applied)
-        return;
-    w->nice_applied = inc;
 #ifdef __linux__
-    int v = w->nice_base + inc;
+    if (w->nice_inc <= 0)
+        return;
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    int v = (errno ? 0 : base) + w->nice_inc;
     setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), v > 19 ? 19 : v);
+#else
+    (void)w;
 #endif
 }
 
 static void *worker_main(void *arg)
 {
     elm_worker *w = arg;
-#ifdef __linux__
-    errno = 0;
-    int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
-    w->nice_base = errno ? 0 : base;
-#endif
+    apply_nice(w);
     for (;;) {
         pthread_mutex_lock(&w->mu);
         /* With no current model, requests wait for the load in progress
          * (a first LOAD_MODEL then GENERATE behaves as if run in order). */
         while (!w->ld_done && (!w->rq_head || (w->ld_running && !w->cur)))
             pthread_cond_wait(&w->cv, &w->mu);
-        apply_nice(w); /* before anything runs or starts a thread */
         if (w->ld_done) {
             w->ld_done = false;
             pthread_mutex_unlock(&w->mu);
@@ -58,6 +56,7 @@ static void *worker_main(void *arg)
         w->rq_head = n->next;
         if (!w->rq_head)
             w->rq_tail = NULL;
+        w->current = n;
         pthread_mutex_unlock(&w->mu);
 
         if (n->req.type == ELM_REQ_SHUTDOWN || atomic_load(&w->quitting)) {
@@ -83,6 +82,9 @@ static void *worker_main(void *arg)
             else
                 w->ld_q_head = n;
             w->ld_q_tail = n;
+            pthread_mutex_lock(&w->mu);
+            w->current = NULL;
+            pthread_mutex_unlock(&w->mu);
             wk_next_load(w);
             continue;
         case ELM_REQ_GENERATE:
@@ -107,6 +109,9 @@ static void *worker_main(void *arg)
             break;
         }
         w->run = NULL;
+        pthread_mutex_lock(&w->mu);
+        w->current = NULL;
+        pthread_mutex_unlock(&w->mu);
         wk_req_free(n);
     }
     /* A load in progress: its abort callback sees the quit flag, so
@@ -152,8 +157,22 @@ static int make_pipe(int fds[2])
     return 0;
 }
 
-elm_worker *elm_worker_new(char *err, size_t err_size)
+struct elm_worker_params elm_worker_default_params(void)
 {
+    return (struct elm_worker_params){0, 0};
+}
+
+/* A test hook's value from the environment: 0 when unset or out of range. */
+static int env_ms(const char *name)
+{
+    const char *v = getenv(name);
+    long ms = v && *v ? strtol(v, NULL, 10) : 0;
+    return ms > 0 && ms <= 60000 ? (int)ms : 0;
+}
+
+elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, size_t err_size)
+{
+    struct elm_worker_params p = params ? *params : elm_worker_default_params();
     elm_worker *w = calloc(1, sizeof *w);
     if (!w) {
         snprintf(err, err_size, "elm_worker: out of memory");
@@ -170,13 +189,10 @@ elm_worker *elm_worker_new(char *err, size_t err_size)
     w->wake_w = fds[1];
     atomic_init(&w->cancel_upto, 0);
     atomic_init(&w->quitting, false);
-    atomic_init(&w->nice_inc, 0);
-    w->budget = wk_phys_half();
-    const char *delay = getenv("ELM_WORKER_TEST_LOAD_DELAY_MS");
-    if (delay && *delay) {
-        long ms = strtol(delay, NULL, 10);
-        w->load_delay_ms = ms > 0 && ms <= 60000 ? (int)ms : 0;
-    }
+    w->nice_inc = p.nice < 0 ? 0 : p.nice > 19 ? 19 : p.nice;
+    w->budget = p.mem_budget ? p.mem_budget : wk_phys_half();
+    atomic_init(&w->load_delay_ms, env_ms("ELM_WORKER_TEST_LOAD_DELAY_MS"));
+    atomic_init(&w->token_interval_ms, env_ms("ELM_WORKER_TEST_TOKEN_INTERVAL_MS"));
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
 
@@ -249,9 +265,12 @@ void elm_worker_free(elm_worker *w)
     free(w);
 }
 
-void elm_worker_set_nice(elm_worker *w, int inc)
+void elm_worker_test_set_load_delay(elm_worker *w, int ms)
 {
-    if (!w)
-        return;
-    atomic_store(&w->nice_inc, inc < 0 ? 0 : inc > 19 ? 19 : inc);
+    atomic_store(&w->load_delay_ms, ms);
+}
+
+void elm_worker_test_set_token_interval(elm_worker *w, int ms)
+{
+    atomic_store(&w->token_interval_ms, ms);
 }

@@ -33,7 +33,8 @@
 struct req_node {
     struct req_node *next;
     uint64_t id;
-    struct elm_request req; /* path and tokens owned by the node */
+    struct elm_request req; /* path, tokens and stop strings owned by the node */
+    atomic_bool cancel;     /* elm_worker_cancel(id) */
     struct ev_node *final;  /* preallocated: the final event can't fail */
 };
 
@@ -71,6 +72,7 @@ struct elm_worker {
     pthread_cond_t cv;
     /* under mu */
     struct req_node *rq_head, *rq_tail;
+    struct req_node *current; /* the request running: cancel by id finds it */
     struct ev_node *eq_head, *eq_tail;
     uint64_t last_id;
     bool shutdown_posted;
@@ -81,10 +83,12 @@ struct elm_worker {
     int wake_r, wake_w;
     struct req_node stop_node; /* elm_worker_free's SHUTDOWN: cannot fail */
 
-    atomic_int nice_inc; /* elm_worker_set_nice: wanted, applied by the worker */
+    int nice_inc;        /* elm_worker_params.nice, read-only */
+    /* test hooks (engine/worker/worker_testing.h) */
+    atomic_int token_interval_ms;
 
     bool ld_done;      /* the loader thread has finished */
-    int load_delay_ms; /* test hook (ELM_WORKER_TEST_LOAD_DELAY_MS), read-only */
+    atomic_int load_delay_ms;
     double ld_delay_until; /* loader thread only: the hook's slow disk ends then */
 
     /* the loader: started and joined by the worker thread, which owns these
@@ -105,7 +109,6 @@ struct elm_worker {
     uint64_t clock; /* LRU ticks */
     uint64_t budget;
     struct req_node *run;        /* the running request */
-    int nice_base, nice_applied; /* this thread's nice at start; the inc in force */
     /* prefill progress, updated from the abort callback */
     bool in_prefill;
     int pf_total, pf_done, pf_chunk, pf_polls, pf_layers;
