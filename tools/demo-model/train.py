@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 import openelm  # noqa: E402
 
 DEFAULTS = {
-    "small": dict(lr=2e-3, epochs=3, batch_tokens=6144, warmup=300),
+    "small": dict(lr=2e-3, epochs=2, batch_tokens=6144, warmup=300),
     "large": dict(lr=1e-3, epochs=8, batch_tokens=8192, warmup=500),
 }
 
@@ -206,8 +206,8 @@ def main():
             tok_window, t_window = 0, now
         wall = wall0 + now - t_start
         log.write(f"{step}\t{epoch}\t{lr:.3g}\t{float(loss):.4f}\t{k}\t{x.numel()}\t{wall:.1f}\t{tps:.0f}\n")
+        log.flush()
         if step % 50 == 0:
-            log.flush()
             print(f"step {step}/{s['total_steps']} ep {epoch} loss {float(loss):.4f} lr {lr:.2e} "
                   f"{tps:.0f} tok/s wall {wall / 60:.1f} min", flush=True)
         if step % a.val_every == 0 or step == s["total_steps"]:
