@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/elm_status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -2,6 +2,7 @@
 noinst_LIBRARIES += engine/libelm.a
 engine_libelm_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 engine_libelm_a_SOURCES = \
+	engine/elm_status.h \
 	engine/elm.h \
 	engine/elm_bench.h \
 	engine/elm_tokenizer.h \
