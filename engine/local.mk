@@ -18,15 +18,20 @@ engine_libelm_a_SOURCES = \
 	engine/worker/request_cache.c \
 	engine/base/status.c \
 	engine/inference/sampler.c
-# The tokenizer (SentencePiece BPE; tokenizer.model and tokenizer.json).
+# The tokenizer (SentencePiece BPE; tokenizer.model, tokenizer.json, a
+# GGUF's tokenizer.ggml.* vocabulary).
 engine_libelm_a_SOURCES += \
-	engine/tokenizer/bpe.c engine/tokenizer/tokenizer_impl.h \
-	engine/tokenizer/sp_model.c \
-	engine/tokenizer/hf_json.c \
-	engine/tokenizer/gguf_vocab.c
+	engine/tokenizer/bpe.c engine/tokenizer/bpe.h \
+	engine/tokenizer/load.c engine/tokenizer/load.h \
+	engine/tokenizer/sp_model.c engine/tokenizer/sp_model.h \
+	engine/tokenizer/hf_json.c engine/tokenizer/hf_json.h \
+	engine/tokenizer/gguf_vocab.c engine/tokenizer/gguf_vocab.h
 # Model loading, the forward pass, the KV cache (the engine proper).
 engine_libelm_a_SOURCES += \
-	engine/model/model.c engine/model/model.h \
+	engine/model/model.h \
+	engine/model/load.c \
+	engine/model/load_steps.c engine/model/load_steps.h \
+	engine/model/hf_model.c engine/model/hf_model.h \
 	engine/model/setup.c \
 	engine/model/config.c \
 	engine/base/error.c engine/base/error.h \
@@ -53,7 +58,7 @@ engine_libelm_a_SOURCES += \
 # GGUF files and the quantized weight types (read, bind, write, quantize).
 engine_libelm_a_SOURCES += \
 	engine/formats/gguf_read.c engine/formats/gguf.h \
-	engine/model/gguf_model.c \
+	engine/model/gguf_model.c engine/model/gguf_model.h \
 	engine/formats/gguf_write.c \
 	engine/formats/gguf_quantize.c \
 	engine/kernels/blocks.c engine/kernels/blocks.h

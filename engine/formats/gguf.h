@@ -125,20 +125,6 @@ void elm_gguf_array_string(const struct elm_gguf_kv *kv, uint64_t i, const char 
 double elm_gguf_array_number(const struct elm_gguf_kv *kv, uint64_t i);
 bool elm_gguf_vtype_is_int(uint32_t type);
 
-/* ------------------------------------------------------------ models */
-
-struct elm_model;
-
-/* Open path and bind it into m (gguf_model.c): info, weights (pointing into
- * the mapping, which m->gguf then owns), norms, tokenizer.  On failure m
- * holds whatever was bound so far: the caller frees it. */
-elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err,
-                               size_t err_size);
-/* The tokenizer of tokenizer.ggml.* ("llama"); *out NULL when the file has
- * no vocabulary (no tokenizer.ggml.model, or "no_vocab"). */
-elm_status elm_gguf_vocab_tokenizer(const struct elm_gguf *g, elm_tokenizer **out, char *err,
-                                    size_t err_size);
-
 /* ----------------------------------------------------------- writing */
 
 struct elm_gguf_writer;

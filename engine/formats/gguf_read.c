@@ -1,4 +1,4 @@
-/* gguf.c: reading a GGUF file (v2, v3): mapping, parsing and validating the
+/* gguf_read.c: reading a GGUF file (v2, v3): mapping, parsing and validating the
  * header, metadata and tensor table; typed metadata getters.  Nothing in the
  * file is trusted: every count is bounded by the bytes left, every length by
  * the end of the file, every type by a table. */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "engine/formats/mapfile.h"
-#include "engine/model/model.h"
+#include "engine/base/error.h"
 #include "engine/kernels/blocks.h"
 
 #define MAX_KEY_LEN 65535u

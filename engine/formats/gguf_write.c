@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "engine/formats/gguf.h"
-#include "engine/model/model.h"
+#include "engine/base/error.h"
 #include "engine/kernels/blocks.h"
 
 #define ALIGN ELM_GGUF_DEFAULT_ALIGNMENT

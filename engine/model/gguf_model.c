@@ -1,6 +1,7 @@
 /* gguf_model.c: an OpenELM GGUF file (llama.cpp's layout, OPENELM.md §7)
  * bound into a struct elm_model: hyperparameters from the openelm.* keys,
- * weights pointing into the mapping, the vocabulary from tokenizer.ggml.*. */
+ * weights pointing into the mapping, the tokenizer as tokenizer/load.c
+ * finds it for this file (its tokenizer.ggml.* vocabulary, else beside). */
 #include "config.h"
 
 #include <stdio.h>
@@ -8,10 +9,11 @@
 #include <string.h>
 
 #include "engine/formats/gguf.h"
-#include "engine/model/model.h"
 #include "engine/kernels/blocks.h"
-#include "engine/tokenizer/tokenizer_impl.h"
-
+#include "engine/model/gguf_model.h"
+#include "engine/model/load_steps.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/load.h"
 
 struct gld {
     struct elm_model *m;
@@ -313,98 +315,6 @@ static elm_status read_hparams(struct gld *ld)
     return ELM_OK;
 }
 
-elm_status elm_gguf_vocab_tokenizer(const struct elm_gguf *g, elm_tokenizer **out, char *err,
-                                    size_t err_size)
-{
-    const char *model;
-    size_t model_len;
-    *out = NULL;
-    elm_status st = elm_gguf_get_string(g, "tokenizer.ggml.model", false, &model, &model_len, err,
-                                        err_size);
-    if (st || !elm_gguf_find(g, "tokenizer.ggml.model"))
-        return st;
-    if (model_len == 8 && memcmp(model, "no_vocab", 8) == 0)
-        return ELM_OK;
-    if (model_len != 5 || memcmp(model, "llama", 5) != 0)
-        return elm_set_error(err, err_size, ELM_E_UNSUPPORTED,
-                             "%s: tokenizer.ggml.model: \"%.*s\" is not supported (llama is)",
-                             g->path, (int)(model_len > 64 ? 64 : model_len), model);
-    const struct elm_gguf_kv *tk = elm_gguf_find(g, "tokenizer.ggml.tokens");
-    const struct elm_gguf_kv *sk = elm_gguf_find(g, "tokenizer.ggml.scores");
-    const struct elm_gguf_kv *yk = elm_gguf_find(g, "tokenizer.ggml.token_type");
-    if (!tk)
-        return elm_set_error(err, err_size, ELM_E_FORMAT,
-                             "%s: tokenizer.ggml.tokens: missing metadata key", g->path);
-    if (tk->type != ELM_GGUF_ARRAY || tk->elem_type != ELM_GGUF_STRING || tk->n < 1 ||
-        tk->n > MAX_VOCAB)
-        return elm_set_error(err, err_size, ELM_E_FORMAT,
-                             "%s: tokenizer.ggml.tokens: expected 1 to %d strings", g->path,
-                             MAX_VOCAB);
-    int n = (int)tk->n;
-    if (sk && (sk->type != ELM_GGUF_ARRAY || sk->elem_type != ELM_GGUF_F32 || sk->n != tk->n))
-        return elm_set_error(err, err_size, ELM_E_FORMAT,
-                             "%s: tokenizer.ggml.scores: expected %d f32 values", g->path, n);
-    if (yk && (yk->type != ELM_GGUF_ARRAY || !elm_gguf_vtype_is_int(yk->elem_type) ||
-               yk->n != tk->n))
-        return elm_set_error(err, err_size, ELM_E_FORMAT,
-                             "%s: tokenizer.ggml.token_type: expected %d integers", g->path, n);
-    int64_t unk = 0, bos = 1, eos = 2;
-    bool space_prefix = true;
-    if ((st = elm_gguf_get_int(g, "tokenizer.ggml.unknown_token_id", false, 0, n - 1, &unk, err,
-                               err_size)) ||
-        (st = elm_gguf_get_int(g, "tokenizer.ggml.bos_token_id", false, 0, n - 1, &bos, err,
-                               err_size)) ||
-        (st = elm_gguf_get_int(g, "tokenizer.ggml.eos_token_id", false, 0, n - 1, &eos, err,
-                               err_size)) ||
-        (st = elm_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix, err,
-                                err_size)))
-        return st;
-
-    /* NUL-terminated copies of the pieces, in one block. */
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        const char *s;
-        size_t len;
-        elm_gguf_array_string(tk, (uint64_t)i, &s, &len);
-        total += len + 1;
-    }
-    char *text = malloc(total);
-    const char **pieces = malloc((size_t)n * sizeof *pieces);
-    float *scores = malloc((size_t)n * sizeof *scores);
-    int32_t *types = malloc((size_t)n * sizeof *types);
-    if (!text || !pieces || !scores || !types) {
-        free(text);
-        free(pieces);
-        free(scores);
-        free(types);
-        return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", g->path);
-    }
-    bool bytes = false;
-    char *p = text;
-    for (int i = 0; i < n; i++) {
-        const char *s;
-        size_t len;
-        elm_gguf_array_string(tk, (uint64_t)i, &s, &len);
-        memcpy(p, s, len);
-        p[len] = '\0';
-        pieces[i] = p;
-        p += len + 1;
-        scores[i] = sk ? (float)elm_gguf_array_number(sk, (uint64_t)i) : 0.0f;
-        types[i] = yk ? (int32_t)elm_gguf_array_number(yk, (uint64_t)i) : ELM_PIECE_NORMAL;
-        bytes = bytes || types[i] == ELM_PIECE_BYTE;
-    }
-    char name[4200];
-    snprintf(name, sizeof name, "%s: tokenizer.ggml.tokens", g->path);
-    int rc = elm_tokenizer_from_vocab(pieces, scores, yk ? types : NULL, n, (int32_t)unk,
-                                      (int32_t)bos, (int32_t)eos, bytes || !yk, space_prefix,
-                                      name, out, err, err_size);
-    free(text);
-    free(pieces);
-    free(scores);
-    free(types);
-    return rc < 0 ? (elm_status)rc : ELM_OK;
-}
-
 static void name_model(struct elm_model_info *in, const char *path)
 {
     const char *base = strrchr(path, '/');
@@ -414,14 +324,6 @@ static void name_model(struct elm_model_info *in, const char *path)
         n -= 5;
     snprintf(in->name, sizeof in->name, "%.*s", (int)(n > 127 ? 127 : n), base);
     snprintf(in->path, sizeof in->path, "%s", path);
-}
-
-/* The tokenizer: the GGUF's own vocabulary, else tokenizer.model or
- * tokenizer.json beside the file. */
-static elm_status load_tokenizer(struct gld *ld, const char *path)
-{
-    int rc = tokenizer_gguf_vocab_or_beside(ld->g, path, &ld->m->tokenizer, ld->err, ld->err_size);
-    return rc < 0 ? (elm_status)rc : ELM_OK;
 }
 
 elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err, size_t err_size)
@@ -437,7 +339,9 @@ elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err,
     if ((st = bind_all(&ld)) || (st = elm_load_check(m, path, err, err_size)))
         return st;
     elm_load_progress(m, 0.9f);
-    if ((st = load_tokenizer(&ld, path)) || (st = elm_load_check(m, path, err, err_size)))
+    /* The GGUF's own vocabulary, else tokenizer.model or tokenizer.json beside it. */
+    if ((st = tokenizer_gguf_vocab_or_beside(ld.g, path, &m->tokenizer, err, err_size)) ||
+        (st = elm_load_check(m, path, err, err_size)))
         return st;
     if (m->tokenizer && elm_tokenizer_n_vocab(m->tokenizer) != m->info.n_vocab)
         return elm_set_error(err, err_size, ELM_E_FORMAT,

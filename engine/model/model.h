@@ -42,8 +42,8 @@ struct elm_layer {
     const float *k_norm;      /* [hd] */
 };
 
-struct elm_mapping; /* one mmap'd file (safetensors.h) */
-struct elm_gguf;    /* one mmap'd GGUF file (gguf.h) */
+struct elm_mapping; /* one mmap'd file (formats/safetensors.h) */
+struct elm_gguf;    /* one mmap'd GGUF file (formats/gguf.h) */
 
 struct elm_model {
     struct elm_model_info info;
@@ -59,28 +59,15 @@ struct elm_model {
     elm_tokenizer *tokenizer; /* owned, may be NULL */
     struct elm_gguf *gguf;    /* owned, GGUF models only (gguf_model.c) */
     /* elm_model_load's params while it runs (NULL afterwards): both loaders
-     * poll its abort callback and report progress through it */
+     * poll its abort callback and report progress through it (load_steps.h) */
     const struct elm_model_params *loading;
 };
-
-/* The load's abort callback asked to stop: ELM_E_ABORTED with "what: load
- * cancelled" in err.  ELM_OK otherwise (and outside a load). */
-elm_status elm_load_check(const struct elm_model *m, const char *what, char *err,
-                          size_t err_size);
-/* memcpy for the loaders, in slices with elm_load_check between them (a
- * copy from a slow disk can be long).  ELM_E_ABORTED, err filled, when
- * cancelled. */
-elm_status elm_load_copy(const struct elm_model *m, void *dst, const void *src, size_t n,
-                         const char *what, char *err, size_t err_size);
-/* Progress of the load in progress, 0..1 (nothing outside a load). */
-void elm_load_progress(const struct elm_model *m, float fraction);
 
 /* Parse and validate config.json into the config part of info (config.c). */
 elm_status elm_config_load(const char *path, struct elm_model_info *info, char *err,
                            size_t err_size);
 
-
-/* Shared by the two loaders (model_setup.c).  The fingerprint is FNV-1a over
+/* Shared by the two loaders (setup.c).  The fingerprint is FNV-1a over
  * the hyperparameters and every bound tensor (name, type, shape, samples). */
 void elm_hash_bytes(uint64_t *h, const void *data, size_t n);
 void elm_hash_u64(uint64_t *h, uint64_t v);

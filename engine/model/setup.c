@@ -1,4 +1,4 @@
-/* model_setup.c: what both model loaders (model.c: safetensors folders,
+/* setup.c: what both model loaders (hf_model.c: safetensors folders,
  * gguf_model.c: GGUF files) do alike, so that a model's fingerprint, its
  * owned copies and its layer storage mean the same whatever the file. */
 #include "config.h"

@@ -1,21 +1,19 @@
-/* tokenizer.c: the SentencePiece BPE tokenizer core: the vocabulary and its
+/* bpe.c: the SentencePiece BPE tokenizer core: the vocabulary and its
  * hash index, encoding (a heap of candidate merges over a linked list of
  * symbols, as sentencepiece's bpe_model.cc does), decoding and the streaming
- * decoder.  The file formats live in sp_model.c and tokenizer_json.c. */
+ * decoder.  Which file a tokenizer comes from is load.c's business; the
+ * readers of each format (sp_model.c, hf_json.c, gguf_vocab.c) hand their
+ * vocabulary to tok_build or elm_tokenizer_from_vocab. */
 #include "config.h"
 
 #include "engine/elm_tokenizer.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "engine/elm.h"
 #include "engine/base/error.h"
-#include "engine/tokenizer/tokenizer_impl.h"
+#include "engine/tokenizer/bpe.h"
 
 /* U+2581 LOWER ONE EIGHTH BLOCK stands for a space inside pieces. */
 #define SPACE_SYM "\xE2\x96\x81"
@@ -23,9 +21,10 @@
 /* What an invalid input byte becomes (U+FFFD), and what <unk> decodes to. */
 #define REPLACEMENT "\xEF\xBF\xBD"
 #define UNK_SURFACE " \xE2\x81\x87 "
-/* Inputs and files beyond this are refused rather than risk 32-bit offsets. */
+/* Inputs and vocabularies beyond this are refused rather than risk 32-bit
+ * offsets (the arena holds every piece). */
 #define MAX_TEXT_BYTES ((size_t)1 << 28)
-#define MAX_FILE_BYTES ((size_t)1 << 28)
+#define MAX_ARENA_BYTES ((size_t)1 << 28)
 
 /* The full hash beside the id spares most misses a trip to the arena. */
 struct slot {
@@ -123,8 +122,8 @@ static bool space_only_at_start(const char *p, size_t len)
     return true;
 }
 
-int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out, char *err,
-              size_t err_size)
+elm_status tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out,
+                     char *err, size_t err_size)
 {
     *out = NULL;
     int n = spec->n;
@@ -145,7 +144,7 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
                                  name, i, spec->type[i]);
         }
         total += spec->piece_len[i] + 1;
-        if (total > MAX_FILE_BYTES) {
+        if (total > MAX_ARENA_BYTES) {
             return elm_set_error(err, err_size, ELM_E_UNSUPPORTED, "%s: the pieces are too large",
                                  name);
         }
@@ -178,7 +177,7 @@ int tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out
         tok->byte_id[b] = -1;
 
     size_t pos = 0;
-    int status = ELM_OK;
+    elm_status status = ELM_OK;
     for (int i = 0; i < n && status == ELM_OK; i++) {
         size_t len = spec->piece_len[i];
         memcpy(tok->arena + pos, spec->piece[i], len);
@@ -306,102 +305,6 @@ int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, con
     free(lens);
     free(t);
     free(s);
-    return st;
-}
-
-static int read_file(const char *path, char **buf, size_t *size, char *err, size_t err_size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: %s", path, strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: not a regular file", path);
-    }
-    if ((unsigned long long)st.st_size > MAX_FILE_BYTES) {
-        fclose(f);
-        return elm_set_error(err, err_size, ELM_E_FORMAT,
-                             "%s: %lld bytes is too large for a tokenizer file", path,
-                             (long long)st.st_size);
-    }
-    size_t n = (size_t)st.st_size;
-    char *b = malloc(n + 1);
-    if (!b) {
-        fclose(f);
-        return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
-    }
-    size_t got = fread(b, 1, n, f);
-    bool bad = ferror(f) != 0;
-    fclose(f);
-    if (bad || got != n) {
-        free(b);
-        return elm_set_error(err, err_size, ELM_E_IO, "%s: read error", path);
-    }
-    b[n] = '\0';
-    *buf = b;
-    *size = n;
-    return ELM_OK;
-}
-
-int tokenizer_load_beside(const char *model, elm_tokenizer **out, char *err, size_t err_size)
-{
-    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-    struct stat sb;
-    char dir[PATH_MAX], file[PATH_MAX];
-    *out = NULL;
-    if ((size_t)snprintf(dir, sizeof dir, "%s", model) >= sizeof dir)
-        return elm_set_error(err, err_size, ELM_E_INVALID, "%s: path too long", model);
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            slash[1] = '\0';
-        else
-            dir[0] = '\0'; /* the current folder: plain file names */
-    }
-    size_t n = strlen(dir);
-    const char *sep = (n == 0 || dir[n - 1] == '/') ? "" : "/";
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if ((size_t)snprintf(file, sizeof file, "%s%s%s", dir, sep, names[i]) >= sizeof file)
-            return elm_set_error(err, err_size, ELM_E_INVALID, "%s: path too long", dir);
-        if (stat(file, &sb) == 0 && S_ISREG(sb.st_mode))
-            return elm_tokenizer_load(file, out, err, err_size);
-    }
-    return ELM_OK;
-}
-
-int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size)
-{
-    if (!out)
-        return ELM_E_INVALID;
-    *out = NULL;
-    if (!path) {
-        return elm_set_error(err, err_size, ELM_E_INVALID, "no tokenizer file given");
-    }
-    if (tokenizer_file_is_gguf(path)) /* a model file: never read whole */
-        return tokenizer_gguf_load(path, out, err, err_size);
-    char *buf = NULL; /* set on success only; -O2 cannot see that through elm_set_error */
-    size_t size = 0;
-    int st = read_file(path, &buf, &size, err, err_size);
-    if (st != ELM_OK)
-        return st;
-    if (size == 0) {
-        free(buf);
-        return elm_set_error(err, err_size, ELM_E_FORMAT, "%s: empty file", path);
-    }
-    /* JSON starts with '{' (after optional whitespace or a UTF-8 BOM); a
-     * ModelProto starts with a field tag, never one of those bytes. */
-    size_t i = 0;
-    if (size >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
-        i = 3;
-    while (i < size && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r'))
-        i++;
-    if (i < size && buf[i] == '{')
-        st = tokenizer_json_parse(buf + i, size - i, path, out, err, err_size);
-    else
-        st = sp_model_parse((const unsigned char *)buf, size, path, out, err, err_size);
-    free(buf);
     return st;
 }
 

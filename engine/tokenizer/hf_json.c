@@ -1,4 +1,4 @@
-/* tokenizer_json.c: reads a Hugging Face tokenizer.json (a BPE model with
+/* hf_json.c: reads a Hugging Face tokenizer.json (a BPE model with
  * byte fallback, as converted from LLaMA's SentencePiece model) into the
  * tokenizer core.
  *
@@ -18,7 +18,8 @@
 
 #include "engine/elm.h"
 #include "engine/base/error.h"
-#include "engine/tokenizer/tokenizer_impl.h"
+#include "engine/tokenizer/bpe.h"
+#include "engine/tokenizer/hf_json.h"
 
 #define SPACE_SYM "\xE2\x96\x81"
 
@@ -222,8 +223,8 @@ static bool find_prefix(json_object *o)
     return find_prefix(get(o, "normalizers")) || find_prefix(get(o, "pretokenizers"));
 }
 
-int tokenizer_json_parse(const char *buf, size_t size, const char *path, elm_tokenizer **out,
-                         char *err, size_t err_size)
+elm_status tokenizer_json_parse(const char *buf, size_t size, const char *path,
+                                elm_tokenizer **out, char *err, size_t err_size)
 {
     if (size > 0x7fffffff)
         return fail(err, err_size, path, ELM_E_FORMAT, "too large");

@@ -12,7 +12,8 @@
 
 #include "engine/elm.h"
 #include "engine/base/error.h"
-#include "engine/tokenizer/tokenizer_impl.h"
+#include "engine/tokenizer/bpe.h"
+#include "engine/tokenizer/sp_model.h"
 
 /* ModelProto field numbers (sentencepiece_model.proto). */
 enum {
@@ -257,8 +258,8 @@ static const char *model_type_name(int t)
     return "unknown";
 }
 
-int sp_model_parse(const unsigned char *buf, size_t size, const char *path, elm_tokenizer **out,
-                   char *err, size_t err_size)
+elm_status sp_model_parse(const unsigned char *buf, size_t size, const char *path,
+                          elm_tokenizer **out, char *err, size_t err_size)
 {
     struct pb r = {buf, buf, buf + size, path, err, err_size};
     struct pb_field f;

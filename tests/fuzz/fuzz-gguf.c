@@ -1,6 +1,6 @@
 /* fuzz-gguf.c: engine/formats/gguf_read.c (header, metadata of every type, tensor table,
  * alignment, offsets), its typed getters, the tokenizer.ggml.* vocabulary
- * and the model binder (engine/model/gguf_model.c). */
+ * (engine/tokenizer/gguf_vocab.c) and the model binder (engine/model/gguf_model.c). */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "engine/formats/gguf.h"
+#include "engine/model/gguf_model.h"
 #include "engine/model/model.h"
+#include "engine/tokenizer/gguf_vocab.h"
 
 static void walk(const struct elm_gguf *g)
 {

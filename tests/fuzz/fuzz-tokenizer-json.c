@@ -4,7 +4,7 @@
 
 #include "tests/fuzz/fuzz.h"
 
-#include "engine/tokenizer/tokenizer_impl.h"
+#include "engine/tokenizer/hf_json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

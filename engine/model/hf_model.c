@@ -1,5 +1,6 @@
-/* model.c: loading a Hugging Face OpenELM folder (config.json + safetensors,
- * single file or index + shards), binding and validating every tensor. */
+/* hf_model.c: the Hugging Face loader: an OpenELM folder (config.json +
+ * safetensors, single file or index + shards), binding and validating
+ * every tensor, and the tokenizer beside the weights. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "engine/formats/gguf.h"
 #include "engine/formats/jsonfile.h"
-#include "engine/kernels/kernels.h"
-#include "engine/model/model.h"
 #include "engine/formats/safetensors.h"
-#include "engine/tokenizer/tokenizer_impl.h"
+#include "engine/kernels/kernels.h"
+#include "engine/model/hf_model.h"
+#include "engine/model/load_steps.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/load.h"
 
 struct loader {
     struct elm_model *m;
@@ -263,9 +264,6 @@ static elm_status locate(struct loader *ld, const char *path)
                                  "%s: no model.safetensors or model.safetensors.index.json", path);
         return ELM_OK;
     }
-    if (ends_with(path, ".gguf"))
-        return elm_set_error(ld->err, ld->err_size, ELM_E_UNSUPPORTED,
-                             "%s: GGUF files are not supported yet", path);
     if (!ends_with(path, ".safetensors") && !ends_with(path, ".safetensors.index.json"))
         return elm_set_error(ld->err, ld->err_size, ELM_E_FORMAT,
                              "%s: not a model folder, .safetensors or .gguf file", path);
@@ -282,12 +280,6 @@ static elm_status locate(struct loader *ld, const char *path)
     return ELM_OK;
 }
 
-static elm_status load_tokenizer(struct loader *ld)
-{
-    int rc = tokenizer_load_beside(ld->dir, &ld->m->tokenizer, ld->err, ld->err_size);
-    return rc < 0 ? (elm_status)rc : ELM_OK;
-}
-
 static void name_model(struct loader *ld, const char *path)
 {
     char tmp[PATH_MAX];
@@ -302,159 +294,46 @@ static void name_model(struct loader *ld, const char *path)
     snprintf(in->path, sizeof in->path, "%s", path);
 }
 
-elm_status elm_load_check(const struct elm_model *m, const char *what, char *err,
-                          size_t err_size)
+/* Every step, in order; ld is filled as they go. */
+static elm_status load_steps(struct loader *ld, const char *path, json_object **index)
 {
-    const struct elm_model_params *p = m->loading;
-    if (p && p->abort_cb && p->abort_cb(p->abort_user))
-        return elm_set_error(err, err_size, ELM_E_ABORTED, "%s: load cancelled", what);
-    return ELM_OK;
+    struct elm_model *m = ld->m;
+    char cfg[PATH_MAX];
+    elm_status st;
+    if ((st = locate(ld, path)) || (st = join(ld, cfg, ld->dir, "config.json")) ||
+        (st = elm_config_load(cfg, &m->info, ld->err, ld->err_size)))
+        return st;
+    elm_load_progress(m, 0.05f);
+    if (ends_with(ld->weights, ".index.json") && (st = load_index(ld, index)))
+        return st;
+    elm_hash_config(&ld->hash, &m->info);
+    if ((st = bind_all(ld)) || (st = elm_load_check(m, path, ld->err, ld->err_size)))
+        return st;
+    elm_load_progress(m, 0.9f);
+    /* The tokenizer beside the weights; none there is no error. */
+    if ((st = tokenizer_load_beside(ld->dir, &m->tokenizer, ld->err, ld->err_size)))
+        return st;
+    return elm_load_check(m, path, ld->err, ld->err_size);
 }
 
-/* Slices small enough that a cancel lands soon even at a few MB/s. */
-#define LOAD_COPY_SLICE ((size_t)4 << 20)
-
-elm_status elm_load_copy(const struct elm_model *m, void *dst, const void *src, size_t n,
-                         const char *what, char *err, size_t err_size)
+elm_status elm_hf_model_load(struct elm_model *m, const char *path, char *err, size_t err_size)
 {
-    char *d = dst;
-    const char *s = src;
-    for (size_t off = 0; off < n; off += LOAD_COPY_SLICE) {
-        elm_status st = elm_load_check(m, what, err, err_size);
-        if (st)
-            return st;
-        memcpy(d + off, s + off, n - off < LOAD_COPY_SLICE ? n - off : LOAD_COPY_SLICE);
-    }
-    return ELM_OK;
-}
-
-void elm_load_progress(const struct elm_model *m, float fraction)
-{
-    const struct elm_model_params *p = m->loading;
-    if (p && p->progress_cb)
-        p->progress_cb(fraction, p->progress_user);
-}
-
-/* 0 threads asked for: one a CPU. */
-static int n_threads_for(const struct elm_model_params *p)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return p->n_threads > 0 ? p->n_threads : ncpu > 0 ? (int)ncpu : 1;
-}
-
-struct elm_model_params elm_model_default_params(void)
-{
-    struct elm_model_params p = {.n_threads = 0, .progress_cb = NULL, .progress_user = NULL};
-    return p;
-}
-
-elm_status elm_model_load(const char *path, const struct elm_model_params *params,
-                          elm_model **out, char *err, size_t err_size)
-{
-    struct elm_model_params defaults = elm_model_default_params();
-    if (!params)
-        params = &defaults;
-    if (!path || !out)
-        return elm_set_error(err, err_size, ELM_E_INVALID, "elm_model_load: no path");
     struct loader *ld = calloc(1, sizeof *ld);
-    struct elm_model *m = calloc(1, sizeof *m);
-    if (!ld || !m) {
-        free(ld);
-        free(m);
+    if (!ld)
         return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
-    }
-    m->loading = params;
-    elm_status cst = elm_load_check(m, path, err, err_size);
-    if (cst) {
-        free(ld);
-        elm_model_free(m);
-        return cst;
-    }
-    elm_kernels_init();
-    if (ends_with(path, ".gguf")) {
-        /* GGUF files: engine/model/gguf_model.c binds everything. */
-        free(ld);
-        elm_status gst = elm_gguf_model_load(m, path, err, err_size);
-        if (gst) {
-            elm_model_free(m);
-            return gst;
-        }
-        m->n_threads = n_threads_for(params);
-        elm_load_progress(m, 1.0f);
-        m->loading = NULL;
-        *out = m;
-        return ELM_OK;
-    }
     ld->m = m;
     ld->err = err;
     ld->err_size = err_size;
-    ld->hash = 0xcbf29ce484222325ull;
+    ld->hash = 0xcbf29ce484222325ull; /* FNV-1a offset basis */
     json_object *index = NULL;
-    char cfg[PATH_MAX];
-
-    elm_status st = locate(ld, path);
-    if (!st)
-        st = join(ld, cfg, ld->dir, "config.json");
-    if (!st)
-        st = elm_config_load(cfg, &m->info, err, err_size);
-    if (!st) {
-        elm_load_progress(m, 0.05f);
-        if (ends_with(ld->weights, ".index.json"))
-            st = load_index(ld, &index);
-    }
-    if (!st) {
-        elm_hash_config(&ld->hash, &m->info);
-        st = bind_all(ld);
-    }
-    if (!st)
-        st = elm_load_check(m, path, err, err_size);
-    if (!st) {
-        elm_load_progress(m, 0.9f);
-        st = load_tokenizer(ld);
-    }
-    if (!st)
-        st = elm_load_check(m, path, err, err_size);
+    elm_status st = load_steps(ld, path, &index);
     json_object_put(index);
-    if (st) {
-        elm_model_free(m);
-        free(ld);
-        return st;
+    if (!st) {
+        struct elm_model_info *in = &m->info;
+        in->fingerprint = ld->hash;
+        in->dtype = elm_dominant_dtype(ld->bytes_by_dtype, 3);
+        name_model(ld, path);
     }
-    struct elm_model_info *in = &m->info;
-    in->fingerprint = ld->hash;
-    in->dtype = elm_dominant_dtype(ld->bytes_by_dtype, 3);
-    name_model(ld, path);
-    m->n_threads = n_threads_for(params);
     free(ld);
-    elm_load_progress(m, 1.0f);
-    m->loading = NULL;
-    *out = m;
-    return ELM_OK;
-}
-
-void elm_model_free(elm_model *m)
-{
-    if (!m)
-        return;
-    elm_tokenizer_free(m->tokenizer);
-    for (int i = 0; i < m->n_maps; i++)
-        elm_safetensors_close(m->maps[i]);
-    free(m->maps);
-    for (int i = 0; i < m->n_aligned_copies; i++)
-        free(m->aligned_copies[i]);
-    free(m->aligned_copies);
-    free(m->layers);
-    free(m->norm_store);
-    elm_gguf_close(m->gguf);
-    free(m);
-}
-
-const struct elm_model_info *elm_model_get_info(const elm_model *model)
-{
-    return &model->info;
-}
-
-const elm_tokenizer *elm_model_tokenizer(const elm_model *model)
-{
-    return model->tokenizer;
+    return st;
 }
