@@ -537,13 +537,17 @@ def main():
                 f.write("<|user|>\n" + u.replace("\n", " ") + "\n<|assistant|>\n" + a.replace("\n", " ") + "\n")
     import sentencepiece as spm
     prefix = os.path.join(args.out, "tokenizer")
+    # relative paths: the trainer stores them in the model, which keeps the file byte-identical
+    cwd = os.getcwd()
+    os.chdir(args.out)
     spm.SentencePieceTrainer.train(
-        input=spm_in, model_prefix=prefix, model_type="bpe", vocab_size=args.vocab,
+        input="spm_input.txt", model_prefix="tokenizer", model_type="bpe", vocab_size=args.vocab,
         byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
         normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
         split_digits=True, allow_whitespace_only_pieces=True, character_coverage=1.0,
         num_threads=1, input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=8192,
         seed_sentencepiece_size=1000000, minloglevel=2)
+    os.chdir(cwd)
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
     R = Renderer(sp)
 
