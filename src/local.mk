@@ -1,4 +1,5 @@
-# The application: sessions, conversations, templates, store, config, options.
+# The application: sessions, conversations, templates, store, config, options,
+# the chat controller and its slash commands.
 # Knows the engine's public API only; includes nothing from ui/ or cli/.
 noinst_LIBRARIES += src/libcore.a
 src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
@@ -19,4 +20,10 @@ src_libcore_a_SOURCES = \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
 	src/conversation.c src/conversation.h \
-	src/kvcache_store.c src/kvcache_store.h
+	src/kvcache_store.c src/kvcache_store.h \
+	src/slash_commands.c src/slash_commands.h \
+	src/chat_status.h \
+	src/chat_controller.c src/chat_controller.h src/chat_internal.h \
+	src/chat_sessions.c \
+	src/chat_model.c \
+	src/chat_commands.c

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tests/tap.h"
-#include "ui/commands.h"
+#include "src/slash_commands.h"
 
 static enum cmd_parse_result parse(const char *line, struct cmd *c, size_t *start, char *err)
 {

@@ -146,7 +146,7 @@ static void cut_cols(char *s, size_t size, int cols)
         memcpy(s + i, "…", 4); /* with its NUL */
 }
 
-int status_format(const struct status_info *s, int width, char *buf, size_t size)
+int status_format(const struct chat_status *s, int width, char *buf, size_t size)
 {
     char parts[8][160];
     int np = 0;
@@ -240,7 +240,7 @@ int status_format(const struct status_info *s, int width, char *buf, size_t size
     return warn_at;
 }
 
-void draw_status(void *vwin, const struct status_info *s)
+void draw_status(void *vwin, const struct chat_status *s)
 {
     WINDOW *w = vwin;
     if (!w)

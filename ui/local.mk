@@ -1,6 +1,6 @@
 # The terminal UI: the only layer that includes curses or readline.
-# layout, transcript, sanitize and commands are pure (no curses): the unit
-# tests link them alone.
+# layout, transcript and sanitize are pure (no curses): the unit tests link
+# them alone.
 noinst_LIBRARIES += ui/libui.a
 ui_libui_a_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) $(READLINE_CFLAGS) -D_XOPEN_SOURCE_EXTENDED
 ui_libui_a_SOURCES = \
@@ -8,8 +8,7 @@ ui_libui_a_SOURCES = \
 	ui/layout.c ui/layout.h \
 	ui/sanitize.c ui/sanitize.h \
 	ui/transcript.c ui/transcript.h \
-	ui/commands.c ui/commands.h \
 	ui/screen.c ui/screen.h \
 	ui/input.c ui/input.h \
 	ui/draw.c ui/draw.h \
-	ui/chat.c ui/chat.h
+	ui/chat_view.c ui/chat_view.h

@@ -27,11 +27,20 @@
 #include "src/options.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
-#include "ui/chat.h"
+#include "src/chat_controller.h"
+#include "ui/chat_view.h"
 #include "ui/draw.h"
 #include "ui/input.h"
 #include "ui/layout.h"
 #include "ui/screen.h"
+
+/* How far the worker and its compute threads sit below the UI thread
+ * (nice levels; Linux).  The scheduler groups threads (by session or
+ * cgroup): against other groups decoding loses nothing, inside its group
+ * the UI runs first.  A busy program in the same group (a job of the
+ * same shell; every program where nothing is grouped) gets about three
+ * times the CPU of one compute thread. */
+#define COMPUTE_NICE 5
 
 static int sig_pipe[2] = {-1, -1};
 
@@ -62,6 +71,7 @@ static void install_signals(void)
 
 struct tui {
     struct chat chat;
+    struct tui_view view;  /* what the chat reports, drawn here */
     WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
     struct ui_layout layout;
     int input_rows;
@@ -97,7 +107,7 @@ static void relayout(struct tui *t)
 {
     int want = input_rows_wanted(COLS);
     t->input_rows = want;
-    layout_compute(LINES, COLS, want, t->chat.show_sessions, &t->layout);
+    layout_compute(LINES, COLS, want, t->view.show_sessions, &t->layout);
     del_windows(t);
     t->w_transcript = make_win(t->layout.transcript);
     t->w_status = make_win(t->layout.status);
@@ -109,15 +119,15 @@ static void relayout(struct tui *t)
         nodelay(t->w_input, TRUE);
     }
     input_set_window(t->w_input, LINES);
-    transcript_set_width(&t->chat.tr, t->layout.transcript.w, t->layout.transcript.h);
+    transcript_set_width(&t->view.tr, t->layout.transcript.w, t->layout.transcript.h);
     t->full_redraw = true;
 }
 
 static void draw(struct tui *t)
 {
     double now = chat_now();
-    struct status_info st;
-    chat_status(&t->chat, &st, now);
+    struct chat_status st;
+    chat_get_status(&t->chat, &st, now);
     /* The input may have grown or shrunk. */
     int want = input_rows_wanted(COLS);
     int clamped = want > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : want;
@@ -127,17 +137,16 @@ static void draw(struct tui *t)
     if (t->full_redraw) {
         wnoutrefresh(stdscr);
     }
-    if (t->chat.changed || t->full_redraw) {
-        const char *label = t->chat.demo ? "demo model" : t->chat.model_name;
-        draw_transcript(t->w_transcript, &t->chat.tr, label);
+    if (t->view.changed || t->full_redraw) {
+        draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(&t->chat));
         if (t->w_sessions)
-            draw_sessions(t->w_sessions, t->chat.session_list, t->chat.n_session_list,
+            draw_sessions(t->w_sessions, t->view.session_list, t->view.n_session_list,
                           chat_session_name(&t->chat));
     }
     draw_status(t->w_status, &st);
     input_draw(st.busy);
     doupdate();
-    t->chat.changed = false;
+    t->view.changed = false;
     t->full_redraw = false;
     if (t->latency_log && t->key_time > 0) {
         /* ms, then both CLOCK_MONOTONIC instants: tests/keylatency matches
@@ -189,26 +198,25 @@ static void on_action(enum input_action a, void *user)
     int page = h > 2 ? h - 2 : 1;
     switch (a) {
     case IA_SCROLL_UP:
-        transcript_scroll(&t->chat.tr, page, h);
+        transcript_scroll(&t->view.tr, page, h);
         break;
     case IA_SCROLL_DOWN:
-        transcript_scroll(&t->chat.tr, -page, h);
+        transcript_scroll(&t->view.tr, -page, h);
         break;
     case IA_SCROLL_TOP:
-        transcript_scroll_home(&t->chat.tr, h);
+        transcript_scroll_home(&t->view.tr, h);
         break;
     case IA_SCROLL_BOTTOM:
-        transcript_scroll_end(&t->chat.tr);
+        transcript_scroll_end(&t->view.tr);
         break;
     case IA_CANCEL:
-        if (t->chat.generating)
+        if (chat_generating(&t->chat))
             chat_cancel(&t->chat);
         else
             input_clear_line();
         break;
     case IA_TOGGLE_SESSIONS:
-        t->chat.show_sessions = !t->chat.show_sessions;
-        chat_refresh_session_list(&t->chat);
+        tui_view_toggle_sessions(&t->view);
         relayout(t);
         return;
     case IA_REDRAW:
@@ -216,7 +224,7 @@ static void on_action(enum input_action a, void *user)
         t->full_redraw = true;
         break;
     }
-    t->chat.changed = true;
+    t->view.changed = true;
 }
 
 /* ---------------------------------------------------------------- options */
@@ -289,13 +297,13 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
                 *resize = true;
                 break;
             case SIGINT:
-                if (t->chat.generating)
+                if (chat_generating(&t->chat))
                     chat_cancel(&t->chat);
                 else if (!input_line_empty())
                     input_clear_line();
                 else
                     chat_notice(&t->chat, false, "Ctrl-D or /quit leaves");
-                t->chat.changed = true;
+                t->view.changed = true;
                 break;
             case SIGTSTP:
                 screen_suspend();
@@ -332,13 +340,13 @@ static bool trailing_escape(const char *buf, size_t n, int fd)
 static int run(struct tui *t)
 {
     int tty = STDIN_FILENO;
-    int wake = elm_worker_wake_fd(t->chat.worker);
+    int wake = chat_wake_fd(&t->chat);
     bool leave = false;
     bool urgent = true; /* draw at once, not at the next frame */
     double last_draw = 0;
     input_set_tty_fd(tty);
     relayout(t);
-    while (!t->chat.quit && !leave) {
+    while (!chat_quit_requested(&t->chat) && !leave) {
         double now = chat_now();
         bool deferred = !urgent && now - last_draw < STREAM_FRAME_SEC;
         if (!deferred) {
@@ -354,7 +362,7 @@ static int run(struct tui *t)
             {.fd = deferred ? -1 : wake, .events = POLLIN},
         };
         /* Wake up for the notice to expire and the busy display. */
-        int timeout = t->chat.notice[0] ? 250 : -1;
+        int timeout = chat_has_notice(&t->chat) ? 250 : -1;
         if (deferred)
             timeout = (int)((last_draw + STREAM_FRAME_SEC - now) * 1e3) + 1;
         int r = poll(fds, 3, timeout);
@@ -363,7 +371,7 @@ static int run(struct tui *t)
             break;
         }
         if (r <= 0) {
-            t->chat.changed = true;
+            t->view.changed = true;
             urgent = !deferred;
             continue;
         }
@@ -392,7 +400,7 @@ static int run(struct tui *t)
                 if (t->latency_log)
                     t->key_time = chat_now();
                 size_t len = (size_t)n;
-                bool esc = t->chat.generating && trailing_escape(buf, len, tty);
+                bool esc = chat_generating(&t->chat) && trailing_escape(buf, len, tty);
                 if (esc)
                     len--;
                 if (len)
@@ -442,9 +450,13 @@ int tui_main(int argc, char **argv)
 
     struct tui *t = x_calloc(1, sizeof *t);
     char err[2048];
-    if (!chat_init(&t->chat, &o, err, sizeof err)) {
+    struct chat_view ops;
+    tui_view_init(&t->view, &t->chat, &ops);
+    o.worker_nice = COMPUTE_NICE;
+    if (!chat_init(&t->chat, &o, &ops, err, sizeof err)) {
         cli_error("%s", err);
         chat_fini(&t->chat);
+        tui_view_fini(&t->view);
         free(t);
         return EXIT_RUNTIME;
     }
@@ -462,6 +474,7 @@ int tui_main(int argc, char **argv)
     if (!screen_init(err, sizeof err)) {
         cli_error("%s", err);
         chat_fini(&t->chat);
+        tui_view_fini(&t->view);
         free(history);
         free(t);
         return EXIT_RUNTIME;
@@ -477,6 +490,7 @@ int tui_main(int argc, char **argv)
 
     /* Shutdown order (STYLE.md B.9): save, stop the worker, readline, curses. */
     chat_fini(&t->chat);
+    tui_view_fini(&t->view);
     input_fini();
     del_windows(t);
     the_tui = NULL;

@@ -1,7 +1,7 @@
-/* commands.c: slash command parsing and completion (see commands.h). */
+/* slash_commands.c: slash command parsing and completion (see slash_commands.h). */
 #include "config.h"
 
-#include "ui/commands.h"
+#include "src/slash_commands.h"
 
 #include <ctype.h>
 #include <errno.h>

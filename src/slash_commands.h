@@ -1,7 +1,9 @@
-/* commands.h: the slash commands of the chat: parsing, validation, help and
- * completion candidates.  Pure: no curses, no readline.  UI thread only. */
-#ifndef ELMCHAT_UI_COMMANDS_H
-#define ELMCHAT_UI_COMMANDS_H
+/* slash_commands.h: the slash commands of the chat: the table, parsing,
+ * validation, completion candidates.  Application logic, not drawing: the
+ * controller (chat_commands.c) runs them, the UI's completion reads the
+ * table.  Pure: no I/O.  One thread. */
+#ifndef ELMCHAT_SRC_SLASH_COMMANDS_H
+#define ELMCHAT_SRC_SLASH_COMMANDS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,404 @@
+/* chat_commands.c: what the slash commands do (slash_commands.c parses
+ * them).  Commands that would change the conversation under a streaming
+ * reply are refused until it ends. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/chat_controller.h"
+#include "src/chat_internal.h"
+#include "src/store.h"
+#include "src/xalloc.h"
+
+static void show_help(struct chat *c)
+{
+    struct sbuf b = {0};
+    sbuf_add(&b, "", 0);
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        char line[256];
+        snprintf(line, sizeof line, "%-18s %s\n", cmd_table[i].usage, cmd_table[i].help);
+        sbuf_add(&b, line, strlen(line));
+    }
+    static const char keys[] =
+        "\n"
+        "Enter send · Alt-Enter or Ctrl-J new line · Tab complete · Ctrl-R search history\n"
+        "Ctrl-C or Esc stop the reply · Ctrl-C clear the line · Ctrl-D (empty line) quit\n"
+        "PgUp/PgDn scroll · Ctrl-Home/Ctrl-End (or Home/End on an empty line) top/bottom\n"
+        "Alt-S or F2 session list · Ctrl-L redraw · Ctrl-Z suspend · '//' sends a '/'";
+    sbuf_add(&b, keys, strlen(keys));
+    chat_info_msg(c, false, b.data);
+    sbuf_fini(&b);
+}
+
+static void show_info(struct chat *c)
+{
+    char buf[8192];
+    size_t n = 0;
+    const struct elm_model_info *mi = c->info;
+    struct conv *v = c->cur;
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (n < sizeof buf)                                                                        \
+            n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                           \
+    } while (0)
+    ADD("model: %s%s\npath: %s\n", c->model_name,
+        c->demo ? " (bundled demo: random weights, its output is noise)" : "", c->model_path);
+    if (mi)
+        ADD("layers %d, dim %d, vocab %d, %.1fM parameters, %s\n", mi->n_layers, mi->model_dim,
+            mi->n_vocab, (double)mi->n_params / 1e6, elm_dtype_name(mi->dtype));
+    else
+        ADD("%s\n", c->model_loading ? "loading..." : "not loaded");
+    if (c->model_loading && c->model_ready)
+        ADD("loading %s: %d%%\n", c->load_name, (int)(c->load_progress * 100));
+    struct elm_sampler_params p;
+    int max_tokens;
+    chat_effective_sampling(c, &p, &max_tokens);
+    char *spath = session_path_for(v->s->name);
+    struct conv_fill f;
+    conversation_fill(&v->cv, &f);
+    ADD("template: %s (%s)\nsession: %s (%s), %zu open\n", v->tpl->name,
+        v->tpl->path ? v->tpl->path : "", v->s->name, spath ? spath : "", c->n_convs);
+    ADD("context: %d tokens of %d (%d%%), %zu cached; policy %s; %d messages out of context, "
+        "%d pinned\n",
+        f.n_tokens, f.n_ctx, (int)(f.fraction * 100.0f), v->cv.cache.n,
+        context_policy_name(c->policy.policy), f.n_out_of_context, f.n_pinned);
+    ADD("last request: %d tokens reused from the cache, %d computed\n", v->n_reused,
+        v->n_computed);
+    ADD("speed: prefill %.1f t/s, decode %.1f t/s\n", c->prefill_tps, c->decode_tps);
+    ADD("sampling: temperature %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, seed %llu, "
+        "max-tokens %d",
+        (double)p.temperature, p.top_k, (double)p.top_p, (double)p.min_p,
+        (double)p.repeat_penalty, (unsigned long long)p.seed, max_tokens);
+#undef ADD
+    free(spath);
+    chat_info_msg(c, false, buf);
+}
+
+static bool busy_refuse(struct chat *c)
+{
+    if (c->generating) {
+        chat_notice(c, true, "a reply is being generated: Esc or Ctrl-C stops it");
+        return true;
+    }
+    return false;
+}
+
+static bool ready_refuse(struct chat *c)
+{
+    if (busy_refuse(c))
+        return true;
+    if (!c->model_ready) {
+        chat_notice(c, true, c->model_loading ? "wait for the model to load" : "no model loaded");
+        return true;
+    }
+    return false;
+}
+
+/* The user message of exchange arg (N counts the exchanges, i.e. the user
+ * messages, from 1; NULL: the last one): its session index, or SIZE_MAX
+ * after saying why (verb names the command). */
+static size_t find_exchange(struct chat *c, const struct session *s, const char *arg,
+                            const char *verb)
+{
+    size_t want = 0;
+    if (arg) {
+        char *end;
+        errno = 0;
+        long k = strtol(arg, &end, 10);
+        if (errno || *end || k < 1) {
+            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
+            return SIZE_MAX;
+        }
+        want = (size_t)k;
+    }
+    size_t last = 0, idx = SIZE_MAX;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        if (s->msgs[i].role != ROLE_USER)
+            continue;
+        last++;
+        if (last == want || want == 0)
+            idx = i;
+    }
+    if (idx == SIZE_MAX) {
+        if (last)
+            chat_notice(c, true, "there is no exchange %zu (1 to %zu)", want, last);
+        else
+            chat_notice(c, true, "nothing to %s yet", verb);
+    }
+    return idx;
+}
+
+/* /pin [N], /unpin [N]. */
+static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pin)
+{
+    struct session *s = v->s;
+    size_t idx = find_exchange(c, s, arg, pin ? "pin" : "unpin");
+    if (idx == SIZE_MAX)
+        return;
+    size_t k = chat_exchange_of(s, idx);
+    if (pin && s->msgs[idx].out_of_context) {
+        chat_notice(c, true, "exchange %zu is already out of context (/undo or edit to bring it back)",
+                    k);
+        return;
+    }
+    conversation_pin(&v->cv, idx, pin);
+    v->dirty = true;
+    chat_show_conv(c);
+    chat_save_conv(c, v, true);
+    chat_notice(c, false, pin ? "exchange %zu pinned: it stays in context"
+                              : "exchange %zu unpinned",
+                k);
+}
+
+/* /edit [N]: the message goes to the input line; chat_submit sends the
+ * edited text in its place. */
+static void edit_command(struct chat *c, struct conv *v, const char *arg)
+{
+    size_t idx = find_exchange(c, v->s, arg, "edit");
+    if (idx == SIZE_MAX)
+        return;
+    c->edit_conv = v;
+    c->edit_msg = idx;
+    c->edit_exchange = (int)chat_exchange_of(v->s, idx);
+    chat_put_input(c, v->s->msgs[idx].content);
+    chat_notice(c, false,
+                "editing message #%d: Enter sends it in its place (what followed is dropped); "
+                "an empty line cancels",
+                c->edit_exchange);
+}
+
+void chat_run_command(struct chat *c, struct cmd *cmd)
+{
+    char err[1024];
+    struct conv *v = c->cur;
+    /* commands that change which messages exist end an /edit */
+    if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD ||
+        cmd->id == CMD_UNDO || cmd->id == CMD_CLEAR)
+        c->edit_conv = NULL;
+    switch (cmd->id) {
+    case CMD_HELP:
+        show_help(c);
+        break;
+    case CMD_QUIT:
+        c->quit = true;
+        break;
+    case CMD_INFO:
+        show_info(c);
+        break;
+    case CMD_SESSIONS:
+        if (c->view.session_list_toggled)
+            c->view.session_list_toggled(c->view.user);
+        break;
+    case CMD_NEW: {
+        if (busy_refuse(c))
+            break;
+        if (cmd->arg && chat_conv_find(c, cmd->arg)) {
+            chat_notice(c, true, "'%s' is already open: /switch %s", cmd->arg, cmd->arg);
+            break;
+        }
+        chat_save_conv(c, v, true);
+        char *name = cmd->arg ? x_strdup(cmd->arg) : chat_auto_session_name();
+        struct session *s = session_new(name);
+        free(name);
+        if (c->opt.system)
+            s->system = x_strdup(c->opt.system);
+        chat_apply_cli_sampling(c, s);
+        struct conv *nv = chat_conv_open(c, s, err, sizeof err);
+        if (!nv) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        chat_switch_to(c, nv);
+        chat_notice(c, false, "new session '%s'", nv->s->name);
+        break;
+    }
+    case CMD_SWITCH:
+    case CMD_LOAD: {
+        if (busy_refuse(c))
+            break;
+        struct conv *nv = chat_open_session(c, cmd->arg, false, err, sizeof err);
+        if (!nv) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        chat_save_conv(c, v, true);
+        chat_switch_to(c, nv);
+        chat_notice(c, false, "session '%s': %zu messages", nv->s->name, nv->s->n_msgs);
+        break;
+    }
+    case CMD_SAVE:
+        if (cmd->arg && strcmp(cmd->arg, v->s->name) != 0) {
+            if (chat_conv_find(c, cmd->arg)) {
+                chat_notice(c, true, "'%s' is open in another session", cmd->arg);
+                break;
+            }
+            if (!session_name_valid(cmd->arg)) {
+                chat_notice(c, true, "invalid session name '%s'", cmd->arg);
+                break;
+            }
+            free(v->s->name);
+            v->s->name = x_strdup(cmd->arg);
+        }
+        v->dirty = true;
+        chat_save_conv(c, v, false);
+        chat_session_list_changed(c);
+        break;
+    case CMD_EXPORT: {
+        char *md = session_to_markdown(v->s);
+        int rc = store_write_atomic(cmd->arg, md, strlen(md), err, sizeof err);
+        free(md);
+        if (rc != 0)
+            chat_notice(c, true, "%s", err);
+        else
+            chat_notice(c, false, "exported to %s", cmd->arg);
+        break;
+    }
+    case CMD_MODEL: {
+        char path[4096];
+        if (!chat_resolve_model(c, cmd->arg, path, sizeof path, err, sizeof err)) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        if (c->model_ready && !c->model_loading && strcmp(path, c->model_path) == 0) {
+            chat_notice(c, false, "%s is the current model", c->model_name);
+            break;
+        }
+        /* the current model keeps answering until the new one is ready */
+        if (!chat_begin_model_load(c, cmd->arg, path, err, sizeof err)) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        chat_changed(c); /* the status bar shows the progress */
+        break;
+    }
+    case CMD_TEMPLATE: {
+        if (busy_refuse(c))
+            break;
+        struct template *t = template_load(cmd->arg, err, sizeof err);
+        if (!t) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        conversation_set_template(&v->cv, t, c->tok);
+        int rc = conversation_render(&v->cv, err, sizeof err);
+        if (rc && rc != CONV_FULL) {
+            chat_notice(c, true, "%s", err);
+            conversation_set_template(&v->cv, v->tpl, c->tok);
+            conversation_render(&v->cv, err, sizeof err);
+            template_free(t);
+            break;
+        }
+        template_free(v->tpl);
+        v->tpl = t;
+        free(v->s->template_name);
+        v->s->template_name = x_strdup(t->name);
+        v->dirty = true;
+        chat_show_conv(c);
+        chat_post_prefill(c, v);
+        chat_notice(c, false, "template '%s' (%zu tokens rendered again)", t->name,
+                    v->cv.tokens.n);
+        break;
+    }
+    case CMD_SYSTEM: {
+        if (busy_refuse(c))
+            break;
+        int rc = conversation_set_system(&v->cv, cmd->arg, err, sizeof err);
+        if (rc && rc != CONV_FULL) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        v->dirty = true;
+        chat_show_conv(c);
+        chat_post_prefill(c, v);
+        if (rc == CONV_FULL)
+            chat_notice(c, true, "%s", err);
+        else
+            chat_notice(c, false, "system prompt set");
+        break;
+    }
+    case CMD_SET: {
+        struct sampling *sp = &v->s->sampling;
+        switch (cmd->param) {
+        case PARAM_TEMPERATURE:
+            sp->set |= SAMPLING_TEMPERATURE, sp->p.temperature = (float)cmd->value;
+            break;
+        case PARAM_TOP_K:
+            sp->set |= SAMPLING_TOP_K, sp->p.top_k = (int)cmd->ivalue;
+            break;
+        case PARAM_TOP_P:
+            sp->set |= SAMPLING_TOP_P, sp->p.top_p = (float)cmd->value;
+            break;
+        case PARAM_MIN_P:
+            sp->set |= SAMPLING_MIN_P, sp->p.min_p = (float)cmd->value;
+            break;
+        case PARAM_REPEAT_PENALTY:
+            sp->set |= SAMPLING_REPEAT_PENALTY, sp->p.repeat_penalty = (float)cmd->value;
+            break;
+        case PARAM_SEED:
+            sp->set |= SAMPLING_SEED, sp->p.seed = (uint64_t)cmd->ivalue;
+            break;
+        case PARAM_MAX_TOKENS:
+            sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = (int)cmd->ivalue;
+            break;
+        }
+        v->dirty = true;
+        chat_notice(c, false, "%s = %g", cmd_param_names[cmd->param - 1], cmd->value);
+        break;
+    }
+    case CMD_RETRY: {
+        if (ready_refuse(c))
+            break;
+        struct conv_plan plan;
+        int rc = conversation_retry(&v->cv, chat_reply_reserve(c), &plan, err, sizeof err);
+        if (rc) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        v->dirty = true;
+        chat_show_conv(c);
+        chat_start_reply(c);
+        break;
+    }
+    case CMD_UNDO: {
+        if (busy_refuse(c))
+            break;
+        char *text = NULL;
+        int rc = conversation_undo(&v->cv, &text, err, sizeof err);
+        if (rc) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        chat_show_conv(c);
+        chat_put_input(c, text); /* give the message back for editing */
+        free(text);
+        v->dirty = true;
+        chat_save_conv(c, v, true);
+        chat_notice(c, false, "removed the last exchange (its message is back in the input)");
+        break;
+    }
+    case CMD_CLEAR:
+        if (busy_refuse(c))
+            break;
+        conversation_clear(&v->cv);
+        v->dirty = true;
+        chat_show_conv(c);
+        chat_save_conv(c, v, true);
+        chat_notice(c, false, "conversation cleared");
+        break;
+    case CMD_PIN:
+    case CMD_UNPIN:
+        if (busy_refuse(c))
+            break;
+        pin_command(c, v, cmd->arg, cmd->id == CMD_PIN);
+        break;
+    case CMD_EDIT:
+        if (busy_refuse(c))
+            break;
+        edit_command(c, v, cmd->arg);
+        break;
+    }
+}
+

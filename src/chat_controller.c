@@ -1,0 +1,844 @@
+/* chat_controller.c: the chat's life cycle, the worker's events, replies,
+ * submitted lines and the status (chat_controller.h).
+ *
+ * Each open session is a struct conv (chat_internal.h): the session, its
+ * conversation (src/conversation.h: the token sequence that is the truth
+ * of the KV cache, spans, the context policy), its template and a worker
+ * slot.  A new turn appends only the rendered user turn and the generation
+ * prompt; the reply's sampled ids are appended as they come; every
+ * GENERATE sends the whole sequence with ELM_GEN_SYNC so the worker
+ * computes only what its cache lacks.  Snapshots are written with every
+ * save and adopted when a session is opened (chat_sessions.c).  A model
+ * switch loads in the background; the conversations are then re-prefilled
+ * into the new model (chat_model.c).
+ *
+ * The worker is reached only through chat_post, cancel_reply and
+ * next_event below (and its creation in chat_init). */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/chat_controller.h"
+#include "src/chat_internal.h"
+#include "src/xalloc.h"
+
+/* ------------------------------------------------------------ the worker */
+
+uint64_t chat_post(struct chat *c, const struct elm_request *req)
+{
+    return elm_worker_post(c->worker, req);
+}
+
+/* Stop the reply being generated and any prefill queued (the worker
+ * answers with DONE). */
+static void cancel_reply(struct chat *c)
+{
+    elm_worker_cancel(c->worker, ELM_CANCEL_ALL);
+}
+
+static bool next_event(struct chat *c, struct elm_event *ev)
+{
+    elm_worker_drain_wake(c->worker);
+    return elm_worker_next_event(c->worker, ev);
+}
+
+double chat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void chat_notice(struct chat *c, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->notice, sizeof c->notice, fmt, ap);
+    va_end(ap);
+    /* one line */
+    for (char *p = c->notice; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    c->notice_error = error;
+    c->notice_until = chat_now() + (error ? 8.0 : 5.0);
+    chat_changed(c);
+}
+
+/* ------------------------------------------------------------- the view */
+
+void chat_changed(struct chat *c)
+{
+    if (c->view.changed)
+        c->view.changed(c->view.user);
+}
+
+static void add_message(struct chat *c, const struct chat_message *m)
+{
+    if (c->view.message_added)
+        c->view.message_added(c->view.user, m);
+}
+
+void chat_info_msg(struct chat *c, bool error, const char *text)
+{
+    add_message(c, &(struct chat_message){
+                       .role = error ? CHAT_ERROR : CHAT_INFO, .text = text, .ref = -1});
+    chat_changed(c);
+}
+
+void chat_put_input(struct chat *c, const char *text)
+{
+    if (c->view.input_replaced)
+        c->view.input_replaced(c->view.user, text);
+}
+
+static void remember_line(struct chat *c, const char *line)
+{
+    if (c->view.line_remembered)
+        c->view.line_remembered(c->view.user, line);
+}
+
+void chat_session_list_changed(struct chat *c)
+{
+    if (c->view.session_list_changed)
+        c->view.session_list_changed(c->view.user);
+    chat_changed(c);
+}
+
+
+/* Exchange numbers (for /pin N): the k-th user message is exchange k. */
+size_t chat_exchange_of(const struct session *s, size_t i)
+{
+    size_t k = 0;
+    for (size_t j = 0; j <= i && j < s->n_msgs; j++)
+        k += s->msgs[j].role == ROLE_USER;
+    return k;
+}
+
+/* Session message i as the view gets it. */
+static struct chat_message session_message(const struct session *s, size_t i)
+{
+    const struct message *m = &s->msgs[i];
+    return (struct chat_message){
+        .role = m->role == ROLE_USER        ? CHAT_USER
+                : m->role == ROLE_ASSISTANT ? CHAT_ASSISTANT
+                                            : CHAT_SYSTEM,
+        .text = m->content,
+        .ref = (int)i,
+        .exchange = m->role == ROLE_USER ? (int)chat_exchange_of(s, i) : 0,
+        .interrupted = m->interrupted,
+        .out_of_context = m->out_of_context,
+        .pinned = m->pinned,
+    };
+}
+
+/* The view starts over from the current conversation (after anything that
+ * changes more than the last message: load, eviction, undo...). */
+void chat_show_conv(struct chat *c)
+{
+    if (c->view.cleared)
+        c->view.cleared(c->view.user);
+    struct session *s = c->cur->s;
+    const char *sys = s->system ? s->system : c->cur->tpl->default_system;
+    if (sys && *sys)
+        add_message(c, &(struct chat_message){.role = CHAT_SYSTEM, .text = sys, .ref = -1});
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        struct chat_message m = session_message(s, i);
+        add_message(c, &m);
+    }
+    chat_changed(c);
+}
+
+/* --------------------------------------------------------------- sampling */
+
+void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens)
+{
+    *p = elm_sampler_default_params();
+    *max_tokens = 256;
+    if (c->cur)
+        sampling_apply(&c->cur->tpl->sampling, p, max_tokens);
+    sampling_apply(&c->cfg.sampling, p, max_tokens);
+    if (c->cur)
+        sampling_apply(&c->cur->s->sampling, p, max_tokens);
+}
+
+/* Command-line sampling options become the session's (and are saved). */
+void chat_apply_cli_sampling(struct chat *c, struct session *s)
+{
+    const struct elm_sampler_params d = elm_sampler_default_params();
+    const struct elm_sampler_params *o = &c->opt.common.sampler;
+    struct sampling *sp = &s->sampling;
+    if (o->temperature != d.temperature)
+        sp->set |= SAMPLING_TEMPERATURE, sp->p.temperature = o->temperature;
+    if (o->top_k != d.top_k)
+        sp->set |= SAMPLING_TOP_K, sp->p.top_k = o->top_k;
+    if (o->top_p != d.top_p)
+        sp->set |= SAMPLING_TOP_P, sp->p.top_p = o->top_p;
+    if (o->min_p != d.min_p)
+        sp->set |= SAMPLING_MIN_P, sp->p.min_p = o->min_p;
+    if (o->repeat_penalty != d.repeat_penalty)
+        sp->set |= SAMPLING_REPEAT_PENALTY, sp->p.repeat_penalty = o->repeat_penalty;
+    if (o->seed != d.seed)
+        sp->set |= SAMPLING_SEED, sp->p.seed = o->seed;
+    if (c->opt.common.max_tokens >= 0)
+        sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = c->opt.common.max_tokens;
+}
+
+/* Tokens kept free for the reply: max-tokens (conversation.c caps it at a
+ * quarter of the context). */
+int chat_reply_reserve(const struct chat *c)
+{
+    struct elm_sampler_params p;
+    int max_tokens;
+    chat_effective_sampling(c, &p, &max_tokens);
+    return max_tokens;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+static void post_generate(struct chat *c, struct conv *v)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
+    req.slot = v->slot;
+    int max_tokens;
+    chat_effective_sampling(c, &req.sampler, &max_tokens);
+    req.max_tokens = max_tokens;
+    /* the engine holds back what may begin a stop string, and ends there */
+    req.stop_strings = v->tpl->stop;
+    req.n_stop_strings = (int)v->tpl->n_stop;
+    conversation_request(&v->cv, &req);
+    c->gen_req = chat_post(c, &req);
+}
+
+/* The conversation stands after a generation prompt: ask for the reply. */
+void chat_start_reply(struct chat *c)
+{
+    struct conv *v = c->cur;
+    c->reply_n_ids = 0;
+    sbuf_fini(&c->reply_text);
+    sbuf_add(&c->reply_text, "", 0);
+    c->got_token = false;
+    c->prefill_progress = 0;
+    c->generating = true;
+    c->gen_conv = v;
+    if (c->view.reply_started)
+        c->view.reply_started(c->view.user, (int)v->s->n_msgs);
+    post_generate(c, v);
+    chat_changed(c);
+}
+
+/* The context fill note, once per conversation when it gets near full. */
+static bool near_full(const struct chat *c, const struct conv *v, int *pct)
+{
+    int n_ctx = v->cv.n_ctx;
+    if (n_ctx <= 0)
+        return false;
+    int reserve = chat_reply_reserve(c);
+    if (reserve > n_ctx / 4)
+        reserve = n_ctx / 4;
+    int used = (int)v->cv.tokens.n;
+    if (pct)
+        *pct = (int)((long long)used * 100 / n_ctx);
+    /* less than a sixth of the window left after the reply's reserve:
+     * the next exchanges will make room by dropping the oldest ones */
+    return n_ctx - used - reserve < n_ctx / 6;
+}
+
+static void warn_if_near_full(struct chat *c, struct conv *v)
+{
+    int pct;
+    bool near = near_full(c, v, &pct);
+    if (!near) {
+        v->warned = false;
+        return;
+    }
+    if (v->warned || v != c->cur)
+        return;
+    v->warned = true;
+    char buf[600];
+    if (c->policy.policy == CONTEXT_STOP)
+        snprintf(buf, sizeof buf,
+                 "The context is %d%% full (%zu of %d tokens). When a message no longer fits it "
+                 "will be refused (context policy: stop): /clear, /undo or /new make room.",
+                 pct, v->cv.tokens.n, v->cv.n_ctx);
+    else
+        snprintf(buf, sizeof buf,
+                 "The context is %d%% full (%zu of %d tokens). To make room, the oldest "
+                 "exchanges will be dropped from the model's context (they stay here, marked "
+                 "out of context). /pin keeps an exchange; the system prompt always stays.",
+                 pct, v->cv.tokens.n, v->cv.n_ctx);
+    chat_info_msg(c, false, buf);
+}
+
+static void finish_reply(struct chat *c, const struct elm_event *ev)
+{
+    struct conv *v = c->gen_conv;
+    c->generating = false;
+    c->gen_conv = NULL;
+    if (!v)
+        return;
+    bool interrupted = ev->reason == ELM_DONE_CANCELLED || ev->reason == ELM_DONE_LENGTH ||
+                       ev->reason == ELM_DONE_ERROR || ev->reason == ELM_DONE_CONTEXT_FULL;
+    /* a stop string: its ids stay in the sequence (TEMPLATE_END_STOP), its
+     * text never came */
+    bool stopped = ev->reason == ELM_DONE_STOP_STRING;
+    char *content = x_strdup(c->reply_text.data ? c->reply_text.data : "");
+    enum template_end how = conversation_end_from_done(ev->reason);
+    char err[512];
+    size_t kept_end = v->cv.tokens.n;
+    if (conversation_reply_end(&v->cv, how, content, interrupted, err, sizeof err) != 0)
+        chat_notice(c, true, "%s", err);
+    free(content);
+    v->dirty = true;
+    /* what the worker holds: the prompt and the ids it fed (never more
+     * than the ids kept) */
+    int n_past = ev->n_past;
+    if (stopped && (size_t)n_past > kept_end)
+        n_past = (int)kept_end;
+    conversation_set_cached(&v->cv, n_past);
+    if (v == c->cur) {
+        const struct message *m = &v->s->msgs[v->s->n_msgs - 1];
+        /* a stop string: show exactly what was kept */
+        if (c->view.reply_finished)
+            c->view.reply_finished(c->view.user, interrupted, stopped ? m->content : NULL,
+                                   (int)(v->s->n_msgs - 1));
+    }
+    if (ev->reason == ELM_DONE_ERROR)
+        chat_notice(c, true, "generation failed: %s", ev->text ? ev->text : "error");
+    else if (ev->reason == ELM_DONE_CONTEXT_FULL)
+        chat_notice(c, true, "the context is full (%d tokens): the next message drops old turns",
+                    ev->n_ctx);
+    else if (v->edited_exchange > 0 && v == c->cur)
+        chat_notice(c, false, "message #%d edited: reused %d tokens from the cache, computed %d",
+                    v->edited_exchange, ev->n_reused, ev->n_prefilled);
+    else if (ev->reason == ELM_DONE_LENGTH && v->n_dropped_note == 0)
+        chat_notice(c, false, "reply cut at max-tokens (/set max-tokens N)");
+    v->edited_exchange = 0;
+    chat_save_conv(c, v, true); /* autosave after every turn, with its snapshot */
+    if (v->n_dropped_note > 0 && v == c->cur) {
+        char buf[300];
+        snprintf(buf, sizeof buf,
+                 "%d earlier message%s left the context to make room for this exchange (marked "
+                 "out of context above; they stay in the session). /pin keeps an exchange.",
+                 v->n_dropped_note, v->n_dropped_note == 1 ? "" : "s");
+        chat_info_msg(c, false, buf);
+    }
+    v->n_dropped_note = 0;
+    warn_if_near_full(c, v);
+    chat_changed(c);
+}
+
+/* ----------------------------------------------------------------- events */
+
+static void on_done(struct chat *c, struct elm_event *ev)
+{
+    if (ev->request_type == ELM_REQ_SAVE_STATE) {
+        if (c->n_kv_saves > 0)
+            c->n_kv_saves--;
+        return;
+    }
+    if (ev->request_type != ELM_REQ_GENERATE)
+        return; /* LOAD_STATE: the prefill that follows says what it gave */
+    c->n_past = ev->n_past;
+    if (ev->n_ctx > 0)
+        c->n_ctx = ev->n_ctx;
+    /* a handful of tokens gives no meaningful speed */
+    if (ev->prefill_tps > 0 && ev->n_prefilled >= 8)
+        c->prefill_tps = ev->prefill_tps;
+    if (ev->decode_tps > 0 && ev->n_generated >= 4)
+        c->decode_tps = ev->decode_tps;
+    struct conv *v = chat_conv_by_slot(c, ev->slot);
+    if (v) {
+        v->n_reused = ev->n_reused;
+        v->n_computed = ev->n_prefilled;
+    }
+    if (c->generating && ev->request_id == c->gen_req) {
+        finish_reply(c, ev);
+        if (c->has_pending_ready) {
+            c->has_pending_ready = false;
+            chat_model_ready(c, &c->pending_ready);
+            elm_event_fini(&c->pending_ready);
+        }
+        return;
+    }
+    if (ev->request_id == c->prefill_req) {
+        c->prefill_req = 0;
+        c->prefill_conv = NULL;
+        if (v)
+            conversation_set_cached(&v->cv, ev->n_past);
+        if (v && v->kv_loaded) {
+            v->kv_loaded = false;
+            if (ev->n_reused > 0)
+                chat_notice(c, false, "resumed from the KV snapshot: %d tokens reused, %d computed",
+                            ev->n_reused, ev->n_prefilled);
+        }
+    }
+}
+
+/* The worker dropped a conversation's cache to stay within the memory
+ * budget: its next reply recomputes the whole sequence, which for a long
+ * conversation is slow enough to deserve a word beforehand. */
+static void cache_dropped(struct chat *c, const struct elm_event *ev)
+{
+    struct conv *v = chat_conv_by_slot(c, ev->slot);
+    if (!v)
+        return;
+    conversation_set_cached(&v->cv, 0); /* nothing to snapshot now */
+    size_t n = v->cv.tokens.n > (size_t)ev->n_dropped ? v->cv.tokens.n : (size_t)ev->n_dropped;
+    char msg[300];
+    if (v == c->cur)
+        snprintf(msg, sizeof msg, "cache dropped (memory budget); the next reply recomputes %zu tokens",
+                 n);
+    else
+        snprintf(msg, sizeof msg,
+                 "session %s: cache dropped (memory budget); its next reply recomputes %zu tokens",
+                 v->s->name, n);
+    /* Usually a side effect of what the user just did (/new, /switch):
+     * added after that notice rather than hiding it. */
+    if (c->notice[0] && chat_now() < c->notice_until && !strstr(c->notice, msg)) {
+        char both[sizeof c->notice + sizeof msg + 8];
+        snprintf(both, sizeof both, "%s · %s", c->notice, msg);
+        chat_notice(c, c->notice_error, "%s", both);
+    } else {
+        chat_notice(c, false, "%s", msg);
+    }
+}
+
+/* A request other than GENERATE failed (a reply's failure ends the reply:
+ * on_done). */
+static void on_failure(struct chat *c, const struct elm_event *ev)
+{
+    if (ev->request_id == c->load_req) {
+        chat_model_failed(c, ev);
+    } else if (ev->request_type == ELM_REQ_SAVE_STATE) {
+        if (c->n_kv_saves > 0)
+            c->n_kv_saves--;
+        chat_notice(c, true, "KV snapshot not saved: %s", ev->text ? ev->text : "error");
+    } else if (ev->request_type == ELM_REQ_LOAD_STATE) {
+        /* another model or a damaged file: the prefill recomputes */
+        struct conv *v = chat_conv_by_slot(c, ev->slot);
+        if (v)
+            v->kv_loaded = false;
+    } else {
+        chat_notice(c, true, "%s", ev->text ? ev->text : "worker error");
+    }
+}
+
+void chat_poll_events(struct chat *c)
+{
+    struct elm_event ev;
+    while (next_event(c, &ev)) {
+        chat_changed(c);
+        switch (ev.type) {
+        case ELM_EV_LOAD_PROGRESS:
+            if (ev.request_id == c->load_req)
+                c->load_progress = ev.progress;
+            break;
+        case ELM_EV_MODEL_READY:
+            if (ev.request_id != c->load_req)
+                break;
+            if (c->generating) {
+                /* switch after the reply's DONE (on_done) */
+                elm_event_fini(&c->pending_ready);
+                c->pending_ready = ev;
+                c->has_pending_ready = true;
+                continue; /* ev is kept: not finished here */
+            }
+            chat_model_ready(c, &ev);
+            break;
+        case ELM_EV_PREFILL_PROGRESS:
+            if (ev.request_id == c->gen_req)
+                c->prefill_progress = ev.progress;
+            break;
+        case ELM_EV_TOKEN:
+            if (c->generating && ev.request_id == c->gen_req) {
+                conversation_reply_push(&c->gen_conv->cv, ev.ids, (size_t)ev.n_ids);
+                c->reply_n_ids += (size_t)ev.n_ids;
+                if (ev.text) {
+                    size_t n = strlen(ev.text);
+                    sbuf_add(&c->reply_text, ev.text, n);
+                    if (c->gen_conv == c->cur && c->view.reply_text)
+                        c->view.reply_text(c->view.user, ev.text, n);
+                }
+                c->got_token = true;
+            }
+            break;
+        case ELM_EV_DONE:
+            if (ev.reason == ELM_DONE_ERROR && ev.request_type != ELM_REQ_GENERATE)
+                on_failure(c, &ev);
+            else
+                on_done(c, &ev);
+            break;
+        case ELM_EV_CACHE_DROPPED:
+            cache_dropped(c, &ev);
+            break;
+        }
+        elm_event_fini(&ev);
+    }
+}
+
+void chat_cancel(struct chat *c)
+{
+    if (c->generating)
+        cancel_reply(c);
+}
+
+/* Send text in place of the message /edit chose: the conversation keeps
+ * the longest common prefix (the worker's cache with it) and computes only
+ * the changed turn.  false: nothing was sent (the text stays in the input). */
+static bool submit_edit(struct chat *c, const char *text)
+{
+    struct conv *v = c->cur;
+    size_t i = c->edit_msg;
+    int k = c->edit_exchange;
+    c->edit_conv = NULL;
+    if (i >= v->s->n_msgs || v->s->msgs[i].role != ROLE_USER) {
+        chat_notice(c, true, "message #%d is gone: send it again to add it", k);
+        return false;
+    }
+    char err[1024];
+    struct conv_plan plan;
+    int rc = conversation_edit(&v->cv, i, text, chat_reply_reserve(c), &plan, err, sizeof err);
+    v->dirty = true;
+    chat_show_conv(c);
+    if (rc) {
+        /* messages i.. are gone already (conversation_edit) */
+        chat_notice(c, true, "%s", err);
+        return false;
+    }
+    v->n_dropped_note = plan.n_dropped;
+    v->edited_exchange = k;
+    chat_start_reply(c);
+    return true;
+}
+
+void chat_submit(struct chat *c, char *line)
+{
+    if (!line) {
+        c->quit = true;
+        return;
+    }
+    struct cmd cmd;
+    size_t start;
+    char err[1024];
+    enum cmd_parse_result r = cmd_parse(line, &cmd, &start, err, sizeof err);
+    if (r == CMD_ERROR) {
+        chat_notice(c, true, "%s", err);
+        remember_line(c, line);
+        free(line);
+        return;
+    }
+    if (r == CMD_OK) {
+        remember_line(c, line);
+        free(line);
+        chat_run_command(c, &cmd);
+        cmd_fini(&cmd);
+        return;
+    }
+    const char *text = line + start;
+    /* blank lines are not messages */
+    if (text[strspn(text, " \t\n")] == '\0') {
+        if (c->edit_conv) {
+            c->edit_conv = NULL;
+            chat_notice(c, false, "edit cancelled: the message stays as it was");
+        }
+        free(line);
+        return;
+    }
+    if (c->generating || !c->model_ready) {
+        chat_notice(c, true,
+                    c->generating ? "a reply is being generated: Esc or Ctrl-C stops it"
+                                  : "the model is still loading: your text is kept");
+        chat_put_input(c, line);
+        free(line);
+        return;
+    }
+    remember_line(c, line);
+    if (c->edit_conv == c->cur && c->edit_conv) {
+        if (!submit_edit(c, text))
+            chat_put_input(c, line);
+        free(line);
+        return;
+    }
+    c->edit_conv = NULL;
+    struct conv *v = c->cur;
+    struct conv_plan plan;
+    int rc = conversation_user_turn(&v->cv, text, chat_reply_reserve(c), &plan, err, sizeof err);
+    if (rc) {
+        /* nothing changed: the text stays in the input */
+        chat_notice(c, true, "%s", err);
+        chat_put_input(c, line);
+        free(line);
+        return;
+    }
+    free(line);
+    v->dirty = true;
+    if (plan.n_dropped > 0) {
+        chat_show_conv(c); /* the dropped messages get their mark */
+        v->n_dropped_note = plan.n_dropped; /* said after the reply */
+        chat_notice(c, false,
+                    "%d earlier message%s dropped from the context to make room (/pin keeps an "
+                    "exchange)",
+                    plan.n_dropped, plan.n_dropped == 1 ? "" : "s");
+    } else {
+        struct chat_message m = session_message(v->s, v->s->n_msgs - 1);
+        add_message(c, &m);
+    }
+    chat_start_reply(c);
+}
+
+/* ------------------------------------------------------------- the status */
+
+void chat_get_status(struct chat *c, struct chat_status *st, double now)
+{
+    memset(st, 0, sizeof *st);
+    struct conv *v = c->cur;
+    st->model = c->model_name;
+    st->template_name = v ? v->tpl->name : NULL;
+    st->session = v ? v->s->name : NULL;
+    st->n_past = v ? (int)v->cv.tokens.n : 0;
+    st->n_ctx = v ? v->cv.n_ctx : c->n_ctx;
+    if (!c->model_ready)
+        st->n_ctx = c->n_ctx;
+    st->prefill_tps = c->prefill_tps;
+    st->decode_tps = c->decode_tps;
+    st->demo = c->demo;
+    if (c->model_loading && !c->generating) {
+        /* a small progress bar: 10 cells */
+        char bar[64] = "";
+        int cells = (int)(c->load_progress * 10.0f + 0.5f);
+        for (int i = 0; i < 10; i++)
+            strcat(bar, i < cells ? "█" : "░");
+        snprintf(c->state_text, sizeof c->state_text, "loading %.40s %s %d%%", c->load_name, bar,
+                 (int)(c->load_progress * 100));
+        st->busy = true;
+    } else if (c->model_loading) {
+        /* the current model answers while the next one loads */
+        snprintf(c->state_text, sizeof c->state_text, "generating %zu · loading %.24s %d%%",
+                 c->reply_n_ids, c->load_name, (int)(c->load_progress * 100));
+        st->busy = true;
+    } else if (c->generating && !c->got_token) {
+        snprintf(c->state_text, sizeof c->state_text, "prefill %d%% · Esc stops",
+                 (int)(c->prefill_progress * 100));
+        st->busy = true;
+    } else if (c->generating) {
+        snprintf(c->state_text, sizeof c->state_text, "generating %zu · Esc stops",
+                 c->reply_n_ids);
+        st->busy = true;
+    } else if (!c->model_ready) {
+        snprintf(c->state_text, sizeof c->state_text, "no model");
+    } else if (c->edit_conv && c->edit_conv == v) {
+        snprintf(c->state_text, sizeof c->state_text, "idle · editing #%d", c->edit_exchange);
+    } else {
+        snprintf(c->state_text, sizeof c->state_text, "idle");
+    }
+    st->state = c->state_text;
+    int pct;
+    if (v && c->model_ready && near_full(c, v, &pct)) {
+        snprintf(c->warn_text, sizeof c->warn_text, "ctx %d%%: %s", pct,
+                 c->policy.policy == CONTEXT_STOP ? "full soon, then refused"
+                                                  : "oldest turns drop next");
+        st->warning = c->warn_text;
+    }
+    if (c->notice[0] && now < c->notice_until) {
+        st->notice = c->notice;
+        st->notice_error = c->notice_error;
+    } else {
+        c->notice[0] = '\0';
+    }
+}
+
+const char *chat_session_name(const struct chat *c)
+{
+    return c->cur ? c->cur->s->name : NULL;
+}
+
+/* ------------------------------------------------------------- accessors */
+
+int chat_wake_fd(const struct chat *c)
+{
+    return elm_worker_wake_fd(c->worker);
+}
+
+bool chat_generating(const struct chat *c)
+{
+    return c->generating;
+}
+
+bool chat_quit_requested(const struct chat *c)
+{
+    return c->quit;
+}
+
+bool chat_has_notice(const struct chat *c)
+{
+    return c->notice[0] != '\0';
+}
+
+const char *chat_model_label(const struct chat *c)
+{
+    return c->demo ? "demo model" : c->model_name;
+}
+
+void chat_last_request(const struct chat *c, int *reused, int *computed)
+{
+    *reused = c->cur ? c->cur->n_reused : 0;
+    *computed = c->cur ? c->cur->n_computed : 0;
+}
+
+/* --------------------------------------------------------- life and death */
+
+/* ELMCHAT_MEM_BUDGET: what the worker keeps (models and the caches of the
+ * open sessions; the least recently used go first): bytes, or with K, M
+ * or G. */
+static bool parse_mem_budget(const char *budget, uint64_t *out, char *err, size_t err_size)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(budget, &end, 10);
+    int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20
+                : *end == 'G' || *end == 'g' ? 30 : 0;
+    if (shift)
+        end++;
+    if (errno || end == budget || *end || v == 0 || v > (UINT64_MAX >> shift)) {
+        snprintf(err, err_size, "ELMCHAT_MEM_BUDGET: '%s' is not a size (bytes, or NK, NM, NG)",
+                 budget);
+        return false;
+    }
+    *out = (uint64_t)v << shift;
+    return true;
+}
+
+/* The session the chat starts with (-s NAME, else a new one), with the
+ * command line's system prompt, template choice and sampling. */
+static struct session *first_session(struct chat *c, char *err, size_t err_size)
+{
+    const struct chat_options *opt = &c->opt;
+    struct session *s;
+    if (opt->session_name) {
+        s = chat_session_load(opt->session_name, true, err, err_size);
+        if (!s)
+            return NULL;
+    } else {
+        char *name = chat_auto_session_name();
+        s = session_new(name);
+        free(name);
+    }
+    if (opt->system) {
+        free(s->system);
+        s->system = x_strdup(opt->system);
+    }
+    if (opt->template_name) {
+        free(s->template_name);
+        s->template_name = NULL;
+    }
+    chat_apply_cli_sampling(c, s);
+    return s;
+}
+
+bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat_view *view,
+               char *err, size_t err_size)
+{
+    memset(c, 0, sizeof *c);
+    c->opt = *opt;
+    if (view)
+        c->view = *view;
+    config_init(&c->cfg);
+    if (config_load(&c->cfg, NULL, err, err_size) != 0)
+        return false;
+    c->policy = conv_policy_from_config(&c->cfg);
+    const char *budget = getenv("ELMCHAT_MEM_BUDGET");
+    if (budget && *budget && !parse_mem_budget(budget, &c->mem_budget, err, err_size))
+        return false;
+    if (!chat_model_init(c, opt->common.model ? opt->common.model : c->cfg.default_model, err,
+                         err_size))
+        return false;
+
+    /* The session first: it may name its template. */
+    struct session *s = first_session(c, err, err_size);
+    if (!s)
+        return false;
+    c->cur = chat_conv_open(c, s, err, err_size);
+    if (!c->cur)
+        return false;
+    chat_show_conv(c);
+
+    /* Decoding may run behind the caller's thread (the TUI: a keystroke
+     * is drawn at once even while every core computes). */
+    struct elm_worker_params wp = elm_worker_default_params();
+    wp.mem_budget = c->mem_budget;
+    wp.nice = opt->worker_nice;
+    c->worker = elm_worker_new(&wp, err, err_size);
+    if (!c->worker)
+        return false;
+    chat_post_load_model(c);
+    if (c->demo)
+        chat_info_msg(c, false,
+                      "This is the bundled demo model: random weights, so its replies are noise. "
+                      "Use -m MODEL (or /model) for a real OpenELM checkpoint. /help lists the "
+                      "commands.");
+    else if (!s->n_msgs)
+        chat_info_msg(c, false, "Type a message and press Enter. /help lists the commands.");
+    return true;
+}
+
+void chat_save_all(struct chat *c)
+{
+    if (c->generating && c->gen_conv) {
+        /* keep the partial reply, marked interrupted; the worker stops
+         * within a layer, before the snapshot is written */
+        struct elm_event ev = {.type = ELM_EV_DONE, .reason = ELM_DONE_CANCELLED};
+        cancel_reply(c);
+        c->gen_req = 0; /* its DONE will be ignored */
+        finish_reply(c, &ev);
+    }
+    for (size_t i = 0; i < c->n_convs; i++)
+        chat_save_conv(c, c->convs[i], true);
+}
+
+/* The snapshots posted by the last saves are written by the worker: give
+ * it a moment (elm_worker_free drops queued requests). */
+static void wait_kv_saves(struct chat *c, double limit)
+{
+    double end = chat_now() + limit;
+    while (c->n_kv_saves > 0) {
+        double left = end - chat_now();
+        if (left <= 0)
+            break;
+        struct pollfd p = {.fd = chat_wake_fd(c), .events = POLLIN};
+        poll(&p, 1, (int)(left * 1000) + 1);
+        struct elm_event ev;
+        while (next_event(c, &ev)) {
+            if (ev.type == ELM_EV_DONE && ev.request_type == ELM_REQ_SAVE_STATE &&
+                c->n_kv_saves > 0)
+                c->n_kv_saves--;
+            elm_event_fini(&ev);
+        }
+    }
+}
+
+void chat_fini(struct chat *c)
+{
+    if (c->worker) {
+        chat_save_all(c);
+        wait_kv_saves(c, 3.0);
+        elm_worker_free(c->worker);
+    }
+    for (size_t i = 0; i < c->n_convs; i++)
+        chat_conv_free(c->convs[i]);
+    free(c->convs);
+    elm_tokenizer_free(c->tok);
+    elm_tokenizer_free(c->load_tok);
+    free(c->info);
+    free(c->model_arg);
+    free(c->load_arg);
+    elm_event_fini(&c->pending_ready);
+    sbuf_fini(&c->reply_text);
+    config_fini(&c->cfg);
+    memset(c, 0, sizeof *c);
+}

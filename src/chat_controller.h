@@ -1,0 +1,189 @@
+/* chat_controller.h: the chat application without its screen.  Open
+ * sessions and their token sequences (the truth, src/conversation.h), the
+ * worker requests and events, model loads and switches, replies, saving
+ * and KV snapshots, the slash commands.
+ *
+ * Events in: submitted lines (chat_submit), the worker's events
+ * (chat_poll_events, when its wake fd is readable: the caller polls it
+ * with its own fds; nothing here blocks), cancel.  State out:
+ * chat_get_status and the accessors below.  Notifications out: the
+ * callbacks of struct chat_view, called from inside those calls; the TUI
+ * (ui/chat_view.c) draws them, a bench times them, a test records them.
+ *
+ * One thread: the one that calls chat_init. */
+#ifndef ELMCHAT_SRC_CHAT_CONTROLLER_H
+#define ELMCHAT_SRC_CHAT_CONTROLLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/elm_worker.h"
+#include "src/chat_status.h"
+#include "src/config_file.h"
+#include "src/conversation.h"
+#include "src/options.h"
+#include "src/slash_commands.h"
+#include "src/strbuf.h"
+
+struct conv;
+
+struct chat_options {
+    struct cli_common common;   /* -m, --temp, ... (model: NULL = config/default) */
+    const char *template_name;  /* -t */
+    const char *session_name;   /* -s */
+    const char *system;         /* --system */
+    int worker_nice;            /* nice levels the worker runs below the caller */
+};
+
+/* A transcript line's kind. */
+enum chat_role { CHAT_USER, CHAT_ASSISTANT, CHAT_SYSTEM, CHAT_INFO, CHAT_ERROR };
+
+struct chat_message {
+    enum chat_role role;
+    const char *text;        /* raw UTF-8 (borrowed for the call) */
+    int ref;                 /* its index in the session, -1 for other lines */
+    int exchange;            /* user messages: the exchange number (/pin N), else 0 */
+    bool interrupted, out_of_context, pinned;
+};
+
+/* The notifications.  Any callback may be NULL; user is passed back. */
+struct chat_view {
+    void *user;
+    /* The transcript starts over (session switch, undo, marks changed);
+     * message_added follows for each message. */
+    void (*cleared)(void *user);
+    /* A message or an information line at the end of the transcript. */
+    void (*message_added)(void *user, const struct chat_message *m);
+    /* The reply: an empty assistant message (ref: its session index), its
+     * text as it streams (raw bytes: a chunk may end inside a character),
+     * then its end.  final_text non-NULL replaces what streamed (a reply
+     * a stop string ended: shown as the session keeps it). */
+    void (*reply_started)(void *user, int ref);
+    void (*reply_text)(void *user, const char *text, size_t n);
+    void (*reply_finished)(void *user, bool interrupted, const char *final_text, int ref);
+    /* Something chat_get_status or the accessors show changed. */
+    void (*changed)(void *user);
+    /* The names chat_names(ARG_SESSION) gives changed; /sessions asks to
+     * show or hide them. */
+    void (*session_list_changed)(void *user);
+    void (*session_list_toggled)(void *user);
+    /* The input line gets this text (a refused message, /undo, /edit). */
+    void (*input_replaced)(void *user, const char *text);
+    /* A submitted line worth keeping in the input history. */
+    void (*line_remembered)(void *user, const char *line);
+};
+
+struct chat {
+    struct chat_options opt;
+    struct chat_view view;
+    struct config cfg;
+    struct conv_policy policy;   /* from config.yaml's context: section */
+    elm_worker *worker;
+    uint64_t mem_budget;         /* ELMCHAT_MEM_BUDGET: models + caches kept (0: default) */
+
+    /* the current model */
+    char *model_arg;             /* as the user named it (owned), NULL: default */
+    char model_path[4096];
+    char model_name[128];
+    bool demo;                   /* the bundled random-weight model */
+    bool model_ready;            /* a model is current in the worker */
+    struct elm_model_info *info; /* owned copy from MODEL_READY */
+    elm_tokenizer *tok;          /* owned: loaded here, immutable, any thread */
+    int n_ctx;
+
+    /* a model being loaded (/model, or the first one) */
+    bool model_loading;
+    float load_progress;
+    uint64_t load_req;
+    char *load_arg;              /* owned */
+    char load_path[4096];
+    char load_name[128];
+    elm_tokenizer *load_tok;     /* owned until MODEL_READY */
+    double load_started;
+    /* MODEL_READY that came while a reply was streaming: the switch waits
+     * for its DONE (the old model keeps serving during a load) */
+    struct elm_event pending_ready;
+    bool has_pending_ready;
+
+    /* /edit N: the next message sent replaces user message edit_msg (a
+     * session index) of edit_conv and drops what followed */
+    struct conv *edit_conv;
+    size_t edit_msg;
+    int edit_exchange;
+
+    /* conversations */
+    struct conv **convs;
+    size_t n_convs;
+    struct conv *cur;
+    int next_slot;
+
+    /* the reply being generated */
+    bool generating;
+    uint64_t gen_req;
+    struct conv *gen_conv;
+    size_t reply_n_ids;
+    struct sbuf reply_text;
+    float prefill_progress;
+    bool got_token;
+    uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
+    struct conv *prefill_conv;
+    double prefill_tps, decode_tps;
+    int n_past;
+    int n_kv_saves;              /* SAVE_STATE requests not answered yet */
+
+    char notice[512];
+    bool notice_error;
+    double notice_until;         /* monotonic seconds */
+    char state_text[128];
+    char warn_text[128];
+    bool quit;
+};
+
+/* Load config, template, tokenizer and session; start the worker and the
+ * model load.  view (copied; NULL: none) hears from here on.  false with
+ * err filled. */
+bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat_view *view,
+               char *err, size_t err_size);
+/* Save every open conversation with messages, stop the worker, free.
+ * Waits up to 3 s for the KV snapshots being written. */
+void chat_fini(struct chat *c);
+
+/* A submitted line (owned; freed here).  NULL: end of input (quit). */
+void chat_submit(struct chat *c, char *line);
+/* Drain the worker's events (after chat_wake_fd became readable). */
+void chat_poll_events(struct chat *c);
+/* Ctrl-C / Esc while generating. */
+void chat_cancel(struct chat *c);
+/* SIGTERM/SIGHUP/fatal: keep a partial reply, save everything now. */
+void chat_save_all(struct chat *c);
+
+/* The worker's wake fd: readable when chat_poll_events has work. */
+int chat_wake_fd(const struct chat *c);
+/* A reply is being generated. */
+bool chat_generating(const struct chat *c);
+/* /quit or end of input was seen. */
+bool chat_quit_requested(const struct chat *c);
+/* A notice is on the status line (it expires: poll with a timeout). */
+bool chat_has_notice(const struct chat *c);
+/* The current session's name (NULL: none). */
+const char *chat_session_name(const struct chat *c);
+/* The label of the model's replies ("demo model" or the model's name). */
+const char *chat_model_label(const struct chat *c);
+/* The current session's last request: tokens reused from the worker's
+ * cache and tokens computed. */
+void chat_last_request(const struct chat *c, int *reused, int *computed);
+
+/* Status bar fields (borrowed strings, valid until the next chat call). */
+void chat_get_status(struct chat *c, struct chat_status *st, double now);
+/* One-line transient message in the status bar. */
+void chat_notice(struct chat *c, bool error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Names for completion and the session list (owned NULL-ended list;
+ * strv_free). */
+char **chat_names(struct chat *c, enum cmd_arg_kind kind);
+
+/* Monotonic seconds. */
+double chat_now(void);
+
+#endif

@@ -1,0 +1,80 @@
+/* chat_internal.h: what the chat controller's files share (not for its
+ * callers: they use chat_controller.h; each of those files includes both).
+ *   chat_controller.c  life cycle, worker events, replies, submitted lines,
+ *                      the status, the notifications
+ *   chat_sessions.c    open conversations (one worker slot each), saving,
+ *                      KV snapshots, session switches, name lists
+ *   chat_model.c       model names, tokenizers, background loads, switches
+ *   chat_commands.c    running the slash commands */
+#ifndef ELMCHAT_SRC_CHAT_INTERNAL_H
+#define ELMCHAT_SRC_CHAT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/conversation.h"
+#include "src/session.h"
+#include "src/template.h"
+
+/* Not chat_controller.h: that one's implementation includes this file. */
+struct chat;
+struct cmd;
+
+struct conv {
+    struct session *s;          /* owned */
+    struct conversation cv;     /* borrows s, tpl and the chat's tokenizer */
+    struct template *tpl;       /* owned */
+    int slot;                   /* the worker's cache slot */
+    bool dirty;                 /* unsaved */
+    bool kv_try;                /* opened from a file: adopt its snapshot when a model is ready */
+    bool kv_loaded;             /* a snapshot was loaded: say what it saved */
+    bool warned;                /* the context warning was shown in the transcript */
+    int n_reused, n_computed;   /* the last request's cache use */
+    int n_dropped_note;         /* messages evicted by the turn being answered */
+    int edited_exchange;        /* the reply answers an /edit of this exchange */
+};
+
+/* chat_controller.c: the worker (every request goes through here), the
+ * view, sampling, replies */
+uint64_t chat_post(struct chat *c, const struct elm_request *req);
+void chat_changed(struct chat *c);
+void chat_info_msg(struct chat *c, bool error, const char *text); /* an info or error line */
+void chat_show_conv(struct chat *c);
+void chat_put_input(struct chat *c, const char *text);
+void chat_session_list_changed(struct chat *c);
+size_t chat_exchange_of(const struct session *s, size_t i);
+void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens);
+void chat_apply_cli_sampling(struct chat *c, struct session *s);
+int chat_reply_reserve(const struct chat *c);
+void chat_start_reply(struct chat *c);
+
+/* chat_sessions.c */
+struct conv *chat_conv_find(struct chat *c, const char *name);
+struct conv *chat_conv_by_slot(struct chat *c, int slot);
+void chat_conv_free(struct conv *v);
+const char *chat_wanted_template(const struct chat *c, const struct conv *v);
+struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t err_size);
+struct session *chat_session_load(const char *name, bool create, char *err, size_t err_size);
+struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
+                               size_t err_size);
+char *chat_auto_session_name(void);
+bool chat_save_conv(struct chat *c, struct conv *v, bool quiet);
+void chat_post_prefill(struct chat *c, struct conv *v);
+void chat_try_snapshot(struct chat *c, struct conv *v);
+void chat_switch_to(struct chat *c, struct conv *v);
+
+/* chat_model.c */
+bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
+                        size_t err_size);
+bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size);
+void chat_post_load_model(struct chat *c);
+bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, char *err,
+                           size_t err_size);
+void chat_model_ready(struct chat *c, struct elm_event *ev);
+void chat_model_failed(struct chat *c, const struct elm_event *ev);
+
+/* chat_commands.c */
+void chat_run_command(struct chat *c, struct cmd *cmd);
+
+#endif

@@ -1,0 +1,310 @@
+/* chat_sessions.c: the chat's open conversations.  Each is a session, its
+ * conversation (the token sequence), its template and a worker slot.
+ * Saving writes the session file and a KV snapshot beside it
+ * (src/kvcache_store.h); opening a saved session adopts its snapshot once
+ * a model is ready, so a resumed conversation starts from its cache. */
+#include "config.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "src/chat_controller.h"
+#include "src/chat_internal.h"
+#include "src/kvcache_store.h"
+#include "src/paths.h"
+#include "src/xalloc.h"
+
+struct conv *chat_conv_find(struct chat *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_convs; i++)
+        if (strcmp(c->convs[i]->s->name, name) == 0)
+            return c->convs[i];
+    return NULL;
+}
+
+struct conv *chat_conv_by_slot(struct chat *c, int slot)
+{
+    for (size_t i = 0; i < c->n_convs; i++)
+        if (c->convs[i]->slot == slot)
+            return c->convs[i];
+    return NULL;
+}
+
+void chat_conv_free(struct conv *v)
+{
+    if (!v)
+        return;
+    conversation_fini(&v->cv);
+    template_free(v->tpl);
+    session_free(v->s);
+    free(v);
+}
+
+/* Template: the session's, then -t, then config, then by model name. */
+const char *chat_wanted_template(const struct chat *c, const struct conv *v)
+{
+    if (v && v->s->template_name)
+        return v->s->template_name;
+    if (c->opt.template_name)
+        return c->opt.template_name;
+    if (c->cfg.template_name)
+        return c->cfg.template_name;
+    return template_default_for_model(c->model_path);
+}
+
+/* The context length before the worker tells it. */
+static int requested_ctx(const struct chat *c)
+{
+    if (c->n_ctx > 0)
+        return c->n_ctx;
+    return c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
+}
+
+/* A new open conversation for s (taken over): its template, its token
+ * sequence.  NULL with err filled (s is freed). */
+struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t err_size)
+{
+    struct conv *v = x_calloc(1, sizeof *v);
+    v->s = s;
+    v->tpl = template_load(chat_wanted_template(c, v), err, err_size);
+    if (!v->tpl) {
+        chat_conv_free(v);
+        return NULL;
+    }
+    conversation_init(&v->cv, s, v->tpl, c->tok, requested_ctx(c), &c->policy);
+    int rc = conversation_render(&v->cv, err, err_size);
+    if (rc && rc != CONV_FULL) {
+        chat_conv_free(v);
+        return NULL;
+    }
+    if (rc == CONV_FULL)
+        chat_notice(c, true, "%s", err);
+    v->slot = c->next_slot++;
+    v->kv_try = s->n_msgs > 0;
+    c->convs = x_reallocarray(c->convs, c->n_convs + 1, sizeof *c->convs);
+    c->convs[c->n_convs++] = v;
+    return v;
+}
+
+/* The saved session called name, else (create) a new one.  NULL with err
+ * filled. */
+struct session *chat_session_load(const char *name, bool create, char *err, size_t err_size)
+{
+    char *path = session_path_for(name);
+    if (!path) {
+        snprintf(err, err_size, "invalid session name '%s'", name);
+        return NULL;
+    }
+    struct stat st;
+    struct session *s = NULL;
+    if (stat(path, &st) == 0)
+        s = session_load(path, err, err_size);
+    else if (create)
+        s = session_new(name);
+    else
+        snprintf(err, err_size, "no saved session '%s' (%s)", name, path);
+    free(path);
+    return s;
+}
+
+/* The open conversation called name, else its saved file, else (create)
+ * a new session.  NULL with err filled. */
+struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
+                               size_t err_size)
+{
+    struct conv *v = chat_conv_find(c, name);
+    if (v)
+        return v;
+    struct session *s = chat_session_load(name, create, err, err_size);
+    return s ? chat_conv_open(c, s, err, err_size) : NULL;
+}
+
+char *chat_auto_session_name(void)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char buf[64];
+    strftime(buf, sizeof buf, "chat-%Y%m%d-%H%M%S", &tm);
+    /* two new sessions in the same second */
+    char *path = session_path_for(buf);
+    struct stat st;
+    for (int i = 2; path && stat(path, &st) == 0 && i < 100; i++) {
+        free(path);
+        char b2[80];
+        snprintf(b2, sizeof b2, "%s-%d", buf, i);
+        path = session_path_for(b2);
+        if (path && stat(path, &st) != 0) {
+            free(path);
+            return x_strdup(b2);
+        }
+    }
+    free(path);
+    return x_strdup(buf);
+}
+
+/* ------------------------------------------------------- saving, snapshots */
+
+/* The KV snapshot beside the session: SAVE_STATE for its slot (the worker
+ * runs it after the requests before it) and the .meta sidecar with the
+ * exact token ids, written now.  Only when the worker holds a cache for it
+ * on the current model. */
+static void save_snapshot(struct chat *c, struct conv *v)
+{
+    if (!c->model_ready || c->model_loading || !c->info || v->cv.cache.n == 0 ||
+        v->cv.in_reply || (c->generating && c->gen_conv == v))
+        return;
+    char *path = kvcache_path_for(v->s->name);
+    if (!path)
+        return;
+    struct elm_request req;
+    kvcache_save_request(path, v->slot, &req);
+    char err[512];
+    if (chat_post(c, &req) != 0) {
+        c->n_kv_saves++;
+        if (kvcache_meta_save(&v->cv, path, c->info->fingerprint, err, sizeof err) != 0)
+            chat_notice(c, true, "KV snapshot: %s", err);
+    }
+    free(path);
+}
+
+bool chat_save_conv(struct chat *c, struct conv *v, bool quiet)
+{
+    if (!v->s->n_msgs && !v->dirty)
+        return true;
+    char *path = session_path_for(v->s->name);
+    if (!path) {
+        chat_notice(c, true, "invalid session name '%s'", v->s->name);
+        return false;
+    }
+    char *dir = paths_dir(PATHS_DATA, "sessions");
+    paths_mkdir_p(dir);
+    free(dir);
+    free(v->s->model);
+    v->s->model = c->model_arg ? x_strdup(c->model_arg) : NULL;
+    if (!v->s->template_name && c->opt.template_name)
+        v->s->template_name = x_strdup(v->tpl->name);
+    char err[1024];
+    int rc = session_save(v->s, path, err, sizeof err);
+    free(path);
+    if (rc != 0) {
+        chat_notice(c, true, "not saved: %s", err);
+        return false;
+    }
+    v->dirty = false;
+    save_snapshot(c, v);
+    if (!quiet)
+        chat_notice(c, false, "saved '%s'", v->s->name);
+    return true;
+}
+
+/* A background prefill of v's whole sequence (after a model switch, a
+ * session load or switch): the next reply then computes only its turn. */
+void chat_post_prefill(struct chat *c, struct conv *v)
+{
+    if (!c->model_ready || v->cv.tokens.n == 0)
+        return;
+    struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
+    req.slot = v->slot;
+    conversation_prefill_request(&v->cv, &req);
+    c->prefill_req = chat_post(c, &req);
+    c->prefill_conv = v;
+}
+
+/* Opened from a file: take back the exact ids of the snapshot's sidecar and
+ * load the snapshot (silently nothing when it does not match). */
+void chat_try_snapshot(struct chat *c, struct conv *v)
+{
+    if (!v->kv_try || !c->model_ready || c->model_loading || !c->info)
+        return;
+    v->kv_try = false;
+    char *path = kvcache_path_for(v->s->name);
+    if (!path)
+        return;
+    if (kvcache_adopt(&v->cv, path, c->info->fingerprint)) {
+        struct elm_request req;
+        kvcache_load_request(path, v->slot, &req);
+        if (chat_post(c, &req) != 0)
+            v->kv_loaded = true;
+    }
+    free(path);
+}
+
+void chat_switch_to(struct chat *c, struct conv *v)
+{
+    c->cur = v;
+    chat_show_conv(c);
+    chat_try_snapshot(c, v);
+    chat_post_prefill(c, v);
+    chat_session_list_changed(c);
+}
+
+/* ------------------------------------------------------------ name lists */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_push(char ***v, size_t *n, const char *s)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*v)[i], s) == 0)
+            return;
+    *v = x_reallocarray(*v, *n + 2, sizeof **v);
+    (*v)[(*n)++] = x_strdup(s);
+    (*v)[*n] = NULL;
+}
+
+static void list_dir(char ***v, size_t *n, const char *dir, const char *suffix, bool dirs_too)
+{
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        size_t len = strlen(e->d_name), sl = suffix ? strlen(suffix) : 0;
+        if (suffix && len > sl && strcmp(e->d_name + len - sl, suffix) == 0) {
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(len - sl), e->d_name);
+            strv_push(v, n, name);
+        } else if (dirs_too) {
+            strv_push(v, n, e->d_name);
+        }
+    }
+    closedir(d);
+}
+
+char **chat_names(struct chat *c, enum cmd_arg_kind kind)
+{
+    char **v = NULL;
+    size_t n = 0;
+    if (kind == ARG_SESSION) {
+        for (size_t i = 0; i < c->n_convs; i++)
+            strv_push(&v, &n, c->convs[i]->s->name);
+        char *dir = paths_dir(PATHS_DATA, "sessions");
+        list_dir(&v, &n, dir, ".yaml", false);
+        free(dir);
+    } else if (kind == ARG_TEMPLATE) {
+        char **t = template_list();
+        for (size_t i = 0; t && t[i]; i++)
+            strv_push(&v, &n, t[i]);
+        strv_free(t);
+    } else if (kind == ARG_MODEL) {
+        strv_push(&v, &n, "default");
+        for (size_t i = 0; i < c->cfg.n_aliases; i++)
+            strv_push(&v, &n, c->cfg.aliases[i].name);
+        char *dir = paths_dir(PATHS_DATA, "models");
+        list_dir(&v, &n, dir, ".gguf", true);
+        free(dir);
+    }
+    if (v)
+        qsort(v, n, sizeof *v, cmp_str);
+    return v;
+}

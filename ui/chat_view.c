@@ -1,0 +1,141 @@
+/* chat_view.c: the controller's notifications onto the transcript, the
+ * session list and the input line (chat_view.h). */
+#include "config.h"
+
+#include "ui/chat_view.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/template.h"
+#include "ui/input.h"
+
+static enum tr_role tr_role_of(enum chat_role r)
+{
+    switch (r) {
+    case CHAT_USER: return TR_USER;
+    case CHAT_ASSISTANT: return TR_ASSISTANT;
+    case CHAT_SYSTEM: return TR_SYSTEM;
+    case CHAT_INFO: return TR_INFO;
+    case CHAT_ERROR: return TR_ERROR;
+    }
+    return TR_INFO;
+}
+
+static void on_cleared(void *user)
+{
+    struct tui_view *v = user;
+    transcript_clear(&v->tr);
+    v->changed = true;
+}
+
+static void on_message_added(void *user, const struct chat_message *m)
+{
+    struct tui_view *v = user;
+    size_t k = transcript_add(&v->tr, tr_role_of(m->role), m->text, strlen(m->text), m->ref);
+    struct tr_msg *t = &v->tr.msgs[k];
+    t->interrupted = m->interrupted;
+    t->out_of_context = m->out_of_context;
+    t->pinned = m->pinned;
+    t->exchange = m->exchange;
+    transcript_scroll_end(&v->tr);
+    v->changed = true;
+}
+
+static void on_reply_started(void *user, int ref)
+{
+    struct tui_view *v = user;
+    v->reply_msg = transcript_begin(&v->tr, TR_ASSISTANT, ref);
+    transcript_scroll_end(&v->tr);
+    v->changed = true;
+}
+
+static void on_reply_text(void *user, const char *text, size_t n)
+{
+    struct tui_view *v = user;
+    transcript_append(&v->tr, v->reply_msg, text, n);
+    v->changed = true;
+}
+
+static void on_reply_finished(void *user, bool interrupted, const char *final_text, int ref)
+{
+    struct tui_view *v = user;
+    if (final_text && v->reply_msg < v->tr.n_msgs) {
+        transcript_truncate(&v->tr, v->reply_msg);
+        transcript_add(&v->tr, TR_ASSISTANT, final_text, strlen(final_text), ref);
+    } else {
+        transcript_finish(&v->tr, v->reply_msg, interrupted);
+    }
+    v->changed = true;
+}
+
+static void on_changed(void *user)
+{
+    struct tui_view *v = user;
+    v->changed = true;
+}
+
+static void on_session_list_changed(void *user)
+{
+    tui_view_refresh_sessions(user);
+}
+
+static void on_session_list_toggled(void *user)
+{
+    tui_view_toggle_sessions(user);
+}
+
+static void on_input_replaced(void *user, const char *text)
+{
+    (void)user;
+    input_set_text(text);
+}
+
+static void on_line_remembered(void *user, const char *line)
+{
+    (void)user;
+    input_history_add(line);
+}
+
+void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
+{
+    memset(v, 0, sizeof *v);
+    v->chat = chat;
+    transcript_init(&v->tr);
+    *ops = (struct chat_view){
+        .user = v,
+        .cleared = on_cleared,
+        .message_added = on_message_added,
+        .reply_started = on_reply_started,
+        .reply_text = on_reply_text,
+        .reply_finished = on_reply_finished,
+        .changed = on_changed,
+        .session_list_changed = on_session_list_changed,
+        .session_list_toggled = on_session_list_toggled,
+        .input_replaced = on_input_replaced,
+        .line_remembered = on_line_remembered,
+    };
+}
+
+void tui_view_refresh_sessions(struct tui_view *v)
+{
+    strv_free(v->session_list);
+    v->session_list = chat_names(v->chat, ARG_SESSION);
+    v->n_session_list = 0;
+    while (v->session_list && v->session_list[v->n_session_list])
+        v->n_session_list++;
+    v->changed = true;
+}
+
+void tui_view_toggle_sessions(struct tui_view *v)
+{
+    v->show_sessions = !v->show_sessions;
+    tui_view_refresh_sessions(v);
+}
+
+void tui_view_fini(struct tui_view *v)
+{
+    strv_free(v->session_list);
+    transcript_fini(&v->tr);
+    memset(v, 0, sizeof *v);
+}

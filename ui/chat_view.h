@@ -1,0 +1,35 @@
+/* chat_view.h: the TUI's side of the chat controller's notifications
+ * (src/chat_controller.h): the transcript they build, the session list
+ * window's names, the input line and its history, and whether anything
+ * needs drawing.  No drawing here: tui.c draws what this holds.  UI thread
+ * only. */
+#ifndef ELMCHAT_UI_CHAT_VIEW_H
+#define ELMCHAT_UI_CHAT_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "src/chat_controller.h"
+#include "ui/transcript.h"
+
+struct tui_view {
+    struct chat *chat;           /* for the session names */
+    struct transcript tr;
+    size_t reply_msg;            /* the streaming reply's transcript message */
+    bool show_sessions;          /* the session list window is open */
+    char **session_list;         /* its names (owned) */
+    size_t n_session_list;
+    bool changed;                /* the transcript or the list needs drawing */
+};
+
+/* An empty view for chat (not yet initialised: chat_init reports into it)
+ * and the callbacks to give chat_init. */
+void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops);
+void tui_view_fini(struct tui_view *v);
+
+/* The session list: open or close it (Alt-S, /sessions); read the names
+ * again. */
+void tui_view_toggle_sessions(struct tui_view *v);
+void tui_view_refresh_sessions(struct tui_view *v);
+
+#endif
