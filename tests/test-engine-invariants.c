@@ -254,7 +254,7 @@ static void bad_calls(elm_model *m)
 /* The portable kernels against the SIMD ones (this CPU's), f16 exactness. */
 static void kernels(void)
 {
-    diag("kernels on this CPU: %s", elm_kernels_name());
+    diag("kernels on this CPU: %s", elm_isa_name(elm_kernels_isa()));
     /* Every f16 bit pattern widens to the value it encodes. */
     static uint16_t h[65536];
     static float f[65536];

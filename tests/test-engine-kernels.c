@@ -389,40 +389,44 @@ static void pool_case(void)
 int main(void)
 {
     plan_lazy();
-    const char *sets[] = {"generic", "avx2", "avx512"};
-    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
-        if (!elm_kernels_select(sets[i])) {
-            diag("this CPU cannot run the %s kernels", sets[i]);
+    /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
+    const enum elm_isa best = elm_cpu()->isa;
+    const enum elm_isa isas[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
+                                 best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
+    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+        const char *set = elm_isa_name(isas[i]);
+        if (!elm_kernels_select(isas[i])) {
+            diag("this CPU cannot run the %s kernels", set);
             continue;
         }
-        is_str(elm_kernels_name(), sets[i], "kernel set %s selected", sets[i]);
+        ok(elm_kernels_isa() == isas[i], "kernel set %s selected", set);
         const long widths[] = {1, 15, 16, 33, 64, 203, 1280};
         for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
-            matmul_case(sets[i], ELM_DTYPE_F32, widths[wi]);
-            matmul_case(sets[i], ELM_DTYPE_BF16, widths[wi]);
-            matmul_case(sets[i], ELM_DTYPE_F16, widths[wi]);
+            matmul_case(set, ELM_DTYPE_F32, widths[wi]);
+            matmul_case(set, ELM_DTYPE_BF16, widths[wi]);
+            matmul_case(set, ELM_DTYPE_F16, widths[wi]);
         }
-        swiglu_case(sets[i]);
-        rmsnorm_case(sets[i], 1280);
-        rmsnorm_case(sets[i], 67);
-        transpose_case(sets[i]);
-        quant_case(sets[i], ELM_DTYPE_Q8_0);
-        quant_case(sets[i], ELM_DTYPE_Q4_0);
+        swiglu_case(set);
+        rmsnorm_case(set, 1280);
+        rmsnorm_case(set, 67);
+        transpose_case(set);
+        quant_case(set, ELM_DTYPE_Q8_0);
+        quant_case(set, ELM_DTYPE_Q4_0);
         /* decode: one token, its 4 heads in one call */
         const int keys[] = {1, 63, 64, 65, 200};
         for (size_t ki = 0; ki < sizeof keys / sizeof keys[0]; ki++) {
-            attn_case(sets[i], 64, keys[ki], 1, 4, 4);
+            attn_case(set, 64, keys[ki], 1, 4, 4);
             if (keys[ki] > 1)
-                attn_case(sets[i], 64, keys[ki], keys[ki], 4, 4); /* prefill, causal */
+                attn_case(set, 64, keys[ki], keys[ki], 4, 4); /* prefill, causal */
         }
-        attn_case(sets[i], 64, 200, 1, 1, 1);  /* one row alone */
-        attn_case(sets[i], 64, 200, 70, 3, 4); /* groups span tokens, nk 0 rows */
-        attn_case(sets[i], 64, 130, 130, 2, 3);
-        attn_case(sets[i], 24, 130, 130, 1, 4); /* head dims not a multiple of 16 */
-        attn_case(sets[i], 24, 65, 65, 4, 2);
-        attn_case(sets[i], 20, 200, 9, 4, 4);
-        attn_case(sets[i], 17, 64, 64, 3, 4);
-        attn_case(sets[i], 128, 65, 65, 4, 4); /* two 64-wide output slices */
+        attn_case(set, 64, 200, 1, 1, 1);  /* one row alone */
+        attn_case(set, 64, 200, 70, 3, 4); /* groups span tokens, nk 0 rows */
+        attn_case(set, 64, 130, 130, 2, 3);
+        attn_case(set, 24, 130, 130, 1, 4); /* head dims not a multiple of 16 */
+        attn_case(set, 24, 65, 65, 4, 2);
+        attn_case(set, 20, 200, 9, 4, 4);
+        attn_case(set, 17, 64, 64, 3, 4);
+        attn_case(set, 128, 65, 65, 4, 4); /* two 64-wide output slices */
         gemm_case(ELM_DTYPE_F32, 96);
         gemm_case(ELM_DTYPE_F32, 300); /* two column panels, a ragged one */
         gemm_case(ELM_DTYPE_BF16, 96);

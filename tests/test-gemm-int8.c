@@ -185,7 +185,10 @@ int main(void)
     plan_lazy();
     static const enum elm_dtype dts[] = {ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K,
                                          ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
-    static const char *const sets[] = {"generic", "avx2", "avx512"};
+    /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
+    const enum elm_isa best = elm_cpu()->isa;
+    const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
+                                 best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
     for (int d = 0; d < 5; d++) {
         bool k32 = dts[d] == ELM_DTYPE_Q8_0 || dts[d] == ELM_DTYPE_Q4_0;
         static const long shapes[3][3] = {{70, 0, 100}, {33, 0, 37}, {40, 0, 20}};
@@ -198,7 +201,7 @@ int main(void)
             float *c[3] = {NULL, NULL, NULL};
             for (int s = 0; s < 3; s++)
                 if (elm_kernels_select(sets[s]))
-                    c[s] = gemm_case(sets[s], dts[d], rows, cols, m);
+                    c[s] = gemm_case(elm_isa_name(sets[s]), dts[d], rows, cols, m);
             /* exact integers, the same float steps */
             if (c[1] && c[2] && elm_gemm_i8_available(dts[d], cols))
                 ok(memcmp(c[1], c[2], sizeof(float) * (size_t)(m * rows)) == 0,

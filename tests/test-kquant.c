@@ -29,9 +29,10 @@
 
 static const enum elm_dtype types[] = {ELM_DTYPE_Q4_K, ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
 #define NTYPES 3
-/* avx512bw: the AVX-512 kernels without VNNI, runnable on a VNNI CPU */
+/* by enum elm_isa; avx512bw: the AVX-512 kernels without VNNI, runnable on
+ * a VNNI CPU */
 static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512"};
-#define NSETS 4
+#define NSETS ELM_ISA_COUNT
 
 /* ------------------------------------------------------------ helpers */
 
@@ -516,7 +517,7 @@ static int bench(int argc, char **argv)
             continue;
         for (int ti = 0; ti < NTYPES; ti++) {
             enum elm_dtype t = types[ti];
-            elm_qrows_fn fn = elm_kquant_rows(t, sets[si]);
+            elm_qrows_fn fn = elm_kquant_rows(t, (enum elm_isa)si);
             if (!fn)
                 continue;
             size_t ldw;
@@ -548,9 +549,10 @@ int main(int argc, char **argv)
     plan_lazy();
     for (int ti = 0; ti < NTYPES; ti++) {
         enum elm_dtype t = types[ti];
-        ok(elm_kquant_rows(t, "generic") != NULL, "%s: generic kernel exists", elm_dtype_name(t));
+        ok(elm_kquant_rows(t, ELM_ISA_GENERIC) != NULL, "%s: generic kernel exists",
+           elm_dtype_name(t));
         for (int si = 0; si < NSETS; si++) {
-            elm_qrows_fn fn = elm_kquant_rows(t, sets[si]);
+            elm_qrows_fn fn = elm_kquant_rows(t, (enum elm_isa)si);
             if (!fn) {
                 diag("%s: this CPU has no %s", elm_dtype_name(t), sets[si]);
                 continue;
@@ -561,13 +563,15 @@ int main(int argc, char **argv)
             test_extremes(t, sets[si], fn);
             test_goldens(t, sets[si], fn);
         }
-        elm_qrows_fn bw = elm_kquant_rows(t, "avx512bw"), v = elm_kquant_rows(t, "avx512");
+        elm_qrows_fn bw = elm_kquant_rows(t, ELM_ISA_AVX512),
+                     v = elm_kquant_rows(t, ELM_ISA_AVX512_VNNI);
         if (bw && v && bw != v)
             test_vnni_same(t, v, bw);
-        ok(elm_kquant_rows(t, "nonesuch") == NULL, "%s: unknown set: no kernel", elm_dtype_name(t));
+        ok(elm_kquant_rows(t, (enum elm_isa)ELM_ISA_COUNT) == NULL, "%s: unknown set: no kernel",
+           elm_dtype_name(t));
     }
-    ok(elm_kquant_rows(ELM_DTYPE_Q8_0, "generic") == NULL &&
-           elm_kquant_rows(ELM_DTYPE_F32, "avx512") == NULL,
+    ok(elm_kquant_rows(ELM_DTYPE_Q8_0, ELM_ISA_GENERIC) == NULL &&
+           elm_kquant_rows(ELM_DTYPE_F32, ELM_ISA_AVX512_VNNI) == NULL,
        "other types: no K-quant kernel");
     for (int ti = 0; ti < NTYPES; ti++)
         test_quantize(types[ti]);

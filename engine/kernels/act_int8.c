@@ -1,4 +1,4 @@
-/* quant_act.c: the int8 rounding of activations (see quant_act.h). */
+/* act_int8.c: the int8 rounding of activations (see act_int8.h). */
 #include "config.h"
 
 #include <math.h>

@@ -1,4 +1,4 @@
-/* quant_act.h: activations rounded to int8 for the integer dot products of
+/* act_int8.h: activations rounded to int8 for the integer dot products of
  * the block types (engine-internal).
  *
  * Decode with Q8_0, Q4_0 and the K-quants is llama.cpp's scheme: the
@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "engine/elm.h"
+#include "engine/kernels/cpu.h"
 
 #define ELM_QA_BLOCK 32
 
@@ -54,7 +55,7 @@ void elm_qact_init(struct elm_qact *a, int64_t n, void *buf);
 /* Quantize x[0..a->n) into a, by the rule above (portable C: the
  * definition; SIMD versions must give the same bytes). */
 void elm_quantize_act_ref(const float *x, struct elm_qact *a);
-/* The same, with the kernel set in use. */
+/* The same, with the kernel set in use (kernels.c). */
 void elm_quantize_act(const float *x, struct elm_qact *a);
 
 /* y[r] (+)= dot(row r of W, x) for r < nrows: W's rows start at w, ldw
@@ -62,10 +63,10 @@ void elm_quantize_act(const float *x, struct elm_qact *a);
 typedef void (*elm_qrows_fn)(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
                              float *y, long nrows, bool accumulate);
 
-/* The Q8_0 / Q4_0 kernels of a set ("generic", "avx2", "avx512"); NULL when
- * the set has none for this dtype (kernels_quant*.c). */
-elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, const char *set);
-/* The same for Q4_K, Q5_K, Q6_K (kernels_kquant*.c). */
-elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, const char *set);
+/* The Q8_0 / Q4_0 kernels of a set (q8q4*.c); NULL for other types or
+ * when this CPU cannot run the set. */
+elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, enum elm_isa isa);
+/* The same for Q4_K, Q5_K, Q6_K (kquant*.c). */
+elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa);
 
 #endif

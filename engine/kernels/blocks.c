@@ -1,4 +1,4 @@
-/* quant.c: ggml's block layouts (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), their
+/* blocks.c: ggml's block layouts (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), their
  * dequantization, quantization (ggml's rounding for Q8_0/Q4_0, a scale
  * search of our own for the K-quants), 16-bit float conversion, and dot
  * products of a quantized row with an f32 vector.
@@ -25,8 +25,10 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "engine/kernels/cpu.h"
+#include "engine/kernels/simd_x86.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 #define HAVE_X86_KERNELS 1
 #endif
 
@@ -515,15 +517,6 @@ static float dot_by_blocks(const uint8_t *w, enum elm_dtype dtype, const float *
 }
 
 #ifdef HAVE_X86_KERNELS
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-
-AVX2 static inline float hsum256(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 AVX2 static inline __m256 i8x8(__m128i v)
 {
@@ -598,9 +591,9 @@ static bool kq_generic;
 static void kq_pick(void)
 {
 #ifdef HAVE_X86_KERNELS
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
+    /* by what the CPU runs, not by the set in use (ELM_KERNELS): these are
+     * the fallback of every set */
+    if (elm_cpu()->isa >= ELM_ISA_AVX2) {
         kq.q8_0 = dot_q8_0_avx2;
         kq.q4_0 = dot_q4_0_avx2;
     }
@@ -623,7 +616,7 @@ float elm_quant_dot(const void *w, enum elm_dtype dtype, const float *x, int64_t
     case ELM_DTYPE_Q6_K: return dot_by_blocks(w, dtype, x, n);
     default: break;
     }
-    /* Dense types (not the decode path: kernels.c has those). */
+    /* Dense types (not the decode path: the f32 kernels have those). */
     float buf[256], sum = 0.0f;
     size_t es = elm_quant_block_bytes(dtype);
     for (int64_t i = 0; i < n; i += 256) {

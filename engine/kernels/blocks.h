@@ -1,8 +1,8 @@
-/* quant.h: the block-quantized weight types of GGUF (ggml), 16-bit floats,
+/* blocks.h: the block-quantized weight types of GGUF (ggml), 16-bit floats,
  * and the row kernels that read them (engine-internal).
  *
  * A row of a quantized matrix is cols / block_elems blocks stored back to
- * back; the layouts are ggml's (docs in quant.c).  Q8_0 and Q4_0 hold 32
+ * back; the layouts are ggml's (docs in blocks.c).  Q8_0 and Q4_0 hold 32
  * weights a block, the K-quants (Q4_K, Q5_K, Q6_K) 256.  Every function
  * here takes n or cols as a multiple of the block size: the loaders check it.
  */

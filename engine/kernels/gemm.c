@@ -1,5 +1,5 @@
 /* gemm.c: C (+)= A x W^T: the row kernels for small batches; for larger
- * ones our AVX-512 GEMM (gemm_avx512.c) or BLIS sgemm (one single-threaded
+ * ones our AVX-512 GEMM (gemm_f32_avx512.c) or BLIS sgemm (one single-threaded
  * call per range of rows, on our pool), widening 16-bit weights tile by
  * tile; block-quantized weights with int8 activations (row kernels or
  * gemm_int8.c). */
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/kernels/cpu.h"
 #include "engine/kernels/gemm_f32_avx512.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
@@ -42,22 +43,17 @@ __attribute__((constructor)) static void choose_blis_arch(void)
     if (getenv("BLIS_ARCH_TYPE"))
         return;
     int id = -1;
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
+    const struct elm_cpu *cpu = elm_cpu();
 #ifdef BLIS_CONFIG_SKX
-    if (id < 0 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    if (id < 0 && cpu->isa >= ELM_ISA_AVX512)
         id = BLIS_ARCH_SKX;
 #endif
 #if defined(BLIS_CONFIG_ZEN3) && defined(BLIS_CONFIG_HASWELL)
     /* AVX2 only: BLIS knows these CPUs, unless they are AMD's newer ones. */
-    if (id < 0 && __builtin_cpu_is("amd") && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("fma") && !__builtin_cpu_is("amdfam17h") &&
-        !__builtin_cpu_is("amdfam19h") && !__builtin_cpu_is("amdfam15h") &&
-        !__builtin_cpu_is("amdfam10h"))
+    if (id < 0 && cpu->amd && cpu->isa >= ELM_ISA_AVX2 && !cpu->amd_family_named)
         id = BLIS_ARCH_ZEN3;
 #endif
-#endif
+    (void)cpu;
     if (id < 0)
         return;
     char v[16];

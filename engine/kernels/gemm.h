@@ -1,11 +1,11 @@
 /* gemm.h: C (+)= A x W^T for a batch of tokens (engine-internal).
  *
- * Small batches go through the row kernels of kernels.c (weights are read
+ * Small batches go through the row kernels (kernels.h) (weights are read
  * once for four tokens at a time); larger ones through our packed AVX-512
  * GEMM or BLIS sgemm, one single-threaded call per range of weight rows on
  * the ctx's pool, so no OpenMP thread ever runs.  BF16/F16 weights are
  * widened a tile of rows at a time, never as a whole f32 copy.  Block-
- * quantized weights meet int8 activations at every batch size (quant_act.h):
+ * quantized weights meet int8 activations at every batch size (act_int8.h):
  * the row kernels, or the int8 GEMM (gemm_int8.c) for larger batches.
  */
 #ifndef ELMCHAT_ENGINE_GEMM_H
@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine/model/model.h"
+#include "engine/kernels/matrix.h"
 
 struct elm_threadpool;
 struct elm_qact;
@@ -26,7 +26,7 @@ struct elm_gemm_tile {
                     * weights, or the int8 GEMM's weight panel */
     int n;         /* buffers */
     size_t floats; /* capacity of each */
-    /* Our own AVX-512 GEMM (gemm_avx512.c): the packed activations, and a
+    /* Our own AVX-512 GEMM (gemm_f32_avx512.c): the packed activations, and a
      * W panel plus a widening row per thread. */
     float *apack;
     size_t apack_bytes;
@@ -57,7 +57,7 @@ void elm_gemm_tile_free(struct elm_gemm_tile *tile);
 
 /* C[m, W.rows] (+)= A[m, W.cols] x W^T, row strides lda and ldc (floats):
  * the row kernels for small m, else our packed AVX-512 GEMM
- * (gemm_avx512.c) or, without AVX-512 or with ELM_GEMM=blis, BLIS. */
+ * (gemm_f32_avx512.c) or, without AVX-512 or with ELM_GEMM=blis, BLIS. */
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
               bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile);
 

@@ -1,4 +1,4 @@
-/* gemm_avx512.c: our own packed SGEMM for prefill, C (+)= A W^T, with an
+/* gemm_f32_avx512.c: our own packed SGEMM for prefill, C (+)= A W^T, with an
  * AVX-512 micro-kernel of 14 tokens x 32 weight rows (28 accumulators).
  *
  * BLIS 0.9's best configuration for AVX-512 ('skx') reaches ~60-70 % of a
@@ -161,7 +161,7 @@ void elm_gemm512_rows(const float *apack, long m, const struct elm_matrix *w, lo
 
 bool elm_gemm512_available(void)
 {
-    return strcmp(elm_kernels_name(), "avx512") == 0;
+    return elm_kernels_isa() >= ELM_ISA_AVX512;
 }
 #else
 void elm_gemm512_rows(const float *apack, long m, const struct elm_matrix *w, long r0, long r1,

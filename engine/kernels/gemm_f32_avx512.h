@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine/model/model.h"
+#include "engine/kernels/matrix.h"
 
 #define ELM_GEMM512_MR 14  /* tokens per micro-tile */
 #define ELM_GEMM512_NR 32  /* weight rows per micro-tile (two vectors) */

@@ -6,7 +6,7 @@
  * BLIS's speed, which llama.cpp's int8 GEMM beats by 1.2-1.4x for Q4_0 and
  * Q4_K.  Here one vpdpbusd does 64 multiply-adds where an FMA does 16.
  *
- * Layout.  A (the activations, already rounded by quant_act.c) is packed
+ * Layout.  A (the activations, already rounded by act_int8.c) is packed
  * once per call into tiles of MR tokens: the int8 values as [k/4][MR]
  * 32-bit words (one 32-bit broadcast feeds a vpdpbusd), then per
  * weight sub-block the activation block's scale d and its correction (bias
@@ -409,7 +409,7 @@ VNNI static INLINE void micro(const char *tile, long k, const struct wpanel *pn,
  * products by vpmaddubsw (pairs into int16: at most 2 x 63 x 127 for
  * Q4_0 and the K-quants, 2 x 128 x 127 for Q8_0's |w| with the sign moved
  * to the activation), then vpmaddwd by ones into int32.  The int8 rule
- * keeps |q| <= 127 (quant_act.h), which these bounds need.  The integers are
+ * keeps |q| <= 127 (act_int8.h), which these bounds need.  The integers are
  * exact and the float steps those of the VNNI kernel: the same bits. */
 AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn, const int sbw,
                                const bool mins, const bool sgn, float *c, long ldc, int mt,
@@ -530,7 +530,7 @@ void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, lon
 
 static bool vnni_kernel(void)
 {
-    return strcmp(elm_kernels_name(), "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
+    return elm_kernels_isa() == ELM_ISA_AVX512_VNNI;
 }
 
 const char *elm_gemm_i8_name(void)
@@ -544,9 +544,8 @@ const char *elm_gemm_i8_name(void)
 bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
 {
     struct kind kd;
-    const char *set = elm_kernels_name();
     return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
-           (strcmp(set, "avx512") == 0 || strcmp(set, "avx2") == 0);
+           elm_kernels_isa() >= ELM_ISA_AVX2;
 }
 #else
 static bool vnni_kernel(void)

@@ -1,7 +1,7 @@
 /* gemm_int8.h: block-quantized weights x int8 activations for batches
  * (prefill), engine-internal.
  *
- * The same rule as decode (quant_act.h): every activation row is rounded
+ * The same rule as decode (act_int8.h): every activation row is rounded
  * to int8 blocks of 32, every weight sub-block meets it in an exact integer
  * dot product, then the float scales.  So a prompt gives the numbers that
  * feeding it token by token gives, up to the order of float additions.
@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine/model/model.h"
+#include "engine/kernels/matrix.h"
 #include "engine/kernels/act_int8.h"
 
 #define ELM_GI8_MR 4  /* tokens per micro-tile */

@@ -1,10 +1,13 @@
-/* kernels.h: the inner loops of the forward pass (engine-internal).
+/* kernels.h: the inner loops of the forward pass (engine-internal), for
+ * the kernel set in use (kernels.c calls its functions).
  *
  * Each kernel has a portable C version and AVX2+FMA+F16C and AVX-512
- * versions; one set is chosen once at run time from the CPU's features
- * (ELM_KERNELS=generic|avx2|avx512 in the environment, or
+ * versions (a file per set and family: f32_*.c, q8q4*.c, kquant*.c); one
+ * set is chosen once at run time from the CPU's features (cpu.h:
+ * ELM_KERNELS=generic|avx2|avx512 in the environment, or
  * elm_kernels_select(), forces a set: the tests run every set the CPU has).
- * All read weights as stored (F32, BF16, F16) and compute in f32.
+ * The f32 family reads weights as stored (F32, BF16, F16) and computes in
+ * f32; the block types meet int8 activations (act_int8.h).
  *
  * Determinism: every output of elm_matmul_rows is one dot product whose
  * summation order depends only on the column count and the kernel set,
@@ -18,19 +21,19 @@
 #include <stdint.h>
 
 #include "engine/elm.h"
+#include "engine/kernels/cpu.h"
 
 struct elm_matrix;
 struct elm_qact;
 
-/* Pick the kernels for this CPU; idempotent, thread-safe. */
+/* Pick the kernels for this CPU (elm_cpu_preferred_isa); idempotent,
+ * thread-safe. */
 void elm_kernels_init(void);
-/* "avx512", "avx2" or "generic". */
-const char *elm_kernels_name(void);
-/* Force the portable kernels (tests), before any model is loaded. */
-void elm_kernels_force_generic(void);
-/* Switch to the set called name ("generic", "avx2", "avx512"); false when
- * this CPU cannot run it.  Not while another thread computes (tests). */
-bool elm_kernels_select(const char *name);
+/* The set in use (elm_isa_name says it). */
+enum elm_isa elm_kernels_isa(void);
+/* Switch to isa; false (nothing changed) when this CPU cannot run it.  Not
+ * while another thread computes (tests). */
+bool elm_kernels_select(enum elm_isa isa);
 
 /* Widen n elements of dtype to f32 (exact). */
 void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
@@ -56,9 +59,9 @@ void elm_matmul_rows(const struct elm_matrix *w, const float *x, long ldx, int m
                      long ldy, int64_t r0, int64_t r1, bool accumulate);
 
 /* Block-quantized rows as elm_matmul_rows, with int8 activations
- * (quant_act.h: each token rounded once per call, then the set's Q8_0/Q4_0
- * or K-quant kernel, kernels_quant.c); false (nothing done) when the set in
- * use has none for this dtype: then quant.c's f32 kernels run. */
+ * (act_int8.h: each token rounded once per call, then the set's Q8_0/Q4_0
+ * or K-quant kernel); false (nothing done) when the set in use has none for
+ * this dtype: then blocks.c's f32 kernels run. */
 bool elm_quant_fast_rows(const struct elm_matrix *w, const float *x, long ldx, int m, float *y,
                          long ldy, int64_t r0, int64_t r1, bool accumulate);
 /* The same in two steps, so that a product split over threads rounds its
@@ -74,9 +77,6 @@ void elm_quant_round(const struct elm_matrix *w, const float *x, long ldx, int m
                      struct elm_qact *qa);
 void elm_quant_rows_rounded(const struct elm_matrix *w, const struct elm_qact *qa, int m,
                             float *y, long ldy, int64_t r0, int64_t r1, bool accumulate);
-/* Widen n weights of a Q8_0 / Q4_0 row (AVX-512); false when not handled
- * here. */
-bool elm_quant_fast_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
 
 /* Keys per block of the tiled attention. */
 #define ELM_ATTN_BK 64

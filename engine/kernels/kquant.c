@@ -1,5 +1,5 @@
-/* kernels_kquant.c: Q4_K, Q5_K and Q6_K weight rows times int8 activations
- * (quant_act.h), the portable kernels and the lookup of every set.
+/* kquant.c: Q4_K, Q5_K and Q6_K weight rows times int8 activations
+ * (act_int8.h), the portable kernels and the lookup of every set.
  *
  * The integer parts are exact: per weight sub-block (32 weights in Q4_K and
  * Q5_K, 16 in Q6_K) an int32 sum of products with the activation's int8 q.
@@ -18,10 +18,11 @@
 
 #include <string.h>
 
-#include "engine/kernels/kquant.h"
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/cpu.h"
+#include "engine/kernels/kquant.h"
 
-/* The 6-bit scales and mins of the 8 sub-blocks (layout in quant.c), from
+/* The 6-bit scales and mins of the 8 sub-blocks (layout in blocks.c), from
  * the 12 packed bytes read as three words: sub-blocks 0..3 are the low 6
  * bits of words 0 (scales) and 1 (mins); 4..7 take their low 4 bits from
  * word 2 and their top 2 from the spare top bits of words 0 and 1.  Every
@@ -219,17 +220,21 @@ static void rows_q6_k_generic(const uint8_t *w, size_t ldw, int64_t cols, const 
     rows_generic(w, ldw, cols, x, y, nrows, accumulate, ELM_DTYPE_Q6_K);
 }
 
-elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, const char *set)
+elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
 {
-    if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) || !set)
+    if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) ||
+        isa > elm_cpu()->isa)
         return NULL;
-    if (strcmp(set, "generic") == 0)
+    switch (isa) {
+    case ELM_ISA_GENERIC:
         return dtype == ELM_DTYPE_Q4_K   ? rows_q4_k_generic
                : dtype == ELM_DTYPE_Q5_K ? rows_q5_k_generic
                                          : rows_q6_k_generic;
 #ifdef ELM_KQUANT_X86
-    return elm_kquant_rows_x86(dtype, set);
-#else
-    return NULL;
+    case ELM_ISA_AVX2: return elm_kquant_rows_avx2(dtype);
+    case ELM_ISA_AVX512: return elm_kquant_rows_avx512(dtype, false);
+    case ELM_ISA_AVX512_VNNI: return elm_kquant_rows_avx512(dtype, true);
 #endif
+    default: return NULL;
+    }
 }

@@ -1,8 +1,10 @@
-/* kernels_kquant.h: glue between the portable K-quant row kernels and
- * lookup (kernels_kquant.c) and the x86 ones (kernels_kquant_x86.c);
- * engine-internal.  The interface is elm_kquant_rows in quant_act.h. */
+/* kquant.h: what every K-quant kernel file shares (engine-internal): the
+ * portable kernels and the lookup (kquant.c), the x86 ones (kquant_x86.h).
+ * The interface is elm_kquant_rows in act_int8.h. */
 #ifndef ELMCHAT_ENGINE_KERNELS_KQUANT_H
 #define ELMCHAT_ENGINE_KERNELS_KQUANT_H
+
+#include <stdbool.h>
 
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/act_int8.h"
@@ -24,10 +26,12 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ELM_KQUANT_X86 1
-/* The AVX2 or AVX-512 kernel of set ("avx2", "avx512", and "avx512bw": the
- * AVX-512 kernels without VNNI, so that tests run them on a VNNI CPU too);
- * NULL when this CPU cannot run that set. */
-elm_qrows_fn elm_kquant_rows_x86(enum elm_dtype dtype, const char *set);
+/* The kernels of a set for dtype (Q4_K, Q5_K, Q6_K; else NULL), for
+ * elm_kquant_rows, which has checked that the CPU runs the set: AVX2
+ * (kquant_avx2.c); AVX-512 with VNNI's vpdpbusd or, vnni false, AVX-512BW
+ * alone (kquant_avx512.c; the same bits, and the tests run both). */
+elm_qrows_fn elm_kquant_rows_avx2(enum elm_dtype dtype);
+elm_qrows_fn elm_kquant_rows_avx512(enum elm_dtype dtype, bool vnni);
 #endif
 
 #endif

@@ -1,7 +1,7 @@
-/* kernels_quant.h: what the Q8_0 / Q4_0 kernel files share (engine-internal):
- * kernels_quant.c (dispatch and the portable kernels), kernels_quant_avx2.c,
- * kernels_quant_avx512.c.  The rest of the engine goes through quant_act.h
- * and kernels.h. */
+/* q8q4.h: what the Q8_0 / Q4_0 kernel files share (engine-internal):
+ * q8q4.c (the portable kernels and the lookup), q8q4_avx2.c, q8q4_avx512.c,
+ * and what kernels.c calls of them.  The rest of the engine goes through
+ * act_int8.h and kernels.h. */
 #ifndef ELMCHAT_ENGINE_KERNELS_QUANT_H
 #define ELMCHAT_ENGINE_KERNELS_QUANT_H
 
@@ -14,13 +14,13 @@
 void elm_quantize_act_avx2(const float *x, struct elm_qact *a);
 void elm_quantize_act_avx512(const float *x, struct elm_qact *a);
 
-/* Q8_0 / Q4_0 rows x int8 activations; NULL for other types or when the
- * CPU lacks the instructions.  The avx512 set uses VNNI (vpdpbusd) when the
- * CPU has it, else AVX-512BW (vpmaddubsw); both give the same bits (exact
- * int32 block sums, the same float steps), and the tests run both. */
+/* Q8_0 / Q4_0 rows x int8 activations; NULL for other types (the caller,
+ * elm_q80_q40_rows, has checked that the CPU runs the set).  AVX-512 with
+ * vnni uses vpdpbusd, without it AVX-512BW's vpmaddubsw; both give the same
+ * bits (exact int32 block sums, the same float steps), and the tests run
+ * both. */
 elm_qrows_fn elm_q80_q40_rows_avx2(enum elm_dtype dtype);
-elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype);
-elm_qrows_fn elm_q80_q40_rows_avx512_novnni(enum elm_dtype dtype);
+elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype, bool vnni);
 
 /* Widen n weights (a multiple of 32) of a Q8_0 / Q4_0 row with AVX-512. */
 void elm_quant_widen_avx512(const void *src, enum elm_dtype dtype, float *dst, size_t n);

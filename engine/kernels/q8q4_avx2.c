@@ -1,5 +1,5 @@
-/* kernels_quant_avx2.c: AVX2 Q8_0 / Q4_0 kernels: the int8 rounding of
- * activations (quant_act.h) and rows x int8 activations (decode).
+/* q8q4_avx2.c: AVX2 Q8_0 / Q4_0 kernels: the int8 rounding of
+ * activations (act_int8.h) and rows x int8 activations (decode).
  *
  * One block of 32 weights per 256-bit register: vpmaddubsw (u8 x s8 pairs
  * to int16) then vpmaddwd by ones (to int32), exact.  Q4_0 nibbles are the
@@ -25,7 +25,7 @@
 #define INLINE __attribute__((always_inline)) inline
 /* Software prefetch per row stream, this many bytes ahead: the hardware
  * prefetchers alone followed four interleaved rows at a third of the
- * bandwidth, and one row at 60-75 % (the distance: kernels_quant_avx512.c). */
+ * bandwidth, and one row at 60-75 % (the distance: q8q4_avx512.c). */
 #define PF_BYTES 8192
 
 AVX2 void elm_quantize_act_avx2(const float *x, struct elm_qact *a)
@@ -43,7 +43,7 @@ AVX2 void elm_quantize_act_avx2(const float *x, struct elm_qact *a)
         h = _mm_max_ps(h, _mm_movehl_ps(h, h));
         h = _mm_max_ss(h, _mm_movehdup_ps(h));
         float amax = _mm_cvtss_f32(h);
-        float id; /* quant_act.c's scalar steps, so that the bytes are the same */
+        float id; /* act_int8.c's scalar steps, so that the bytes are the same */
         a->d[b] = elm_qact_scale(amax, &id);
         __m256 vid = _mm256_set1_ps(id);
         /* vcvtps2dq rounds as nearbyintf does (MXCSR: to nearest even) */
@@ -179,10 +179,6 @@ QROWS2(q8_0_avx2, ELM_Q8_0_BYTES, _mm256_setzero_si256(), q8_dot, 1)
 
 elm_qrows_fn elm_q80_q40_rows_avx2(enum elm_dtype dtype)
 {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") ||
-        !__builtin_cpu_supports("f16c"))
-        return NULL;
     return dtype == ELM_DTYPE_Q8_0 ? q8_0_avx2 : dtype == ELM_DTYPE_Q4_0 ? q4_0_avx2 : NULL;
 }
 

@@ -1,5 +1,5 @@
-/* kernels_quant_avx512.c: AVX-512 Q8_0 / Q4_0 kernels: the int8 rounding of
- * activations (quant_act.h), rows x int8 activations for decode, and the
+/* q8q4_avx512.c: AVX-512 Q8_0 / Q4_0 kernels: the int8 rounding of
+ * activations (act_int8.h), rows x int8 activations for decode, and the
  * widening of weights for the prefill GEMM.
  *
  * Rows work on pairs of blocks: 64 weights and 64 int8 activations fill a
@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/cpu.h"
 
 #define BW __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define VNNI                                                                                  \
@@ -49,7 +50,7 @@ BW static INLINE __m512 scales16(__m512 amax, __m512 *inv)
     const __m512 c127 = _mm512_set1_ps(127.0f), inf = _mm512_set1_ps(__builtin_inff());
     __m512 iv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ),
                                     c127, amax);
-    /* 127 / amax overflows: a zero block (quant_act.h) */
+    /* 127 / amax overflows: a zero block (act_int8.h) */
     __mmask16 zero = _mm512_cmp_ps_mask(iv, inf, _CMP_EQ_OQ);
     iv = _mm512_mask_mov_ps(iv, zero, _mm512_setzero_ps());
     __m512 d = _mm512_div_ps(_mm512_mask_mov_ps(amax, zero, _mm512_setzero_ps()), c127);
@@ -93,7 +94,7 @@ BW void elm_quantize_act_avx512(const float *x, struct elm_qact *a)
             round_block(x + ELM_QA_BLOCK * (b + j), inv[j], a, b + j);
     }
     for (; b < nb; b++) {
-        float id; /* quant_act.c's scalar steps, so that the bytes are the same */
+        float id; /* act_int8.c's scalar steps, so that the bytes are the same */
         a->d[b] = elm_qact_scale(block_amax(x + ELM_QA_BLOCK * b), &id);
         round_block(x + ELM_QA_BLOCK * b, id, a, b);
     }
@@ -274,25 +275,14 @@ QROWS(q8_0_vnni, VNNI, ELM_Q8_0_BYTES, PREP_Q8_VNNI, DOT_Q8_VNNI, q8_pair_bytes,
 QROWS(q8_0_bw, BW, ELM_Q8_0_BYTES, PREP_Q8_BW, DOT_Q8_BW, q8_pair_bytes, q8_tail_bytes,
       q8_scale)
 
-elm_qrows_fn elm_q80_q40_rows_avx512_novnni(enum elm_dtype dtype)
-{
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq") ||
-        !__builtin_cpu_supports("f16c"))
-        return NULL;
-    return dtype == ELM_DTYPE_Q8_0 ? q8_0_bw : dtype == ELM_DTYPE_Q4_0 ? q4_0_bw : NULL;
-}
-
 /* VNNI for Q8_0; VNNI and GFNI (the nibbles in one instruction) for Q4_0. */
-elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype)
+elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype, bool vnni)
 {
-    elm_qrows_fn f = elm_q80_q40_rows_avx512_novnni(dtype);
-    if (!f || !__builtin_cpu_supports("avx512vnni"))
-        return f;
     if (dtype == ELM_DTYPE_Q8_0)
-        return q8_0_vnni;
-    return __builtin_cpu_supports("gfni") ? q4_0_vnni : f;
+        return vnni ? q8_0_vnni : q8_0_bw;
+    if (dtype == ELM_DTYPE_Q4_0)
+        return vnni && elm_cpu()->gfni ? q4_0_vnni : q4_0_bw;
+    return NULL;
 }
 
 /* ------------------------------------------------------------ widening */
@@ -332,22 +322,16 @@ void elm_quant_widen_avx512(const void *src, enum elm_dtype dtype, float *dst, s
         widen_q4_0(src, dst, (long)(n / 32));
 }
 
-#else /* not x86-64 GCC/Clang: nothing here (kernels_quant.c never asks) */
+#else /* not x86-64 GCC/Clang: nothing here (kernels.c never asks) */
 
 void elm_quantize_act_avx512(const float *x, struct elm_qact *a)
 {
     elm_quantize_act_ref(x, a);
 }
 
-elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype)
+elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype, bool vnni)
 {
-    (void)dtype;
-    return NULL;
-}
-
-elm_qrows_fn elm_q80_q40_rows_avx512_novnni(enum elm_dtype dtype)
-{
-    (void)dtype;
+    (void)dtype, (void)vnni;
     return NULL;
 }
 

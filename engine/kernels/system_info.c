@@ -5,10 +5,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "engine/elm.h"
 #include "engine/kernels/gemm.h"
+#include "engine/kernels/cpu.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
 
@@ -17,12 +17,9 @@ const char *elm_system_info(void)
     static char line[400];
     bool ours = false;
     const char *arch = elm_gemm_blis_arch(&ours);
-    const char *set = elm_kernels_name();
-    bool vnni = false;
-#if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-    vnni = strcmp(set, "avx512") == 0 && __builtin_cpu_supports("avx512vnni");
-#endif
+    enum elm_isa isa = elm_kernels_isa();
+    const char *set = elm_isa_name(isa);
+    bool vnni = isa == ELM_ISA_AVX512_VNNI;
     const char *i8 = elm_gemm_i8_name();
     snprintf(line, sizeof line,
              "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "

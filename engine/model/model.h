@@ -12,6 +12,7 @@
 
 #include "engine/elm.h"
 #include "engine/base/error.h" /* elm_set_error, for every loader */
+#include "engine/kernels/matrix.h"  /* struct elm_matrix */
 
 /* Bounds on hyperparameters, one set for both loaders (config.json, GGUF):
  * far above any OpenELM, far below anything that could overflow the size
@@ -22,13 +23,6 @@
 #define MAX_VOCAB (1 << 22)
 #define MAX_CTX (1 << 20)
 #define MAX_FFN (1 << 20)
-
-/* A row-major [rows, cols] weight matrix, PyTorch [out, in] layout. */
-struct elm_matrix {
-    const void *data; /* rows * cols elements of dtype, borrowed from a mapping */
-    enum elm_dtype dtype;
-    int64_t rows, cols;
-};
 
 struct elm_layer {
     int nq, nkv, ff;          /* query heads, kv heads, FFN width */

@@ -1,102 +1,16 @@
-/* kernels_kquant_x86.c: the AVX2 and AVX-512 Q4_K, Q5_K and Q6_K rows
- * against int8 activations (the math is in kernels_kquant.c's comment).
- *
- * The integer core is u8 x s8 -> int32: weights as unsigned bytes (nibbles
- * plus high bits, 0..31 or 0..63), activations as signed bytes.  AVX2 and
- * AVX-512BW use vpmaddubsw + vpmaddwd (pairs of products stay below 2 * 63
- * * 127 = 16002: no int16 saturation); AVX512-VNNI does both in one
- * vpdpbusd.  The int32 lanes of each sub-block are then summed into one
- * integer per sub-block (a transposing reduction), and only those meet the
- * float scales: a few float operations per 256 weights.  What does not
- * depend on the row is computed once per call, not once per row: for
- * Q4_K/Q5_K each sub-block's dx and -dx * sum(qx) for the mins (and, for
- * AVX-512, the activations reordered to match the weights' nibbles); for
- * AVX2 Q6_K the -32 offsets (32 * sum(qx) per sub-block, int32) and the dx
- * in the order of the reduction.  The rows then cost about what Q4_0's do
- * per weight (AVX-512, measured in cache: 76 G weights/s on one Zen 5
- * core, both).  AVX2 multiplies the 6-bit (Q6_K: int8) scales into the
- * integer sums (exact, below 2^24) and reduces the int16 pair sums with
- * hadds in int16 as far as they cannot wrap.
- *
- * Compiled with per-function target attributes (as kernels.c): the file
- * builds with the default flags and runs only on CPUs that have the set. */
+/* kquant_avx2.c: the AVX2 Q4_K, Q5_K and Q6_K rows against int8
+ * activations (kquant_x86.h says how). */
 #include "config.h"
 
-#include "engine/kernels/kquant.h"
+#include "engine/kernels/kquant_x86.h"
 
 #ifdef ELM_KQUANT_X86
-
-#include <immintrin.h>
-#include <string.h>
-
-#include "engine/kernels/blocks.h"
-
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
-#define AVX512VNNI                                                                                 \
-    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
-#define INLINE __attribute__((always_inline)) inline
-/* Software prefetch this many bytes ahead in a row's super-blocks, as the
- * Q8_0/Q4_0 and 16-bit kernels do: decode streams the weights once, and
- * the hardware prefetchers alone leave bandwidth unused.  AVX-512, 2
- * threads, interleaved (probe ~45 GB/s): 270M Q4_K tg128 246-252 -> 269-271
- * t/s, Q6_K 188-190 -> 202-203, 1.1B Q4_K 63-64 -> 71. */
-#define KQ_PF_BYTES 8192
-
-/* The lines of one super-block of `bytes`, KQ_PF_BYTES ahead. */
-static INLINE void kq_prefetch(const uint8_t *b, size_t bytes)
-{
-    for (size_t o = 0; o < bytes; o += 64)
-        _mm_prefetch((const char *)b + KQ_PF_BYTES + o, _MM_HINT_T0);
-}
-
-/* The 6-bit scales (sc) and mins (m) of the 8 sub-blocks of a Q4_K/Q5_K
- * block as 8 bytes each, from the 12 packed bytes read as three words:
- * sub-blocks 0..3 are the low 6 bits of words 0 and 1; 4..7 take their low
- * 4 bits from word 2 and their top 2 from the spare top bits of words 0
- * (scales) and 1 (mins). */
-static INLINE void k_scales(const uint8_t *s, uint64_t *sc, uint64_t *m)
-{
-    uint32_t a, b, c;
-    memcpy(&a, s, 4);
-    memcpy(&b, s + 4, 4);
-    memcpy(&c, s + 8, 4);
-    uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    uint32_t m_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    *sc = (a & 0x3f3f3f3fu) | (uint64_t)sc_hi << 32;
-    *m = (b & 0x3f3f3f3fu) | (uint64_t)m_hi << 32;
-}
-
-AVX2 static INLINE float half(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, sizeof h);
-    return _cvtsh_ss(h);
-}
 
 /* 8 unsigned bytes to 8 floats. */
 AVX2 static INLINE __m256 u8x8_ps(uint64_t v)
 {
     return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v)));
 }
-
-AVX2 static INLINE float hsum256(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-#define LOAD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
-
-/* ------------------------------------------------------------------ AVX2 */
-
-/* Activations of up to this many columns get their per-call tables (below)
- * on the stack (AVX2: 4 or 8 KiB, AVX-512: 20 KiB); wider rows (not OpenELM's)
- * remake them per group of super-blocks and row: the same values in the same
- * order, so the same bits, only slower. */
-#define KQ_STACK_COLS 16384
 
 /* 32 u8 x s8 products to 16 int16 lanes (pairs; no saturation: pairs stay
  * below 2 * 63 * 127). */
@@ -355,84 +269,16 @@ AVX2 static void rows_q6_k_avx2(const uint8_t *w, size_t ldw, int64_t cols,
     }
 }
 
-/* --------------------------------------------------------------- AVX-512 */
-
-/* Super-blocks [k0, k0 + n) of the activations for the AVX-512 Q4_K/Q5_K
- * kernels, row-independent work done once per call: per super-block, xp
- * holds the int8 activations of sub-blocks 0 2 | 1 3 | 4 6 | 5 7 (the order
- * of the weights' nibbles in two 64-byte loads) and pre holds dx_j, then
- * -dx_j * (the sum of sub-block j's activations) for the mins. */
-AVX512 static void kq_prep_q45(const struct elm_qact *x, int64_t k0, int64_t n, int8_t *xp,
-                               float *pre)
-{
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t i = 0; i < n; i++, xp += 256, pre += 16) {
-        const int64_t k = k0 + i;
-        const int8_t *qx = x->q + 256 * k;
-        __m512i x0 = _mm512_loadu_si512(qx), x1 = _mm512_loadu_si512(qx + 64);
-        __m512i x2 = _mm512_loadu_si512(qx + 128), x3 = _mm512_loadu_si512(qx + 192);
-        _mm512_store_si512(xp, _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(1, 0, 1, 0)));
-        _mm512_store_si512(xp + 64, _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 2, 3, 2)));
-        _mm512_store_si512(xp + 128, _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(1, 0, 1, 0)));
-        _mm512_store_si512(xp + 192, _mm512_shuffle_i64x2(x2, x3, _MM_SHUFFLE(3, 2, 3, 2)));
-        __m256 dx = _mm256_loadu_ps(x->d + 8 * k);
-        __m256 t = _mm256_cvtepi32_ps(_mm256_madd_epi16(LOAD256(x->sum16 + 16 * k), ones));
-        _mm256_store_ps(pre, dx);
-        _mm256_store_ps(pre + 8, _mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), dx), t));
-    }
-}
-
-/* The AVX-512 kernels, twice: with VNNI's vpdpbusd, and with AVX-512BW
- * alone (CPUs without VNNI; the tests run both). */
-AVX512 static INLINE __m512i dot64_bw(__m512i u, __m512i s)
-{
-    return _mm512_madd_epi16(_mm512_maddubs_epi16(u, s), _mm512_set1_epi16(1));
-}
-
-AVX512VNNI static INLINE __m512i dot64_vnni(__m512i u, __m512i s)
-{
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, s);
-}
-
-#define KQ_TARGET AVX512
-#define KQ_DOT dot64_bw
-#define KQ_NAME(n) n##_avx512bw
-#include "engine/kernels/kquant_avx512.h"
-#undef KQ_TARGET
-#undef KQ_DOT
-#undef KQ_NAME
-
-#define KQ_TARGET AVX512VNNI
-#define KQ_DOT dot64_vnni
-#define KQ_NAME(n) n##_avx512vnni
-#include "engine/kernels/kquant_avx512.h"
-#undef KQ_TARGET
-#undef KQ_DOT
-#undef KQ_NAME
-
 /* ---------------------------------------------------------------- lookup */
 
-elm_qrows_fn elm_kquant_rows_x86(enum elm_dtype dtype, const char *set)
+elm_qrows_fn elm_kquant_rows_avx2(enum elm_dtype dtype)
 {
-    static const elm_qrows_fn avx2[3] = {rows_q4_k_avx2, rows_q5_k_avx2, rows_q6_k_avx2};
-    static const elm_qrows_fn bw[3] = {rows_q4_k_avx512bw, rows_q5_k_avx512bw, rows_q6_k_avx512bw};
-    static const elm_qrows_fn vnni[3] = {rows_q4_k_avx512vnni, rows_q5_k_avx512vnni,
-                                         rows_q6_k_avx512vnni};
-    int i = dtype == ELM_DTYPE_Q4_K ? 0 : dtype == ELM_DTYPE_Q5_K ? 1 : 2;
-    __builtin_cpu_init();
-    /* the same feature tests as kernels.c's sets */
-    bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-    bool has_avx512 = has_avx2 && __builtin_cpu_supports("avx512f") &&
-                      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                      __builtin_cpu_supports("avx512dq");
-    if (strcmp(set, "avx2") == 0 && has_avx2)
-        return avx2[i];
-    if (strcmp(set, "avx512") == 0 && has_avx512)
-        return __builtin_cpu_supports("avx512vnni") ? vnni[i] : bw[i];
-    if (strcmp(set, "avx512bw") == 0 && has_avx512)
-        return bw[i];
-    return NULL;
+    switch (dtype) {
+    case ELM_DTYPE_Q4_K: return rows_q4_k_avx2;
+    case ELM_DTYPE_Q5_K: return rows_q5_k_avx2;
+    case ELM_DTYPE_Q6_K: return rows_q6_k_avx2;
+    default: return NULL;
+    }
 }
 
 #endif
