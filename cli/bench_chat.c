@@ -285,7 +285,7 @@ int bench_chat_main(int argc, char **argv)
     const struct elm_model_info *in = elm_model_get_info(model);
     const elm_tokenizer *tok = elm_model_tokenizer(model);
     if (!tok) {
-        cli_error("%s: the model has no tokenizer (tokenizer.model or tokenizer.json)", in->path);
+        cli_error("%s: the model has no tokenizer (tokenizer.model or tokenizer.json)", elm_model_path(model));
         goto done;
     }
     if (!(ctx = cmd_new_ctx(model, 0, (int)threads)) ||

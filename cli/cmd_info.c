@@ -53,7 +53,7 @@ int cmd_info(int argc, char **argv)
     for (int i = 0; i < in->n_layers; i++)
         kv += 2L * in->n_kv_heads[i] * in->head_dim;
     printf("name:                 %s\n", in->name);
-    printf("path:                 %s\n", in->path);
+    printf("path:                 %s\n", elm_model_path(model));
     printf("weights:              %s, %" PRIu64 " parameters, %" PRIu64 " bytes\n",
            elm_dtype_name(in->dtype), in->n_params, in->weight_bytes);
     printf("layers:               %d\n", in->n_layers);

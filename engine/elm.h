@@ -84,13 +84,14 @@ struct elm_model_info {
     uint64_t weight_bytes;
     uint64_t fingerprint; /* hash of config + tensor table (+ data sample) */
     char name[128];       /* folder or file base name */
-    char path[4096];      /* as given to elm_model_load */
 };
 /* Borrowed, valid until elm_model_free. */
 const struct elm_model_info *elm_model_get_info(const elm_model *model);
 
 /* Borrowed, valid until elm_model_free; NULL when the model has none. */
 const elm_tokenizer *elm_model_tokenizer(const elm_model *model);
+/* The path given to elm_model_load (borrowed, valid until elm_model_free). */
+const char *elm_model_path(const elm_model *model);
 
 /* --------------------------------------------------------------- quantize */
 

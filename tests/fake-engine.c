@@ -115,7 +115,6 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
     for (const char *p = path; *p; p++)
         h = (h ^ (unsigned char)*p) * 1099511628211u;
     m->info.fingerprint = h;
-    snprintf(m->info.path, sizeof m->info.path, "%s", path);
     snprintf(m->info.name, sizeof m->info.name, "fake");
     for (int i = 0; i <= 10; i++)
         if (params && params->progress_cb)

@@ -323,7 +323,6 @@ static void name_model(struct elm_model_info *in, const char *path)
     if (n > 5 && strcmp(base + n - 5, ".gguf") == 0)
         n -= 5;
     snprintf(in->name, sizeof in->name, "%.*s", (int)(n > 127 ? 127 : n), base);
-    snprintf(in->path, sizeof in->path, "%s", path);
 }
 
 elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err, size_t err_size)

@@ -280,7 +280,7 @@ static elm_status locate(struct loader *ld, const char *path)
     return ELM_OK;
 }
 
-static void name_model(struct loader *ld, const char *path)
+static void name_model(struct loader *ld)
 {
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s", ld->dir);
@@ -291,7 +291,6 @@ static void name_model(struct loader *ld, const char *path)
     base = base && base[1] ? base + 1 : tmp;
     struct elm_model_info *in = &ld->m->info;
     snprintf(in->name, sizeof in->name, "%.127s", base);
-    snprintf(in->path, sizeof in->path, "%s", path);
 }
 
 /* Every step, in order; ld is filled as they go. */
@@ -332,7 +331,7 @@ elm_status elm_hf_model_load(struct elm_model *m, const char *path, char *err, s
         struct elm_model_info *in = &m->info;
         in->fingerprint = ld->hash;
         in->dtype = elm_dominant_dtype(ld->bytes_by_dtype, 3);
-        name_model(ld, path);
+        name_model(ld);
     }
     free(ld);
     return st;

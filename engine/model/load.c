@@ -48,7 +48,9 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
     if (!m)
         return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     m->loading = params;
-    elm_status st = elm_load_check(m, path, err, err_size);
+    m->path = strdup(path);
+    elm_status st = m->path ? elm_load_check(m, path, err, err_size)
+                            : elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     if (!st) {
         elm_kernels_init();
         st = is_gguf_path(path) ? elm_gguf_model_load(m, path, err, err_size)
@@ -70,6 +72,7 @@ void elm_model_free(elm_model *m)
     if (!m)
         return;
     elm_tokenizer_free(m->tokenizer);
+    free(m->path);
     for (int i = 0; i < m->n_maps; i++)
         elm_safetensors_close(m->maps[i]);
     free(m->maps);
@@ -90,4 +93,9 @@ const struct elm_model_info *elm_model_get_info(const elm_model *model)
 const elm_tokenizer *elm_model_tokenizer(const elm_model *model)
 {
     return model->tokenizer;
+}
+
+const char *elm_model_path(const elm_model *model)
+{
+    return model->path;
 }

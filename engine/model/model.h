@@ -51,6 +51,7 @@ struct elm_model {
     struct elm_mapping **maps; /* owned, [n_maps] */
     int n_maps;
     elm_tokenizer *tokenizer; /* owned, may be NULL */
+    char *path;               /* owned: as given to elm_model_load */
     struct elm_gguf *gguf;    /* owned, GGUF models only (gguf_model.c) */
     /* elm_model_load's params while it runs (NULL afterwards): both loaders
      * poll its abort callback and report progress through it (load_steps.h) */
