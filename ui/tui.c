@@ -149,7 +149,7 @@ static void draw(struct tui *t)
     t->view.changed = false;
     t->full_redraw = false;
     if (t->latency_log && t->key_time > 0) {
-        /* ms, then both CLOCK_MONOTONIC instants: tests/keylatency matches
+        /* ms, then both CLOCK_MONOTONIC instants: tests/lib/keylatency matches
          * them with its own write and read times */
         double done = chat_now();
         fprintf(t->latency_log, "%.3f %.6f %.6f\n", (done - t->key_time) * 1e3, t->key_time, done);
@@ -461,7 +461,7 @@ int tui_main(int argc, char **argv)
         return EXIT_RUNTIME;
     }
     /* Test hook: one line per keystroke read: ms from the read to the
-     * refresh written, then both CLOCK_MONOTONIC instants (tests/keylatency). */
+     * refresh written, then both CLOCK_MONOTONIC instants (tests/lib/keylatency). */
     const char *lat = getenv("ELMCHAT_LATENCY_LOG");
     if (lat && *lat)
         t->latency_log = fopen(lat, "a");

@@ -14,7 +14,7 @@
  *
  * f16() rounds to the nearest IEEE half (ties to even), as llama.cpp
  * stores the scale of its Q8_0 activation blocks: so our Q4_0 decode can
- * be checked against llama.cpp's to a few 1e-6 (tests/test-llamacpp.sh).
+ * be checked against llama.cpp's to a few 1e-6 (tests/engine/test-llamacpp.sh).
  * A scale beyond the half range (amax > 8.3e6) stays f32.
  *
  * A block whose amax is so small that 127 / amax overflows (amax below

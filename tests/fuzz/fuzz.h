@@ -1,7 +1,7 @@
 /* fuzz.h: what the fuzz targets (tests/fuzz/fuzz-NAME.c) share.
  *
  * Each target defines LLVMFuzzerTestOneInput.  `make fuzz` links each one
- * with libFuzzer; `make check` links them all into tests/fuzz-replay, which
+ * with libFuzzer; `make check` links them all into tests/fuzz/replay, which
  * includes each target through a wrapper (replay-NAME.c) that renames the
  * entry point to fuzz_NAME first. */
 #ifndef ELMCHAT_TESTS_FUZZ_H

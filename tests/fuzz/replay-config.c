@@ -1,3 +1,3 @@
-/* replay-config.c: fuzz-config.c inside tests/fuzz-replay (see fuzz.h). */
+/* replay-config.c: fuzz-config.c inside tests/fuzz/replay (see fuzz.h). */
 #define LLVMFuzzerTestOneInput fuzz_config
 #include "tests/fuzz/fuzz-config.c"

@@ -1,3 +1,3 @@
-/* replay-template.c: fuzz-template.c inside tests/fuzz-replay (see fuzz.h). */
+/* replay-template.c: fuzz-template.c inside tests/fuzz/replay (see fuzz.h). */
 #define LLVMFuzzerTestOneInput fuzz_template
 #include "tests/fuzz/fuzz-template.c"

@@ -1,4 +1,4 @@
-/* replay.c: tests/fuzz-replay, the fuzz targets in `make check`.
+/* replay.c: tests/fuzz/replay, the fuzz targets in `make check`.
  *
  * Feeds every seed of tests/fuzz/corpus/NAME/ to target NAME, then
  * deterministic mutations of each seed: every truncation of small seeds
@@ -6,9 +6,9 @@
  * deletions and duplications drawn from a fixed PRNG.  Under
  * --enable-sanitizers this finds what the fuzzers would find first.
  *
- *   tests/fuzz-replay                  every target, TAP
- *   tests/fuzz-replay NAME...          some targets
- *   tests/fuzz-replay NAME FILE...     one target on given files only
+ *   tests/fuzz/replay                  every target, TAP
+ *   tests/fuzz/replay NAME...          some targets
+ *   tests/fuzz/replay NAME FILE...     one target on given files only
  * FUZZ_REPLAY_INPUTS (default 3000): mutated inputs per target.
  */
 #include "config.h"
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "tests/tap.h"
+#include "tests/lib/tap.h"
 
 #define TARGET(n) int fuzz_##n(const uint8_t *data, size_t size);
 TARGET(safetensors)

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""Regenerate tests/data/golden/ from checkpoints written by tests/gen-checkpoint.
+"""Regenerate tests/data/golden/ from checkpoints written by tests/lib/gen-checkpoint.
 
 For every case below this script
-  1. runs the C generator (tests/gen-checkpoint.c) into a temporary folder,
+  1. runs the C generator (tests/lib/gen-checkpoint.c) into a temporary folder,
   2. loads the checkpoint with the independent float64 reference
      (openelm_ref.py, itself verified against the shared fixtures by
      check_shared_fixtures.py),
@@ -14,7 +14,7 @@ check time with the same generator arguments (stored in the JSON as
 
 Usage:
     tests/reference/make_goldens.py [--gen PATH_TO_gen-checkpoint] [--out DIR]
-Without --gen the generator is compiled from tests/gen-checkpoint.c with
+Without --gen the generator is compiled from tests/lib/gen-checkpoint.c with
 ${CC:-cc} into a temporary folder.  Needs numpy (Debian: python3-numpy).
 """
 
@@ -60,7 +60,7 @@ def build_generator(tmp):
     cc = os.environ.get("CC", "cc")
     exe = os.path.join(tmp, "gen-checkpoint")
     cmd = [cc, "-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", exe,
-           os.path.join(TOP, "tests", "gen-checkpoint.c"), "-lm"]
+           os.path.join(TOP, "tests", "lib", "gen-checkpoint.c"), "-lm"]
     print("+", " ".join(cmd))
     subprocess.check_call(cmd)
     return exe
@@ -103,7 +103,7 @@ def analyse(model, tokens):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gen", help="path to a built tests/gen-checkpoint")
+    ap.add_argument("--gen", help="path to a built tests/lib/gen-checkpoint")
     ap.add_argument("--out", default=os.path.join(TOP, "tests", "data", "golden"))
     ap.add_argument("--keep", help="keep the generated checkpoints in this folder")
     args = ap.parse_args(argv[1:])
@@ -172,7 +172,7 @@ def main(argv):
                 "format": FORMAT,
                 "generator": "tests/reference/make_goldens.py: float64 NumPy reference "
                              "tests/reference/openelm_ref.py on a checkpoint written by "
-                             "tests/gen-checkpoint",
+                             "tests/lib/gen-checkpoint",
                 "name": name,
                 "checkpoint": {"preset": preset, "dtype": dtype, "shards": shards,
                                "seed": SEED},

@@ -1,0 +1,152 @@
+/* test-sampler.c: the sampler chain: greedy ties, HF repetition
+ * penalty semantics, top-k, top-p, min-p, temperature, seed reproducibility. */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/elm.h"
+#include "tests/lib/tap.h"
+
+#define V 8
+
+static elm_sampler *make(float temp, int top_k, float top_p, float min_p, float pen, int last_n,
+                         uint64_t seed)
+{
+    struct elm_sampler_params p = elm_sampler_default_params();
+    p.temperature = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.repeat_penalty = pen;
+    p.repeat_last_n = last_n;
+    p.seed = seed;
+    return elm_sampler_new(&p);
+}
+
+/* Counts of each id over n draws from fresh copies of logits. */
+static void histogram(elm_sampler *s, const float *logits, int n, int *counts)
+{
+    memset(counts, 0, V * sizeof *counts);
+    float buf[V];
+    for (int i = 0; i < n; i++) {
+        memcpy(buf, logits, sizeof buf);
+        int32_t id = elm_sampler_sample(s, buf, V, NULL, 0);
+        if (id >= 0 && id < V)
+            counts[id]++;
+    }
+}
+
+int main(void)
+{
+    plan_lazy();
+    struct elm_sampler_params d = elm_sampler_default_params();
+    ok(d.temperature == 0 && d.repeat_penalty == 1 && d.repeat_last_n < 0 && d.top_p >= 1,
+       "defaults: greedy, no penalty, penalty window = whole history");
+
+    /* Greedy, ties to the lowest id. */
+    elm_sampler *g = make(0, 0, 1, 0, 1, -1, 0);
+    float l1[V] = {1, 5, 3, 5, -2, 0, 5, 1};
+    is_int(elm_sampler_sample(g, l1, V, NULL, 0), 1, "greedy: tie goes to the lowest id");
+    float lnan[V] = {NAN, 1, 2, 3, 0, 0, 0, 0};
+    is_int(elm_sampler_sample(g, lnan, V, NULL, 0), 3, "greedy skips a NaN logit");
+    elm_sampler_free(g);
+
+    /* HF repetition penalty: logit / p if > 0 else logit * p, each id once. */
+    elm_sampler *p = make(0, 0, 1, 0, 2.0f, -1, 0);
+    float l2[V] = {4, -1, 3, 0.5f, 2, 0, 0, 0};
+    int32_t hist[] = {0, 0, 1, 3, 0};
+    is_int(elm_sampler_sample(p, l2, V, hist, 5), 2, "penalty moves the argmax from 0 to 2");
+    ok(l2[0] == 2.0f, "positive logit divided once, however often the id repeats (%g)", l2[0]);
+    ok(l2[1] == -2.0f, "negative logit multiplied (%g)", l2[1]);
+    ok(l2[3] == 0.25f && l2[2] == 3.0f && l2[4] == 2.0f, "only history ids change");
+    elm_sampler_free(p);
+    /* repeat_last_n limits the window; 0 turns it off. */
+    elm_sampler *w = make(0, 0, 1, 0, 2.0f, 2, 0);
+    float l3[V] = {4, -1, 3, 0.5f, 2, 0, 0, 0};
+    int32_t hist2[] = {0, 1, 3};
+    elm_sampler_sample(w, l3, V, hist2, 3);
+    ok(l3[0] == 4.0f && l3[1] == -2.0f && l3[3] == 0.25f, "repeat_last_n = 2: the last 2 only");
+    elm_sampler_free(w);
+    elm_sampler *off = make(0, 0, 1, 0, 2.0f, 0, 0);
+    float l4[V] = {4, -1, 3, 0.5f, 2, 0, 0, 0};
+    elm_sampler_sample(off, l4, V, hist2, 3);
+    ok(l4[0] == 4.0f && l4[1] == -1.0f, "repeat_last_n = 0: no penalty");
+    elm_sampler_free(off);
+
+    /* Filters, seen through what a hot sampler can draw. */
+    const float base[V] = {3.0f, 2.9f, 2.8f, 0.0f, -1.0f, -1.0f, -5.0f, 1.0f};
+    int counts[V];
+    elm_sampler *k2 = make(1.0f, 2, 1, 0, 1, -1, 7);
+    histogram(k2, base, 2000, counts);
+    ok(counts[0] > 0 && counts[1] > 0 && counts[0] + counts[1] == 2000, "top-k 2: only ids 0, 1");
+    elm_sampler_free(k2);
+    /* softmax(base): p0 .340, p1 .307, p2 .278: cumulative .340, .647 >= 0.6 */
+    elm_sampler *tp = make(1.0f, 0, 0.6f, 0, 1, -1, 7);
+    histogram(tp, base, 2000, counts);
+    ok(counts[0] + counts[1] == 2000 && counts[1] > 0, "top-p 0.6: the two most likely only");
+    elm_sampler_free(tp);
+    /* min-p 0.3: keep p >= 0.3 p_max, i.e. logit >= 3 + ln 0.3 = 1.80 */
+    elm_sampler *mp = make(1.0f, 0, 1, 0.3f, 1, -1, 7);
+    histogram(mp, base, 3000, counts);
+    ok(counts[0] && counts[1] && counts[2] && counts[0] + counts[1] + counts[2] == 3000,
+       "min-p 0.3: ids 0-2 only");
+    elm_sampler_free(mp);
+    /* Temperature: cold is nearly greedy, hot spreads out. */
+    elm_sampler *cold = make(0.02f, 0, 1, 0, 1, -1, 7), *hot = make(5.0f, 0, 1, 0, 1, -1, 7);
+    int hc[V];
+    histogram(cold, base, 2000, counts);
+    histogram(hot, base, 2000, hc);
+    ok(counts[0] > 1700, "temperature 0.02: id 0 in %d of 2000", counts[0]);
+    ok(hc[6] > 0 && hc[0] < 600, "temperature 5: even id 6 appears (%d), id 0 %d", hc[6], hc[0]);
+    /* The draw follows softmax at temperature 1 (chi-square-ish check). */
+    elm_sampler *t1 = make(1.0f, 0, 1, 0, 1, -1, 99);
+    histogram(t1, base, 20000, counts);
+    double z = 0, sum = 0;
+    for (int i = 0; i < V; i++)
+        z += exp(base[i]);
+    for (int i = 0; i < V; i++) {
+        double want = 20000 * exp(base[i]) / z;
+        sum += (counts[i] - want) * (counts[i] - want) / (want + 1);
+    }
+    ok(sum < 40, "temperature 1 draws follow softmax (chi2 %.1f over 8 bins)", sum);
+    elm_sampler_free(t1);
+    elm_sampler_free(cold);
+    elm_sampler_free(hot);
+
+    /* Seeds: same seed, same sequence; other seed, other sequence. */
+    elm_sampler *s1 = make(1.0f, 0, 1, 0, 1, -1, 1234), *s2 = make(1.0f, 0, 1, 0, 1, -1, 1234);
+    elm_sampler *s3 = make(1.0f, 0, 1, 0, 1, -1, 4321);
+    int same = 0, diff = 0;
+    for (int i = 0; i < 200; i++) {
+        float a[V], b[V], c[V];
+        memcpy(a, base, sizeof a);
+        memcpy(b, base, sizeof b);
+        memcpy(c, base, sizeof c);
+        int32_t x = elm_sampler_sample(s1, a, V, NULL, 0), y = elm_sampler_sample(s2, b, V, NULL, 0);
+        same += x == y;
+        diff += x != elm_sampler_sample(s3, c, V, NULL, 0);
+    }
+    is_int(same, 200, "same seed: identical 200 draws");
+    ok(diff > 50, "another seed: a different sequence (%d of 200 differ)", diff);
+    elm_sampler_free(s1);
+    elm_sampler_free(s2);
+    elm_sampler_free(s3);
+
+    /* Edge cases. */
+    elm_sampler *e = make(1.0f, 0, 1, 0, 1, -1, 1);
+    float inf[V] = {0, INFINITY, 0, 0, 0, 0, 0, 0};
+    is_int(elm_sampler_sample(e, inf, V, NULL, 0), 1, "+inf logit wins");
+    float ninf[V];
+    for (int i = 0; i < V; i++)
+        ninf[i] = -INFINITY;
+    int32_t r = elm_sampler_sample(e, ninf, V, NULL, 0);
+    ok(r >= 0 && r < V, "all -inf still returns an id (%d)", r);
+    is_int(elm_sampler_sample(e, inf, 0, NULL, 0), -1, "n_vocab 0: -1");
+    float one[1] = {0.5f};
+    is_int(elm_sampler_sample(e, one, 1, NULL, 0), 0, "vocabulary of one");
+    elm_sampler_free(e);
+    elm_sampler_free(NULL);
+    return done_testing();
+}

@@ -1,0 +1,67 @@
+# Fuzz targets, one per parser (tests/fuzz/fuzz-NAME.c, seeds in
+# tests/fuzz/corpus/NAME/).  `make check` runs them all through
+# tests/fuzz/replay (seeds plus deterministic mutations); `make fuzz` builds
+# real libFuzzer binaries with clang in fuzz/ for long runs (HACKING.md).
+FUZZ_NAMES = safetensors config json gguf sp-model tokenizer-json state template \
+	session config-file kvmeta
+
+check_PROGRAMS += tests/fuzz/replay
+TESTS += tests/fuzz/replay
+tests_fuzz_replay_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TOP_SRCDIR=\"$(abs_top_srcdir)\"
+tests_fuzz_replay_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(YAML_CFLAGS)
+tests_fuzz_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h tests/fuzz/fuzz-util.c \
+	tests/fuzz/replay-safetensors.c tests/fuzz/replay-config.c tests/fuzz/replay-json.c \
+	tests/fuzz/replay-gguf.c tests/fuzz/replay-sp-model.c tests/fuzz/replay-tokenizer-json.c \
+	tests/fuzz/replay-state.c tests/fuzz/replay-template.c tests/fuzz/replay-session.c \
+	tests/fuzz/replay-config-file.c tests/fuzz/replay-kvmeta.c
+tests_fuzz_replay_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+# The targets themselves are #included by the replay-NAME.c wrappers.
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/fuzz-safetensors.c tests/fuzz/fuzz-config.c \
+	tests/fuzz/fuzz-json.c tests/fuzz/fuzz-gguf.c tests/fuzz/fuzz-sp-model.c \
+	tests/fuzz/fuzz-tokenizer-json.c tests/fuzz/fuzz-state.c tests/fuzz/fuzz-template.c \
+	tests/fuzz/fuzz-session.c tests/fuzz/fuzz-config-file.c tests/fuzz/fuzz-kvmeta.c
+
+# make fuzz: every parser source and every target compiled with clang's
+# libFuzzer, ASan and UBSan into $(FUZZ_DIR)/ (objects rebuilt when their
+# source is newer).  Run one:  fuzz/fuzz-gguf -jobs=1 -max_total_time=180 \
+#   fuzz/corpus-gguf $(top_srcdir)/tests/fuzz/corpus/gguf
+FUZZ_CC = clang
+FUZZ_DIR = fuzz
+FUZZ_SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS = -g -O1 -std=c11 -fno-omit-frame-pointer $(FUZZ_SANITIZE) \
+	-I$(top_srcdir) -I$(top_builddir) $(PTHREAD_CFLAGS) $(JSONC_CFLAGS) $(YAML_CFLAGS) \
+	-DPKGDATADIR=\"$(pkgdatadir)\" -DELMCHAT_SRCDIR=\"$(abs_top_srcdir)\" \
+	-DELMCHAT_BUILDDIR=\"$(abs_top_builddir)\"
+# Sources clang cannot build (e.g. newer __builtin_cpu_supports features in the
+# kernels) fall back to the configured compiler, without instrumentation.
+FUZZ_PLAIN_CFLAGS = -O2 -std=c11 -I$(top_srcdir) -I$(top_builddir) $(PTHREAD_CFLAGS) \
+	$(JSONC_CFLAGS) $(YAML_CFLAGS)
+FUZZ_LIBS = $(YAML_LIBS) $(BLIS_LIBS) $(JSONC_LIBS) $(PTHREAD_LIBS) -lm
+
+fuzz: $(BUILT_SOURCES)
+	@mkdir -p $(FUZZ_DIR)/obj
+	@objs=; for src in $(engine_libelm_a_SOURCES) $(src_libcore_a_SOURCES) \
+	    tests/fuzz/fuzz-util.c; do \
+	  case $$src in *.c) ;; *) continue ;; esac; \
+	  obj=$(FUZZ_DIR)/obj/`echo $$src | tr / _ | sed 's/\.c$$/.o/'`; \
+	  objs="$$objs $$obj"; \
+	  if test ! -f $$obj || test $(top_srcdir)/$$src -nt $$obj; then \
+	    echo "  FUZZCC   $$src"; \
+	    $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $(top_srcdir)/$$src -o $$obj \
+	      2>$$obj.log || { \
+	      echo "  CC       $$src (uninstrumented: $(FUZZ_CC) cannot compile it, see $$obj.log)"; \
+	      $(CC) $(FUZZ_PLAIN_CFLAGS) -c $(top_srcdir)/$$src -o $$obj || exit 1; }; \
+	  fi; \
+	done; \
+	rm -f $(FUZZ_DIR)/libparsers.a; $(AR) cr $(FUZZ_DIR)/libparsers.a $$objs; \
+	for name in $(FUZZ_NAMES); do \
+	  echo "  FUZZLD   $(FUZZ_DIR)/fuzz-$$name"; \
+	  $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $(top_srcdir)/tests/fuzz/fuzz-$$name.c \
+	    $(FUZZ_DIR)/libparsers.a $(FUZZ_LIBS) -o $(FUZZ_DIR)/fuzz-$$name || exit 1; \
+	done
+
+clean-local: clean-fuzz
+clean-fuzz:
+	rm -rf $(FUZZ_DIR)/obj $(FUZZ_DIR)/libparsers.a
+	for name in $(FUZZ_NAMES); do rm -f $(FUZZ_DIR)/fuzz-$$name; done
+.PHONY: fuzz clean-fuzz

@@ -1,0 +1,39 @@
+/* tap.h: a small TAP producer for the C tests (run by automake's TAP driver).
+ *
+ *   plan(n) / plan_lazy() ... done_testing()
+ *   ok(cond, fmt, ...), is_int(got, want, name), is_str(...), near(...)
+ *   skip_all(reason): prints "1..0 # SKIP reason" and exits 0.
+ *   tap_data_path("file"): $srcdir/tests/data/file (works in VPATH builds).
+ */
+#ifndef ELMCHAT_TESTS_LIB_TAP_H
+#define ELMCHAT_TESTS_LIB_TAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+void plan(int n);
+void plan_lazy(void);
+int done_testing(void); /* returns the exit status: 0 when all passed */
+bool ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool is_int(long long got, long long want, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool is_str(const char *got, const char *want, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+bool near(double got, double want, double tol, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void skip(int n, const char *reason);
+void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void skip_all(const char *reason) __attribute__((noreturn));
+void bail_out(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Static buffer: the path of a file under tests/data in the source tree. */
+const char *tap_data_path(const char *name);
+/* Static buffer: a fresh private directory for this test (removed at exit
+ * unless the test failed). */
+const char *tap_tmpdir(void);
+/* Generate a checkpoint with $top_builddir/tests/lib/gen-checkpoint ARGS into
+ * tap_tmpdir()/NAME, whose path goes to dir.  false when the generator is
+ * not built; bails out when it fails. */
+bool tap_gen_checkpoint(const char *args, char *dir, size_t dir_size, const char *name);
+
+#endif

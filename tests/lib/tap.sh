@@ -1,0 +1,14 @@
+# tap.sh: TAP for the shell tests, sourced (. "$top_srcdir/tests/lib/tap.sh").
+# ok STATUS DESCRIPTION counts one test; end with: echo "1..$n"; [ "$failed" -eq 0 ]
+n=0
+failed=0
+
+ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
+    n=$((n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $n - $2"
+    else
+        echo "not ok $n - $2"
+        failed=$((failed + 1))
+    fi
+}

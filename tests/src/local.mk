@@ -1,0 +1,24 @@
+# tests/src/: the application's tests (src/, no curses): templates,
+# sessions, the store and config.yaml, conversations and KV reuse, slash
+# commands.
+SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-conversation \
+	tests/src/test-slash-commands
+check_PROGRAMS += $(SRC_TESTS)
+TESTS += $(SRC_TESTS)
+
+tests_src_test_template_SOURCES = tests/src/test-template.c
+tests_src_test_template_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+tests_src_test_template_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+# Independent goldens (tests/reference/README.md: regenerate with node).
+EXTRA_DIST += tests/data/templates/goldens.json tests/reference/template_goldens.mjs
+
+tests_src_test_session_SOURCES = tests/src/test-session.c
+tests_src_test_session_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+# The real engine on the bundled demo checkpoint (or one made by
+# tests/lib/gen-checkpoint at check time).
+tests_src_test_conversation_SOURCES = tests/src/test-conversation.c
+tests_src_test_conversation_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+tests_src_test_slash_commands_SOURCES = tests/src/test-slash-commands.c
+tests_src_test_slash_commands_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)

@@ -1,0 +1,21 @@
+# tests/ui/: the UI's tests.  Pure units (layout, wrapping, sanitizing) and
+# the tmux tests that drive the real binary in a pty.
+UI_UNIT_TESTS = tests/ui/test-ui-layout tests/ui/test-ui-text
+check_PROGRAMS += $(UI_UNIT_TESTS)
+TESTS += $(UI_UNIT_TESTS)
+tests_ui_test_ui_layout_SOURCES = tests/ui/test-ui-layout.c
+tests_ui_test_ui_layout_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
+tests_ui_test_ui_text_SOURCES = tests/ui/test-ui-text.c
+tests_ui_test_ui_text_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
+
+# tmux drives the real binary (bundled demo model) in a pty; skipped when
+# tmux is missing.  tests/lib/ui-tmux.sh holds the shared helpers; replies
+# are paced with ELM_WORKER_TEST_TOKEN_INTERVAL_MS so the tests do not depend on
+# the speed of the machine.  test-ui-conv.sh and test-ui-gguf.sh need
+# tests/lib/gen-checkpoint (built by all); test-ui-latency.sh runs
+# tests/lib/keylatency.
+UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-ui-session.sh \
+	tests/ui/test-ui-conv.sh tests/ui/test-ui-context.sh tests/ui/test-ui-gguf.sh \
+	tests/ui/test-ui-multi.sh tests/ui/test-ui-load.sh tests/ui/test-ui-latency.sh
+dist_check_SCRIPTS += $(UI_TMUX_TESTS)
+TESTS += $(UI_TMUX_TESTS)
