@@ -1,8 +1,9 @@
 # tests/cli/: the subcommands through the binary ($ELMCHAT).
-check_PROGRAMS += tests/cli/test-harness
-tests_cli_test_harness_SOURCES = tests/cli/test-harness.c
-tests_cli_test_harness_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
-TESTS += tests/cli/test-harness
+# --help, --version, an unknown command.
+check_PROGRAMS += tests/cli/test-command-line
+tests_cli_test_command_line_SOURCES = tests/cli/test-command-line.c
+tests_cli_test_command_line_LDADD = tests/lib/libtap.a -lm
+TESTS += tests/cli/test-command-line
 
 # tokenize / detokenize end to end; most checks need the LLaMA-2
 # tokenizer.model (tests/lib/fetch-tokenizer.sh).

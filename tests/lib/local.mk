@@ -5,6 +5,11 @@
 # (which also makes the bundled demo model) and the keystroke-latency probe.
 check_LIBRARIES += tests/lib/libtap.a
 tests_lib_libtap_a_SOURCES = tests/lib/tap.c tests/lib/tap.h
+# The harness's own checks.
+check_PROGRAMS += tests/lib/test-tap
+tests_lib_test_tap_SOURCES = tests/lib/test-tap.c
+tests_lib_test_tap_LDADD = tests/lib/libtap.a -lm
+TESTS += tests/lib/test-tap
 EXTRA_DIST += tests/data/README.md tests/lib/tap.sh
 
 # Engine-test fixtures (checkpoints from gen-checkpoint, JSON and f32 files,

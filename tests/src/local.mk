@@ -1,8 +1,8 @@
 # tests/src/: the application's tests (src/, no curses): templates,
 # sessions, the store and config.yaml, conversations and KV reuse, slash
-# commands.
+# commands, option parsing.
 SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-conversation \
-	tests/src/test-slash-commands
+	tests/src/test-slash-commands tests/src/test-options
 check_PROGRAMS += $(SRC_TESTS)
 TESTS += $(SRC_TESTS)
 
@@ -22,3 +22,6 @@ tests_src_test_conversation_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 tests_src_test_slash_commands_SOURCES = tests/src/test-slash-commands.c
 tests_src_test_slash_commands_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+tests_src_test_options_SOURCES = tests/src/test-options.c
+tests_src_test_options_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
