@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "src/options.h"
@@ -108,26 +107,6 @@ static char *read_input(const char *file, char *err, size_t err_size)
         return NULL;
     }
     return text;
-}
-
-/* The tokenizer beside a model folder, without loading the weights. */
-static elm_tokenizer *tokenizer_beside(const char *model_path, char *err, size_t err_size)
-{
-    struct stat st;
-    if (stat(model_path, &st) < 0 || !S_ISDIR(st.st_mode))
-        return NULL;
-    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-    for (size_t i = 0; i < ARRAY_LEN(names); i++) {
-        char *p = x_asprintf("%s/%s", model_path, names[i]);
-        elm_tokenizer *tok = NULL;
-        if (stat(p, &st) == 0) {
-            int rc = elm_tokenizer_load(p, &tok, err, err_size);
-            free(p);
-            return rc < 0 ? NULL : tok;
-        }
-        free(p);
-    }
-    return NULL;
 }
 
 /* The reply goes to stdout as it comes (elm_generate holds back what may
@@ -301,13 +280,14 @@ int cmd_run(int argc, char **argv)
 
     const elm_tokenizer *tok = NULL;
     if (tokenizer_path) {
-        if (elm_tokenizer_load(tokenizer_path, &own_tok, err, sizeof err) < 0) {
+        if (elm_tokenizer_load(tokenizer_path, &own_tok, err, sizeof err) != ELM_OK) {
             cli_error("%s", err);
             goto out;
         }
         tok = own_tok;
-    } else if (dry_run && (own_tok = tokenizer_beside(model_path, err, sizeof err))) {
-        tok = own_tok; /* no need to map the weights */
+    } else if (dry_run &&
+               elm_tokenizer_load_for_model(model_path, &own_tok, err, sizeof err) == ELM_OK) {
+        tok = own_tok; /* no need to map the weights; else the model load says what is wrong */
     }
     if (!tok || !dry_run) {
         struct elm_model_params mp = elm_model_default_params();

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "engine/elm_tokenizer.h"
 #include "cli/commands.h"
@@ -78,36 +77,24 @@ static char *read_stdin(size_t *len)
     return buf;
 }
 
-/* The tokenizer file: --tokenizer as given, or the one in the model folder. */
+/* The tokenizer: --tokenizer as given, or the model's own (its folder's
+ * tokenizer.model or tokenizer.json, a GGUF's vocabulary). */
 static elm_tokenizer *open_tokenizer(const char *model, const char *file)
 {
-    char path[4096 + 32], err[ELM_ERR_MAX];
-    if (!file) {
-        char dir[4096];
-        if (!cli_resolve_model(model, dir, sizeof dir, err, sizeof err)) {
+    char err[ELM_ERR_MAX];
+    elm_tokenizer *tok = NULL;
+    elm_status st;
+    if (file) {
+        st = elm_tokenizer_load(file, &tok, err, sizeof err);
+    } else {
+        char path[4096];
+        if (!cli_resolve_model(model, path, sizeof path, err, sizeof err)) {
             cli_error("%s", err);
             return NULL;
         }
-        struct stat st;
-        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-            static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-            bool found = false;
-            for (size_t i = 0; i < ARRAY_LEN(names) && !found; i++) {
-                snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-                found = stat(path, &st) == 0;
-            }
-            if (!found) {
-                cli_error("%s: no tokenizer.model or tokenizer.json in this model folder", dir);
-                return NULL;
-            }
-        } else {
-            /* a GGUF model: its vocabulary (elm_tokenizer_load knows the format) */
-            snprintf(path, sizeof path, "%s", dir);
-        }
-        file = path;
+        st = elm_tokenizer_load_for_model(path, &tok, err, sizeof err);
     }
-    elm_tokenizer *tok = NULL;
-    if (elm_tokenizer_load(file, &tok, err, sizeof err) != 0) {
+    if (st != ELM_OK) {
         cli_error("%s", err);
         return NULL;
     }
@@ -181,9 +168,9 @@ int cmd_tokenize(int argc, char **argv)
     }
     int32_t *ids;
     size_t n;
-    int st = elm_tokenize(tok, text, len, bos, &ids, &n);
+    elm_status st = elm_tokenize(tok, text, len, bos, &ids, &n);
     free(text);
-    if (st != 0) {
+    if (st != ELM_OK) {
         cli_error("cannot tokenize the input: %s", elm_status_str(st));
         elm_tokenizer_free(tok);
         return EXIT_RUNTIME;
@@ -243,10 +230,10 @@ int cmd_detokenize(int argc, char **argv)
     }
     char *text;
     size_t text_len;
-    int st = elm_detokenize(tok, ids, n, &text, &text_len);
+    elm_status st = elm_detokenize(tok, ids, n, &text, &text_len);
     free(ids);
     elm_tokenizer_free(tok);
-    if (st != 0) {
+    if (st != ELM_OK) {
         cli_error("cannot decode the ids: %s", elm_status_str(st));
         return EXIT_RUNTIME;
     }

@@ -20,11 +20,19 @@ extern "C" {
 
 typedef struct elm_tokenizer elm_tokenizer;
 
+/* Functions returning elm_status give ELM_OK, or a negative status with
+ * err (when they take one) naming the file and the problem. */
+
 /* tokenizer.model (SentencePiece protobuf), tokenizer.json (Hugging Face)
  * or a GGUF model file (its tokenizer.ggml.* vocabulary, else the
- * tokenizer.model or tokenizer.json beside it), chosen by content.  Returns 0 or a negative elm_status; err names the file
- * and the problem. */
-int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size);
+ * tokenizer.model or tokenizer.json beside it), chosen by content. */
+elm_status elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size);
+/* The tokenizer of a model, without loading its weights: in a model folder
+ * its tokenizer.model, else its tokenizer.json (ELM_E_IO when it has
+ * neither); a model file as elm_tokenizer_load reads it (a GGUF: its own
+ * vocabulary, else the files beside it). */
+elm_status elm_tokenizer_load_for_model(const char *model_path, elm_tokenizer **out, char *err,
+                                        size_t err_size);
 void elm_tokenizer_free(elm_tokenizer *tok);
 
 int elm_tokenizer_n_vocab(const elm_tokenizer *tok);
@@ -51,21 +59,22 @@ int elm_tokenizer_type(const elm_tokenizer *tok, int32_t id);
  * (enum elm_piece_type; NULL types: BYTE for "<0xNN>", CONTROL for "<s>" and
  * "</s>", UNKNOWN for "<unk>", NORMAL otherwise).  unk/bos/eos are ids or -1.
  * name is used in error messages. */
-int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, const int32_t *types,
-                             int n, int32_t unk_id, int32_t bos_id, int32_t eos_id,
-                             bool byte_fallback, bool add_dummy_prefix, const char *name,
-                             elm_tokenizer **out, char *err, size_t err_size);
+elm_status elm_tokenizer_from_vocab(const char *const *pieces, const float *scores,
+                                    const int32_t *types, int n, int32_t unk_id, int32_t bos_id,
+                                    int32_t eos_id, bool byte_fallback, bool add_dummy_prefix,
+                                    const char *name, elm_tokenizer **out, char *err,
+                                    size_t err_size);
 
 /* Encode len bytes of text (any bytes; invalid UTF-8 handled as SentencePiece
  * does).  *ids is owned by the caller (free()).  Empty text gives 0 ids
  * (plus BOS when add_bos). */
-int elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, bool add_bos,
-                 int32_t **ids, size_t *n_ids);
+elm_status elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, bool add_bos,
+                        int32_t **ids, size_t *n_ids);
 
 /* Decode ids to UTF-8 text; *text is owned by the caller (free()), NUL
  * terminated, *len excludes the NUL. */
-int elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids,
-                   char **text, size_t *len);
+elm_status elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
+                          size_t *len);
 
 /* Streaming decode: releases text only on complete UTF-8 sequences; the
  * concatenation of everything released (plus elm_detok_stream_flush) equals

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
@@ -27,26 +26,11 @@ bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size
 }
 
 /* The tokenizer is loaded here too (it is immutable and cheap), because the
- * templates render on this thread.  A model file (GGUF) brings its own
- * vocabulary (elm_tokenizer_load reads it, or the files beside it); a
- * folder has tokenizer.model or tokenizer.json. */
+ * templates render on this thread: the model's own, as the engine finds it. */
 static elm_tokenizer *load_tokenizer(const char *model_path, char *err, size_t err_size)
 {
-    static const char *const names[] = {"tokenizer.model", "tokenizer.json"};
-    struct stat st;
     elm_tokenizer *tok = NULL;
-    if (stat(model_path, &st) == 0 && !S_ISDIR(st.st_mode))
-        return elm_tokenizer_load(model_path, &tok, err, err_size) == 0 ? tok : NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        char p[4200];
-        snprintf(p, sizeof p, "%s/%s", model_path, names[i]);
-        if (stat(p, &st) != 0)
-            continue;
-        return elm_tokenizer_load(p, &tok, err, err_size) == 0 ? tok : NULL;
-    }
-    snprintf(err, err_size, "%s: no tokenizer.model or tokenizer.json in the model folder",
-             model_path);
-    return NULL;
+    return elm_tokenizer_load_for_model(model_path, &tok, err, err_size) == ELM_OK ? tok : NULL;
 }
 
 static const char *base_name(const char *path)

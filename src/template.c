@@ -628,8 +628,8 @@ static int encode_run(const elm_tokenizer *tok, const char *s, size_t n, struct 
         return 0;
     int32_t *ids = NULL;
     size_t n_ids = 0;
-    int rc = elm_tokenize(tok, s, n, false, &ids, &n_ids);
-    if (rc < 0)
+    elm_status rc = elm_tokenize(tok, s, n, false, &ids, &n_ids);
+    if (rc != ELM_OK)
         return rc;
     idvec_append(out, ids, n_ids);
     free(ids);

@@ -253,10 +253,11 @@ elm_status tok_build(const struct tok_spec *spec, const char *name, elm_tokenize
     return ELM_OK;
 }
 
-int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, const int32_t *types,
-                             int n, int32_t unk_id, int32_t bos_id, int32_t eos_id,
-                             bool byte_fallback, bool add_dummy_prefix, const char *name,
-                             elm_tokenizer **out, char *err, size_t err_size)
+elm_status elm_tokenizer_from_vocab(const char *const *pieces, const float *scores,
+                                    const int32_t *types, int n, int32_t unk_id, int32_t bos_id,
+                                    int32_t eos_id, bool byte_fallback, bool add_dummy_prefix,
+                                    const char *name, elm_tokenizer **out, char *err,
+                                    size_t err_size)
 {
     *out = NULL;
     if (!name)
@@ -301,7 +302,7 @@ int elm_tokenizer_from_vocab(const char *const *pieces, const float *scores, con
         .add_dummy_prefix = add_dummy_prefix,
         .remove_extra_whitespaces = false,
     };
-    int st = tok_build(&spec, name, out, err, err_size);
+    elm_status st = tok_build(&spec, name, out, err, err_size);
     free(lens);
     free(t);
     free(s);
@@ -580,8 +581,8 @@ static size_t encode_segment(struct encoder *e, int32_t begin, int32_t end, int3
     return n;
 }
 
-int elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, bool add_bos,
-                 int32_t **ids, size_t *n_ids)
+elm_status elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, bool add_bos,
+                        int32_t **ids, size_t *n_ids)
 {
     if (!tok || !ids || !n_ids || (!text && len > 0))
         return ELM_E_INVALID;
@@ -768,8 +769,8 @@ size_t elm_detok_stream_flush(struct elm_detok_stream *s, char *out, size_t out_
     return k.len;
 }
 
-int elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
-                   size_t *len)
+elm_status elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
+                          size_t *len)
 {
     if (!tok || !text || !len || (!ids && n_ids > 0))
         return ELM_E_INVALID;

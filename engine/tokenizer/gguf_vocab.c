@@ -96,12 +96,12 @@ elm_status elm_gguf_vocab_tokenizer(const struct elm_gguf *g, elm_tokenizer **ou
     }
     char name[4200];
     snprintf(name, sizeof name, "%s: tokenizer.ggml.tokens", g->path);
-    int rc = elm_tokenizer_from_vocab(pieces, scores, yk ? types : NULL, n, (int32_t)unk,
-                                      (int32_t)bos, (int32_t)eos, bytes || !yk, space_prefix,
-                                      name, out, err, err_size);
+    st = elm_tokenizer_from_vocab(pieces, scores, yk ? types : NULL, n, (int32_t)unk,
+                                  (int32_t)bos, (int32_t)eos, bytes || !yk, space_prefix, name,
+                                  out, err, err_size);
     free(text);
     free(pieces);
     free(scores);
     free(types);
-    return rc < 0 ? (elm_status)rc : ELM_OK;
+    return st;
 }

@@ -124,7 +124,7 @@ static elm_status load_gguf(const char *path, elm_tokenizer **out, char *err, si
                          path);
 }
 
-int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size)
+elm_status elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t err_size)
 {
     if (!out)
         return ELM_E_INVALID;
@@ -156,4 +156,21 @@ int elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, size_t 
         st = sp_model_parse((const unsigned char *)buf, size, path, out, err, err_size);
     free(buf);
     return st;
+}
+
+elm_status elm_tokenizer_load_for_model(const char *model_path, elm_tokenizer **out, char *err,
+                                        size_t err_size)
+{
+    if (!out)
+        return ELM_E_INVALID;
+    *out = NULL;
+    struct stat sb;
+    if (!model_path || stat(model_path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return elm_tokenizer_load(model_path, out, err, err_size);
+    elm_status st = tokenizer_load_beside(model_path, out, err, err_size);
+    if (st != ELM_OK || *out)
+        return st;
+    return elm_set_error(err, err_size, ELM_E_IO,
+                         "%s: no tokenizer.model or tokenizer.json in the model folder",
+                         model_path);
 }

@@ -298,8 +298,8 @@ static void round_trip(const char *preset)
     for (size_t i = 0; t2 && i < sizeof texts / sizeof texts[0]; i++) {
         int32_t *a = NULL, *c = NULL;
         size_t na = 0, nc = 0;
-        if (elm_tokenize(t1, texts[i], strlen(texts[i]), true, &a, &na) == 0 &&
-            elm_tokenize(t2, texts[i], strlen(texts[i]), true, &c, &nc) == 0 && na == nc &&
+        if (elm_tokenize(t1, texts[i], strlen(texts[i]), true, &a, &na) == ELM_OK &&
+            elm_tokenize(t2, texts[i], strlen(texts[i]), true, &c, &nc) == ELM_OK && na == nc &&
             memcmp(a, c, na * sizeof *a) == 0)
             agree++;
         free(a);

@@ -1,7 +1,7 @@
 /* test-tokenizer-files.c: the tokenizer on small vocabularies built here (no
  * download): merge order, ties, byte fallback, the three ways to load a
  * vocabulary (tokenizer.model, tokenizer.json, elm_tokenizer_from_vocab),
- * and bad or truncated files, which must fail with a message naming the
+ * the lookup of a model's tokenizer, and bad or truncated files, which must fail with a message naming the
  * file, never crash. */
 #include "config.h"
 
@@ -190,7 +190,7 @@ static void load_fails(const char *name, const void *p, size_t n, int want_statu
     const char *path = write_file(name, p, n);
     elm_tokenizer *tok = (elm_tokenizer *)&tok; /* must be reset to NULL */
     char err[ELM_ERR_MAX] = "";
-    int st = elm_tokenizer_load(path, &tok, err, sizeof err);
+    elm_status st = elm_tokenizer_load(path, &tok, err, sizeof err);
     ok(st == want_status && tok == NULL && strncmp(err, path, strlen(path)) == 0 &&
            strstr(err, want_msg) != NULL,
        "%s: fails with %d, '...%s...'", name, want_status, want_msg);
@@ -260,7 +260,7 @@ static void tiny_model(void)
         const char *p = write_file("truncated.model", m.p, cut);
         tok = NULL;
         err[0] = '\0';
-        int st = elm_tokenizer_load(p, &tok, err, sizeof err);
+        elm_status st = elm_tokenizer_load(p, &tok, err, sizeof err);
         if (st == ELM_OK) {
             loaded++;
             elm_tokenizer_free(tok);
@@ -403,7 +403,7 @@ static void json_files(void)
         for (size_t cut = 1; cut < len; cut += 13) {
             const char *p = write_file("truncated.json", j, cut);
             tok = NULL;
-            int st = elm_tokenizer_load(p, &tok, err, sizeof err);
+            elm_status st = elm_tokenizer_load(p, &tok, err, sizeof err);
             if (st != ELM_OK) {
                 failed++;
                 named += strncmp(err, p, strlen(p)) == 0;
@@ -479,7 +479,7 @@ static void synthetic(void)
     }
     elm_tokenizer *tok = NULL;
     char err[ELM_ERR_MAX];
-    int s = elm_tokenizer_load(path, &tok, err, sizeof err);
+    elm_status s = elm_tokenizer_load(path, &tok, err, sizeof err);
     if (!ok(s == ELM_OK, "the generator's synthetic tokenizer.model loads")) {
         diag("%s", err);
         skip(2, "no tokenizer");
@@ -489,7 +489,7 @@ static void synthetic(void)
      * words (this is what SentencePiece does with such a vocabulary). */
     int32_t *ids;
     size_t n;
-    int est = elm_tokenize(tok, "Hello world", 11, false, &ids, &n);
+    elm_status est = elm_tokenize(tok, "Hello world", 11, false, &ids, &n);
     ok(est == ELM_OK && n > 1 && n < 11,
        "synthetic tokenizer: 'Hello world' merges into %zu pieces (%s)", n,
        encode_str(tok, "Hello world"));
@@ -507,12 +507,63 @@ static void synthetic(void)
     elm_tokenizer_free(tok);
 }
 
+/* ---- the tokenizer of a model (elm_tokenizer_load_for_model) ----------- */
+
+static void model_lookup(void)
+{
+    char dir[4300], err[ELM_ERR_MAX];
+    elm_tokenizer *tok = NULL;
+    struct buf m = make_model(&good_opts);
+    char *j = tiny_json(false); /* merges only: scores differ from the .model's */
+
+    snprintf(dir, sizeof dir, "%s/both", tap_tmpdir());
+    if (mkdir(dir, 0700) != 0)
+        bail_out("cannot make %s", dir);
+    write_file("both/tokenizer.model", m.p, m.n);
+    write_file("both/tokenizer.json", j, strlen(j));
+    ok(elm_tokenizer_load_for_model(dir, &tok, err, sizeof err) == ELM_OK && tok &&
+           elm_tokenizer_score(tok, 259 + 7) == -0.5f,
+       "a model folder: tokenizer.model first");
+    elm_tokenizer_free(tok);
+
+    snprintf(dir, sizeof dir, "%s/json", tap_tmpdir());
+    if (mkdir(dir, 0700) != 0)
+        bail_out("cannot make %s", dir);
+    write_file("json/tokenizer.json", j, strlen(j));
+    tok = NULL;
+    ok(elm_tokenizer_load_for_model(dir, &tok, err, sizeof err) == ELM_OK && tok,
+       "a model folder: else tokenizer.json");
+    if (tok)
+        check_behaviour(tok, "tokenizer.json in a model folder");
+    elm_tokenizer_free(tok);
+
+    snprintf(dir, sizeof dir, "%s/none", tap_tmpdir());
+    if (mkdir(dir, 0700) != 0)
+        bail_out("cannot make %s", dir);
+    tok = (elm_tokenizer *)&tok; /* must be reset to NULL */
+    is_int(elm_tokenizer_load_for_model(dir, &tok, err, sizeof err), ELM_E_IO,
+           "a model folder without either: I/O error");
+    char want[4400];
+    snprintf(want, sizeof want, "%s: no tokenizer.model or tokenizer.json in the model folder",
+             dir);
+    ok(tok == NULL && strcmp(err, want) == 0, "... that names the folder (%s)", err);
+
+    const char *file = write_file("json/tokenizer.json", j, strlen(j));
+    tok = NULL;
+    ok(elm_tokenizer_load_for_model(file, &tok, err, sizeof err) == ELM_OK && tok,
+       "a file: read as elm_tokenizer_load reads it");
+    elm_tokenizer_free(tok);
+    free(j);
+    free(m.p);
+}
+
 int main(void)
 {
     plan_lazy();
     tiny_model();
     bad_models();
     json_files();
+    model_lookup();
     from_vocab();
     synthetic();
     return done_testing();

@@ -197,7 +197,7 @@ static void encode_cases(void)
 
         int32_t *ids;
         size_t n;
-        int st = elm_tokenize(tok, text, text_len, false, &ids, &n);
+        elm_status st = elm_tokenize(tok, text, text_len, false, &ids, &n);
         char *got = st == ELM_OK ? ids_str(ids, n) : strdup("(error)");
         char *want = json_ids_str(jids);
         bool pass = strcmp(got, want) == 0;
@@ -213,7 +213,7 @@ static void encode_cases(void)
             wids[i] = json_object_get_int(json_object_array_get_idx(jids, i));
         char *dec = NULL;
         size_t dec_len = 0, sdec_len = 0;
-        int dst = elm_detokenize(tok, wids, nw, &dec, &dec_len);
+        elm_status dst = elm_detokenize(tok, wids, nw, &dec, &dec_len);
         char *sdec = stream_decode(tok, wids, nw, &sdec_len);
         const char *wdec = json_object_get_string(jdec);
         size_t wdec_len = (size_t)json_object_get_string_len(jdec);
@@ -271,7 +271,7 @@ static void decode_cases(void)
         size_t want_len = (size_t)json_object_get_string_len(jdec);
         char *got = NULL, *sgot;
         size_t got_len = 0, sgot_len;
-        int st = elm_detokenize(tok, ids, n, &got, &got_len);
+        elm_status st = elm_detokenize(tok, ids, n, &got, &got_len);
         sgot = stream_decode(tok, ids, n, &sgot_len);
         /* decoding each id alone and concatenating gives the library's
          * (wrong for streaming) concatenation: checks each piece's decode */
@@ -652,7 +652,7 @@ static void json_equivalence(void)
     char err[ELM_ERR_MAX];
     elm_tokenizer *j = NULL;
     const char *path = write_json(true);
-    int st = elm_tokenizer_load(path, &j, err, sizeof err);
+    elm_status st = elm_tokenizer_load(path, &j, err, sizeof err);
     if (!ok(st == ELM_OK, "tokenizer.json with scores loads")) {
         diag("%s", err);
         return;
@@ -698,7 +698,7 @@ static void speed(void)
     int32_t *ids;
     size_t n;
     double t0 = now();
-    int st = elm_tokenize(tok, text, len, false, &ids, &n);
+    elm_status st = elm_tokenize(tok, text, len, false, &ids, &n);
     double dt = now() - t0;
     ok(st == ELM_OK, "1 MiB of random text tokenizes");
     diag("encode: %zu bytes -> %zu ids in %.3f s = %.1f MB/s", len, n, dt, (double)len / dt / 1e6);
@@ -733,7 +733,7 @@ int main(void)
     plan_lazy();
     const char *path = fetch_model();
     char err[ELM_ERR_MAX];
-    int st = elm_tokenizer_load(path, &tok, err, sizeof err);
+    elm_status st = elm_tokenizer_load(path, &tok, err, sizeof err);
     if (!ok(st == ELM_OK, "load %s", path))
         bail_out("%s", err);
     is_int(elm_tokenizer_n_vocab(tok), 32000, "32000 pieces");

@@ -276,7 +276,7 @@ static char *direct_detok(const char *path, const int32_t *ids, int n)
     if (elm_model_load(path, &mp, &m, err, sizeof err) != ELM_OK)
         bail_out("direct load: %s", err);
     const elm_tokenizer *tok = elm_model_tokenizer(m);
-    if (!tok || elm_detokenize(tok, ids, (size_t)n, &text, &len) != 0)
+    if (!tok || elm_detokenize(tok, ids, (size_t)n, &text, &len) != ELM_OK)
         text = strdup("");
     elm_model_free(m);
     return text;

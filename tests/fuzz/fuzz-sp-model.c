@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     elm_tokenizer *tok = NULL;
     char err[512];
-    if (sp_model_parse(data, size, "tokenizer.model", &tok, err, sizeof err) == 0 && tok) {
+    if (sp_model_parse(data, size, "tokenizer.model", &tok, err, sizeof err) == ELM_OK && tok) {
         fuzz_exercise_tokenizer(tok, data, size);
         elm_tokenizer_free(tok);
     }

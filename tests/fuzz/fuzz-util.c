@@ -85,7 +85,7 @@ const elm_tokenizer *fuzz_tiny_tokenizer(void)
         scores[i] = i < 259 ? 0.0f : -(float)(i - 258);
     char err[256];
     if (elm_tokenizer_from_vocab(pieces, scores, NULL, N, 0, 1, 2, true, true, "tiny", &tok, err,
-                                 sizeof err) != 0) {
+                                 sizeof err) != ELM_OK) {
         fprintf(stderr, "fuzz: tiny tokenizer: %s\n", err);
         abort();
     }
@@ -97,7 +97,7 @@ static void check_text(const elm_tokenizer *tok, const char *text, size_t len)
     int32_t *ids = NULL;
     size_t n = 0;
     int n_vocab = elm_tokenizer_n_vocab(tok);
-    if (elm_tokenize(tok, text, len, true, &ids, &n) != 0) {
+    if (elm_tokenize(tok, text, len, true, &ids, &n) != ELM_OK) {
         free(ids);
         return;
     }
@@ -108,7 +108,7 @@ static void check_text(const elm_tokenizer *tok, const char *text, size_t len)
         }
     char *whole = NULL;
     size_t whole_len = 0;
-    if (elm_detokenize(tok, ids, n, &whole, &whole_len) == 0) {
+    if (elm_detokenize(tok, ids, n, &whole, &whole_len) == ELM_OK) {
         /* streaming decode must give the same bytes */
         struct elm_detok_stream s;
         elm_detok_stream_init(&s, tok);

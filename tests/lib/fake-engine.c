@@ -348,8 +348,8 @@ size_t elm_detok_stream_flush(struct elm_detok_stream *s, char *out, size_t out_
     return piece(id, out, out_size);
 }
 
-int elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
-                   size_t *len)
+elm_status elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n_ids, char **text,
+                          size_t *len)
 {
     (void)tok;
     char *t = malloc(n_ids * 16 + 1);

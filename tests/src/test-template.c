@@ -737,7 +737,7 @@ int main(void)
         path = buf;
     }
     elm_tokenizer *t = NULL;
-    if (*path && elm_tokenizer_load(path, &t, err, sizeof err) == 0) {
+    if (*path && elm_tokenizer_load(path, &t, err, sizeof err) == ELM_OK) {
         tok = t;
         test_golden();
         test_incremental();
