@@ -8,6 +8,7 @@ ENGINE_TEST_LDADD = tests/lib/libtap.a $(ELM_ENGINE_LIBS)
 # The forward pass: goldens, KV-cache invariants, bad files, the sampler,
 # state files; the F32/BF16/F16 kernels, attention, GEMMs and the pool.
 ENGINE_TESTS = \
+	tests/engine/test-generate \
 	tests/engine/test-golden \
 	tests/engine/test-invariants \
 	tests/engine/test-kernels \
@@ -16,6 +17,8 @@ ENGINE_TESTS = \
 	tests/engine/test-state
 check_PROGRAMS += $(ENGINE_TESTS)
 TESTS += $(ENGINE_TESTS)
+tests_engine_test_generate_SOURCES = tests/engine/test-generate.c
+tests_engine_test_generate_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_golden_SOURCES = tests/engine/test-golden.c $(ENGINE_FIXTURES)
 tests_engine_test_golden_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_engine_test_golden_LDADD = $(ENGINE_TEST_LDADD)

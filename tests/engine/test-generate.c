@@ -1,0 +1,316 @@
+/* test-generate.c: elm_generate, the one sampling loop (engine/inference/
+ * generate.c): its ids against a hand-written decode + greedy loop, the
+ * logits it leaves, every stop reason, and stop strings: the text before
+ * one is reported exactly once, a possible start of one is held back and
+ * released when it turns out not to be one.  On the bundled demo shape
+ * (random weights, synthetic tokenizer) made at check time. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/elm.h"
+#include "tests/lib/tap.h"
+
+enum { N_PROMPT = 9, N_GEN = 16 };
+
+static elm_model *model;
+static int n_vocab;
+static int32_t prompt[N_PROMPT] = {1, 450, 4996, 17354, 1701, 432, 29871, 263, 3186};
+
+/* What the callbacks saw. */
+struct seen {
+    int32_t ids[64];
+    int n_ids;
+    char text[4096];
+    size_t n_text;
+    int stop_after;   /* should_stop: true once this many ids came (-1: never) */
+    const char *stop; /* the stop string of the run: reported text must never hold it */
+    bool held_ok;     /* every report so far was a prefix-free of stop */
+};
+
+static void on_token(void *user, int32_t id, const char *text, size_t len)
+{
+    struct seen *s = user;
+    if (id >= 0 && s->n_ids < 64)
+        s->ids[s->n_ids++] = id;
+    if (len && s->n_text + len < sizeof s->text) {
+        memcpy(s->text + s->n_text, text, len);
+        s->n_text += len;
+        s->text[s->n_text] = '\0';
+    }
+    if (s->stop && strstr(s->text, s->stop))
+        s->held_ok = false;
+}
+
+static bool should_stop(void *user)
+{
+    struct seen *s = user;
+    return s->stop_after >= 0 && s->n_ids >= s->stop_after;
+}
+
+static elm_ctx *new_ctx(int n_ctx)
+{
+    char err[ELM_ERR_MAX];
+    struct elm_ctx_params cp = elm_ctx_default_params();
+    cp.n_ctx = n_ctx;
+    cp.n_threads = 1;
+    elm_ctx *c = NULL;
+    if (elm_ctx_new(model, &cp, &c, err, sizeof err) != ELM_OK)
+        bail_out("elm_ctx_new: %s", err);
+    return c;
+}
+
+/* A ctx holding the prompt, and the logits after it. */
+static elm_ctx *prefilled(int n_ctx, float *logits)
+{
+    elm_ctx *c = new_ctx(n_ctx);
+    if (elm_decode(c, prompt, N_PROMPT, logits, 0) != ELM_OK)
+        bail_out("prefill failed");
+    return c;
+}
+
+static struct elm_generate_params params(struct seen *s, int max_tokens)
+{
+    struct elm_generate_params p = elm_generate_default_params();
+    p.sampler.temperature = 0;
+    p.sampler.repeat_penalty = 1.3f; /* the history (the cache) matters */
+    p.max_tokens = max_tokens;
+    p.ignore_eos = true;
+    p.tokenizer = elm_model_tokenizer(model);
+    p.on_token = on_token;
+    p.should_stop = should_stop;
+    p.user = s;
+    memset(s, 0, sizeof *s);
+    s->stop_after = -1;
+    s->held_ok = true;
+    return p;
+}
+
+static struct seen run(struct elm_generate_params *p, struct seen *s, int n_ctx,
+                       struct elm_generate_result *res, elm_status *st, int *n_past)
+{
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    elm_ctx *c = prefilled(n_ctx, logits);
+    char err[ELM_ERR_MAX];
+    *st = elm_generate(c, logits, p, res, err, sizeof err);
+    *n_past = elm_ctx_n_past(c);
+    elm_ctx_free(c);
+    free(logits);
+    return *s;
+}
+
+/* The loop written out by hand: decode, greedy with the penalty, feed. */
+static void reference_ids(int32_t *ids, int n)
+{
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    elm_ctx *c = prefilled(0, logits);
+    struct elm_sampler_params sp = elm_sampler_default_params();
+    sp.temperature = 0;
+    sp.repeat_penalty = 1.3f;
+    elm_sampler *smp = elm_sampler_new(&sp);
+    for (int i = 0; i < n; i++) {
+        ids[i] = elm_sampler_sample(smp, logits, n_vocab, elm_ctx_tokens(c), elm_ctx_n_past(c));
+        if (i + 1 < n && elm_decode(c, &ids[i], 1, logits, 0) != ELM_OK)
+            bail_out("decode failed");
+    }
+    elm_sampler_free(smp);
+    elm_ctx_free(c);
+    free(logits);
+}
+
+static void test_ids_and_logits(void)
+{
+    int32_t want[N_GEN];
+    reference_ids(want, N_GEN);
+    struct seen s;
+    struct elm_generate_params p = params(&s, N_GEN);
+    struct elm_generate_result res;
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    elm_ctx *c = prefilled(0, logits);
+    char err[ELM_ERR_MAX];
+    elm_status st = elm_generate(c, logits, &p, &res, err, sizeof err);
+    ok(st == ELM_OK && res.reason == ELM_STOP_LENGTH && res.n_generated == N_GEN,
+       "max_tokens: ELM_STOP_LENGTH after %d ids", res.n_generated);
+    ok(s.n_ids == N_GEN && memcmp(s.ids, want, sizeof want) == 0,
+       "the ids equal a hand-written decode + greedy loop (repetition penalty on the cache)");
+    is_int(elm_ctx_n_past(c), N_PROMPT + N_GEN - 1, "the last id is reported, not fed");
+
+    /* The logits left are the cache's last token's: a fresh ctx fed the
+     * same tokens one path alike gives the same bits. */
+    float *again = malloc((size_t)n_vocab * sizeof *again);
+    elm_ctx *f = prefilled(0, again);
+    for (int i = 0; i < N_GEN - 1; i++)
+        elm_decode(f, &want[i], 1, again, 0);
+    ok(memcmp(logits, again, (size_t)n_vocab * sizeof *again) == 0,
+       "the logits left are those of the cache's last token (bit-identical)");
+
+    /* ... so a second call goes on as if the loop had not stopped. */
+    struct seen s2;
+    struct elm_generate_params p2 = params(&s2, 1);
+    elm_generate(c, logits, &p2, &res, err, sizeof err);
+    ok(s2.n_ids == 1 && s2.ids[0] == want[N_GEN - 1],
+       "a second call on those logits samples the same next id");
+
+    char *text = NULL;
+    size_t len = 0;
+    elm_detokenize(elm_model_tokenizer(model), want, N_GEN, &text, &len);
+    ok(text && len == s.n_text && memcmp(text, s.text, len) == 0,
+       "the text reported is elm_detokenize of the ids (%zu bytes)", len);
+    free(text);
+    free(again);
+    elm_ctx_free(f);
+    elm_ctx_free(c);
+    free(logits);
+}
+
+/* Cumulative text length after each id of a plain run. */
+static void text_ends(const int32_t *ids, int n, size_t *ends)
+{
+    for (int i = 0; i < n; i++) {
+        char *t = NULL;
+        size_t len = 0;
+        elm_detokenize(elm_model_tokenizer(model), ids, (size_t)i + 1, &t, &len);
+        ends[i] = len;
+        free(t);
+    }
+}
+
+static void test_stop_strings(void)
+{
+    struct seen plain;
+    struct elm_generate_params p = params(&plain, N_GEN);
+    struct elm_generate_result res;
+    elm_status st;
+    int n_past;
+    run(&p, &plain, 0, &res, &st, &n_past);
+    size_t ends[N_GEN];
+    text_ends(plain.ids, N_GEN, ends);
+
+    /* A stop string that straddles the boundary between two ids' text, in
+     * the middle of the reply. */
+    int k = -1;
+    for (int i = N_GEN / 2; i < N_GEN - 1 && k < 0; i++)
+        if (ends[i] >= 2 && ends[i + 1] >= ends[i] + 2)
+            k = i;
+    if (!ok(k > 0, "the plain reply has a token boundary to stop across (id %d)", k))
+        return;
+    char stop[8];
+    size_t at = ends[k] - 2;
+    memcpy(stop, plain.text + at, 4);
+    stop[4] = '\0';
+    /* where it first occurs, and the id whose text completes it */
+    const char *first = strstr(plain.text, stop);
+    size_t cut = (size_t)(first - plain.text);
+    int last = 0;
+    while (ends[last] < cut + strlen(stop))
+        last++;
+
+    struct seen s;
+    p = params(&s, N_GEN);
+    const char *stops[] = {"\xff\xfe never", stop};
+    p.stop_strings = stops;
+    p.n_stop_strings = 2;
+    s.stop = stop;
+    run(&p, &s, 0, &res, &st, &n_past);
+    ok(st == ELM_OK && res.reason == ELM_STOP_STRING && res.stop_string == stops[1],
+       "ELM_STOP_STRING, naming the stop string matched");
+    is_int(res.n_generated, last + 1, "it ends at the id whose text completes the stop string");
+    ok(s.n_text == cut && memcmp(s.text, plain.text, cut) == 0 && s.held_ok,
+       "exactly the text before it is reported, and never a byte of it (%zu bytes)", cut);
+    is_int(n_past, N_PROMPT + last, "the cache holds every id before the last");
+
+    /* What only begins like a stop string is held back, then released. */
+    char tail[16];
+    size_t tl = plain.n_text >= 2 ? 2 : plain.n_text;
+    memcpy(tail, plain.text + plain.n_text - tl, tl);
+    memcpy(tail + tl, "\x01!", 3);
+    const char *tails[] = {tail};
+    p = params(&s, N_GEN);
+    p.stop_strings = tails;
+    p.n_stop_strings = 1;
+    run(&p, &s, 0, &res, &st, &n_past);
+    ok(res.reason == ELM_STOP_LENGTH && s.n_text == plain.n_text &&
+           memcmp(s.text, plain.text, plain.n_text) == 0,
+       "a reply that ends like the start of a stop string gets its whole text at the end");
+
+    /* Stop strings need text. */
+    p = params(&s, N_GEN);
+    p.stop_strings = stops;
+    p.n_stop_strings = 2;
+    p.tokenizer = NULL;
+    run(&p, &s, 0, &res, &st, &n_past);
+    ok(st == ELM_E_INVALID && res.reason == ELM_STOP_ERROR && s.n_ids == 0,
+       "stop strings without a tokenizer: ELM_E_INVALID before sampling");
+}
+
+static void test_other_reasons(void)
+{
+    struct seen s;
+    struct elm_generate_params p = params(&s, N_GEN);
+    struct elm_generate_result res;
+    elm_status st;
+    int n_past;
+    run(&p, &s, 0, &res, &st, &n_past);
+    int32_t third = s.ids[2];
+    int first_at = 0;
+    while (s.ids[first_at] != third)
+        first_at++;
+
+    p = params(&s, N_GEN);
+    p.stop_ids = &third;
+    p.n_stop_ids = 1;
+    run(&p, &s, 0, &res, &st, &n_past);
+    ok(res.reason == ELM_STOP_ID && res.n_generated == first_at + 1 && s.ids[first_at] == third,
+       "a stop id ends the reply where it is first sampled (id %d)", first_at + 1);
+
+    p = params(&s, N_GEN);
+    s.stop_after = 5;
+    run(&p, &s, 0, &res, &st, &n_past);
+    ok(st == ELM_OK && res.reason == ELM_STOP_CANCELLED && res.n_generated == 5 &&
+           n_past == N_PROMPT + 5,
+       "should_stop: ELM_STOP_CANCELLED before the 6th id, the 5 before it fed");
+
+    p = params(&s, N_GEN);
+    run(&p, &s, N_PROMPT + 3, &res, &st, &n_past);
+    ok(st == ELM_OK && res.reason == ELM_STOP_CONTEXT_FULL && res.n_generated == 4 &&
+           n_past == N_PROMPT + 3,
+       "a full cache: ELM_STOP_CONTEXT_FULL with the cache full (%d ids)", res.n_generated);
+
+    p = params(&s, 0);
+    run(&p, &s, 0, &res, &st, &n_past);
+    ok(st == ELM_E_INVALID && res.reason == ELM_STOP_ERROR, "max_tokens 0 is refused");
+
+    /* EOS ends the reply unless ignored. */
+    p = params(&s, N_GEN);
+    p.ignore_eos = false;
+    int32_t eos = elm_model_get_info(model)->eos_id;
+    p.stop_ids = NULL;
+    run(&p, &s, 0, &res, &st, &n_past);
+    bool has_eos = false;
+    for (int i = 0; i < s.n_ids; i++)
+        has_eos |= s.ids[i] == eos;
+    ok(res.reason == ELM_STOP_EOS ? s.ids[s.n_ids - 1] == eos : !has_eos,
+       "EOS ends the reply (or never came)");
+}
+
+int main(void)
+{
+    char dir[4096];
+    if (!tap_gen_checkpoint("--preset default", dir,
+                            sizeof dir, "default"))
+        skip_all("tests/lib/gen-checkpoint is not built");
+    char err[ELM_ERR_MAX];
+    if (elm_model_load(dir, NULL, &model, err, sizeof err) != ELM_OK)
+        bail_out("%s", err);
+    if (!elm_model_tokenizer(model))
+        bail_out("the generated model has no tokenizer");
+    n_vocab = elm_model_get_info(model)->n_vocab;
+    plan_lazy();
+    test_ids_and_logits();
+    test_stop_strings();
+    test_other_reasons();
+    elm_model_free(model);
+    return done_testing();
+}
