@@ -4,3 +4,4 @@
 # the layers (tests/check-layering.sh).
 dist_check_SCRIPTS += tests/check-layering.sh
 TESTS += tests/check-layering.sh
+EXTRA_DIST += tests/README.md
