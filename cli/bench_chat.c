@@ -1,51 +1,54 @@
 /* bench_chat.c: `elmchat bench --chat` (bench_chat.h).
  *
- * The conversation is driven through conversation.h exactly as the chat
- * does (rendered user turn + generation prompt appended, the reply's
- * sampled ids appended, the template's closing), on the synchronous engine
- * API.  With reuse, the ctx keeps its cache across turns and only what
- * differs from it is computed (the worker's ELM_GEN_SYNC rule); without,
- * a second ctx is emptied each turn and the whole sequence is prefilled.
- * Time to first token = that prefill + the first sample.  Replies have a
- * fixed length (EOS masked) so that every turn has the same size.
+ * The conversation runs on the chat controller (src/chat_controller.h),
+ * the code the TUI runs: each message goes in as a submitted line and the
+ * reply comes back through the worker, so the figures are those of the
+ * app (rendering, the ELM_GEN_SYNC prefix reuse, autosave and snapshots
+ * included).  Time to first token = from the line submitted to the first
+ * TOKEN event.  Without reuse: after each reply the session's cache is
+ * dropped (chat_drop_cache) and /retry asks for the reply again, so the
+ * same sequence is prefilled whole.  Replies are greedy, at most --reply
+ * tokens (the template's sampling otherwise; EOS may end one earlier).
  *
- * --switch MODEL2 measures a model switch through the worker (the app's
- * path): 270M -> MODEL2 -> 270M with the conversation re-prefilled.
- * After the table, resume from a snapshot: elm_state_save, a fresh ctx,
- * kvcache_restore_sync, and the next turn's time to first token. */
+ * The chat's files go to a temporary XDG tree (a config.yaml with the
+ * context policy stop: the bench measures reuse, not eviction), removed
+ * at the end.  After the table, resume from a snapshot: /save, a restart
+ * that adopts the snapshot, the next turn.  --switch MODEL2: /model
+ * MODEL2, /model MODEL, /model MODEL2 after a restart from nothing, each
+ * with the background re-prefill the switch brings. */
+#define _XOPEN_SOURCE 700 /* nftw */
 #include "config.h"
 
 #include "cli/bench_chat.h"
 
+#include <ftw.h>
 #include <getopt.h>
-#include <math.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/elm_worker.h"
-#include "src/options.h"
 #include "cli/model_open.h"
-#include "src/conversation.h"
-#include "src/kvcache_store.h"
-#include "src/session.h"
 #include "cli/stopwatch.h"
-#include "src/template.h"
+#include "src/chat_controller.h"
+#include "src/kvcache_store.h"
+#include "src/options.h"
+#include "src/paths.h"
+#include "src/store.h"
 #include "src/xalloc.h"
 
 static void help(void)
 {
     printf("Usage: elmchat bench --chat [-m MODEL] [--turns N] [options]\n"
-           "Replay an N-turn conversation of equal-size synthetic messages and print, per\n"
-           "turn, the tokens computed and reused and the time to first token, with the\n"
-           "KV cache kept across turns and without (the whole sequence prefilled anew).\n"
+           "Replay an N-turn conversation of equal-size synthetic messages on the chat's\n"
+           "own code and print, per turn, the tokens computed and reused and the time to\n"
+           "first token, with the KV cache kept across turns and without (the whole\n"
+           "sequence prefilled anew).\n"
            "\n"
            "  -m, --model MODEL     model folder or name (default: the bundled demo model)\n"
            "      --turns N         turns (default 8)\n"
            "      --words N         words per user message (default 48)\n"
-           "      --reply N         tokens per reply (default 32)\n"
+           "      --reply N         at most N tokens per reply, greedy (default 32)\n"
            "      --template NAME   openelm-instruct (default) or plain\n"
            "      --system TEXT     system prompt (default: a short one)\n"
            "  -t, --threads N       compute threads (default: all cores)\n"
@@ -81,136 +84,240 @@ static char *message(int t, int n)
     return s;
 }
 
-struct row {
+/* ------------------------------------------------- a private XDG tree */
+
+/* The chat keeps sessions, snapshots and its config under XDG folders:
+ * give it fresh ones, so that the user's files are neither read nor
+ * written.  Returns the root (owned), NULL after saying why. */
+static char *private_xdg(char *err, size_t err_size)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *root = x_asprintf("%s/elmchat-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(root)) {
+        snprintf(err, err_size, "%s: cannot make a temporary folder", root);
+        free(root);
+        return NULL;
+    }
+    static const char *const vars[][2] = {{"XDG_CONFIG_HOME", "config"},
+                                          {"XDG_DATA_HOME", "data"},
+                                          {"XDG_STATE_HOME", "state"},
+                                          {"XDG_CACHE_HOME", "cache"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        char *dir = x_asprintf("%s/%s", root, vars[i][1]);
+        setenv(vars[i][0], dir, 1);
+        free(dir);
+    }
+    char *dir = paths_dir(PATHS_CONFIG, NULL);
+    char *cfg = x_asprintf("%s/config.yaml", dir);
+    static const char policy[] = "context:\n  policy: stop\n";
+    int rc = paths_mkdir_p(dir) == 0
+                 ? store_write_atomic(cfg, policy, sizeof policy - 1, err, err_size)
+                 : (snprintf(err, err_size, "%s: cannot create", dir), -1);
+    free(cfg);
+    free(dir);
+    if (rc != 0) {
+        rmdir(root);
+        free(root);
+        return NULL;
+    }
+    return root;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_tree(char *root)
+{
+    if (root)
+        nftw(root, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(root);
+}
+
+/* ---------------------------------------------------- the controller */
+
+typedef bool (*until_fn)(const struct chat_activity *a);
+
+static bool model_settled(const struct chat_activity *a)
+{
+    return !a->model_loading;
+}
+
+static bool first_token(const struct chat_activity *a)
+{
+    return a->reply_ids > 0 || !a->generating;
+}
+
+/* Nothing left to do: no load, reply, background prefill or snapshot. */
+static bool idle(const struct chat_activity *a)
+{
+    return !a->model_loading && !a->generating && !a->prefilling && !a->saving;
+}
+
+/* What the chat said last on its status line, for an error. */
+static const char *last_notice(struct chat *c)
+{
+    struct chat_status st;
+    chat_get_status(c, &st, chat_now());
+    return st.notice ? st.notice : "no reason given";
+}
+
+static bool wait_until(struct chat *c, until_fn until, const char *what)
+{
+    double end = wall_seconds() + 600;
+    for (;;) {
+        struct chat_activity a;
+        chat_get_activity(c, &a);
+        if (until(&a))
+            return true;
+        if (wall_seconds() > end) {
+            cli_error("%s timed out", what);
+            return false;
+        }
+        chat_wait_events(c, 100);
+    }
+}
+
+/* Start the chat on session (loading the model) and wait until the model
+ * is ready: *load its load time, *settle the time after it until the
+ * background work (snapshot, prefill) is done. */
+static bool start(struct chat *c, const struct chat_options *opt, double *load, double *settle)
+{
+    char err[2048];
+    double t0 = wall_seconds();
+    if (!chat_init(c, opt, NULL, err, sizeof err)) {
+        cli_error("%s", err);
+        chat_fini(c);
+        return false;
+    }
+    if (!wait_until(c, model_settled, "loading the model"))
+        return false;
+    struct chat_activity a;
+    chat_get_activity(c, &a);
+    if (!a.model_ready) {
+        cli_error("%s", last_notice(c));
+        return false;
+    }
+    double t1 = wall_seconds();
+    *load = t1 - t0;
+    if (!wait_until(c, idle, "the first prefill"))
+        return false;
+    *settle = wall_seconds() - t1;
+    return true;
+}
+
+struct reply_cost {
     int seq, computed, reused;
     double ttft, cpu;
-    int fresh_computed;
-    double fresh_ttft, fresh_cpu;
 };
 
-/* Prefill what ctx lacks of seq and sample the first id (greedy). */
-static elm_status prefill_first(elm_ctx *ctx, const struct idvec *seq, float *logits, int n_vocab,
-                                int eos, int *computed, int32_t *first)
+/* Submit line (owned) and wait for the whole reply and its autosave. */
+static bool timed_reply(struct chat *c, char *line, struct reply_cost *r)
 {
-    size_t n_past = (size_t)elm_ctx_n_past(ctx);
-    size_t keep = conv_common_prefix(elm_ctx_tokens(ctx), n_past, seq->v, seq->n);
-    if (keep == seq->n && keep > 0)
-        keep--;
-    elm_status st = elm_ctx_truncate(ctx, (int)keep);
-    if (st == ELM_OK)
-        st = elm_decode(ctx, seq->v + keep, (int)(seq->n - keep), logits, 0);
-    if (st != ELM_OK)
-        return st;
-    *computed = (int)(seq->n - keep);
-    logits[eos] = -INFINITY;
-    int32_t best = 0;
-    for (int i = 1; i < n_vocab; i++)
-        if (logits[i] > logits[best])
-            best = i;
-    *first = best;
-    return ELM_OK;
-}
-
-/* ------------------------------------------------------------ the worker */
-
-static bool wait_final(elm_worker *w, uint64_t id, struct elm_event *out, double timeout)
-{
-    double end = wall_seconds() + timeout;
-    while (wall_seconds() < end) {
-        struct pollfd p = {elm_worker_wake_fd(w), POLLIN, 0};
-        poll(&p, 1, 100);
-        elm_worker_drain_wake(w);
-        struct elm_event ev;
-        while (elm_worker_next_event(w, &ev)) {
-            if (ev.request_id == id &&
-                (ev.type == ELM_EV_DONE ||
-                 ev.type == ELM_EV_MODEL_READY)) {
-                *out = ev;
-                return true;
-            }
-            elm_event_fini(&ev);
-        }
-    }
-    return false;
-}
-
-static bool worker_load(elm_worker *w, const char *path, int threads, double *secs)
-{
-    struct elm_request rq = elm_request_default(ELM_REQ_LOAD_MODEL);
-    rq.path = (char *)(uintptr_t)path;
-    rq.n_threads = threads;
-    double t0 = wall_seconds();
-    struct elm_event ev;
-    if (!wait_final(w, elm_worker_post(w, &rq), &ev, 600)) {
-        cli_error("%s: loading timed out", path);
+    double t0 = wall_seconds(), c0 = cpu_seconds();
+    chat_submit(c, line);
+    struct chat_activity a;
+    chat_get_activity(c, &a);
+    if (!a.generating) {
+        cli_error("no reply: %s", last_notice(c));
         return false;
     }
-    *secs = wall_seconds() - t0;
-    bool okay = ev.type == ELM_EV_MODEL_READY;
-    if (!okay)
-        cli_error("%s", ev.text ? ev.text : "model load failed");
-    elm_event_fini(&ev);
-    return okay;
-}
-
-static bool worker_prefill(elm_worker *w, const struct conversation *cv, double *secs,
-                           int *computed, int *reused)
-{
-    struct elm_request rq = elm_request_default(ELM_REQ_GENERATE);
-    conversation_request(cv, &rq);
-    rq.max_tokens = 1; /* the first token: what a user waits for */
-    rq.sampler.temperature = 0;
-    double t0 = wall_seconds();
-    struct elm_event ev;
-    if (!wait_final(w, elm_worker_post(w, &rq), &ev, 600)) {
-        cli_error("prefill timed out");
+    r->seq = (int)a.n_tokens;
+    if (!wait_until(c, first_token, "the first token"))
         return false;
-    }
-    *secs = wall_seconds() - t0;
-    bool okay = ev.type == ELM_EV_DONE && ev.reason != ELM_DONE_ERROR;
-    if (!okay)
-        cli_error("%s", ev.text ? ev.text : "prefill failed");
-    *computed = ev.n_prefilled;
-    *reused = ev.n_reused;
-    elm_event_fini(&ev);
-    return okay;
+    r->ttft = wall_seconds() - t0;
+    r->cpu = cpu_seconds() - c0;
+    if (!wait_until(c, idle, "the reply"))
+        return false;
+    chat_last_request(c, &r->reused, &r->computed);
+    return true;
 }
 
-static int bench_switch(const char *path1, const char *path2, const struct conversation *cv,
-                        int threads)
+/* The same reply again without the cache: the whole sequence prefilled. */
+static bool timed_reply_fresh(struct chat *c, struct reply_cost *r)
 {
-    char err[ELM_ERR_MAX];
-    elm_worker *w = elm_worker_new(NULL, err, sizeof err);
-    if (!w) {
-        cli_error("%s", err);
-        return EXIT_RUNTIME;
-    }
-    int rc = EXIT_RUNTIME;
-    double t_load, t_pf;
-    int comp, reu;
-    printf("\nmodel switch through the worker (%zu tokens in the conversation):\n",
-           cv->tokens.n);
+    chat_drop_cache(c);
+    return timed_reply(c, x_strdup("/retry"), r);
+}
+
+/* /model path, then the switch's re-prefill: one row of the switch table. */
+static bool timed_switch(struct chat *c, const char *label, const char *path)
+{
+    double t0 = wall_seconds();
+    chat_submit(c, x_asprintf("/model %s", path));
+    struct chat_activity a;
+    chat_get_activity(c, &a);
+    int reused = (int)a.n_tokens, computed = 0; /* the current model: nothing to do */
+    bool loads = a.model_loading;
+    if (!wait_until(c, model_settled, "the model switch"))
+        return false;
+    double t1 = wall_seconds();
+    if (!wait_until(c, idle, "the prefill after the switch"))
+        return false;
+    if (loads)
+        chat_last_request(c, &reused, &computed);
+    printf("| %-36s | %9.1f | %9.1f | %8d | %8d |\n", label, (t1 - t0) * 1e3,
+           (wall_seconds() - t1) * 1e3, computed, reused);
+    fflush(stdout);
+    return true;
+}
+
+/* --switch: a restart without the snapshot (the first load prefills the
+ * whole conversation), then back and forth. */
+static bool bench_switch(struct chat *c, const struct chat_options *opt, const char *p1,
+                         const char *p2)
+{
+    chat_fini(c);
+    char *kv = kvcache_path_for(opt->session_name);
+    if (kv)
+        kvcache_remove(kv);
+    free(kv);
+    double load, settle;
+    if (!start(c, opt, &load, &settle))
+        return false;
+    struct chat_activity a;
+    chat_get_activity(c, &a);
+    printf("\nmodel switch through the worker (%zu tokens in the conversation):\n", a.n_tokens);
     printf("| %-36s | %9s | %9s | %8s | %8s |\n", "step", "load ms", "ttft ms", "computed",
            "reused");
     printf("|--------------------------------------|-----------|-----------|----------|----------|\n");
-#define STEP(label, path)                                                                   \
-    do {                                                                                    \
-        if (!worker_load(w, path, threads, &t_load) ||                                      \
-            !worker_prefill(w, cv, &t_pf, &comp, &reu))                                     \
-            goto out;                                                                       \
-        printf("| %-36s | %9.1f | %9.1f | %8d | %8d |\n", label, t_load * 1e3, t_pf * 1e3,  \
-               comp, reu);                                                                  \
-        fflush(stdout);                                                                     \
-    } while (0)
-    STEP("load MODEL, prefill the conversation", path1);
-    STEP("switch to MODEL2 (re-prefill)", path2);
-    STEP("switch back to MODEL (kept cache)", path1);
-    STEP("switch to MODEL2 again (kept)", path2);
-#undef STEP
-    rc = EXIT_OK;
-out:
-    elm_worker_free(w);
-    return rc;
+    int reused, computed;
+    chat_last_request(c, &reused, &computed);
+    printf("| %-36s | %9.1f | %9.1f | %8d | %8d |\n", "load MODEL, prefill the conversation",
+           load * 1e3, settle * 1e3, computed, reused);
+    fflush(stdout);
+    return timed_switch(c, "switch to MODEL2 (re-prefill)", p2) &&
+           timed_switch(c, "switch back to MODEL (kept cache)", p1) &&
+           timed_switch(c, "switch to MODEL2 again (kept)", p2);
+}
+
+/* After the table: /save, a restart adopting the snapshot, the next turn
+ * with it and without. */
+static bool bench_resume(struct chat *c, const struct chat_options *opt, long turn, long n_words)
+{
+    double t0 = wall_seconds();
+    chat_submit(c, x_strdup("/save"));
+    if (!wait_until(c, idle, "the snapshot"))
+        return false;
+    double t_save = wall_seconds() - t0;
+    chat_fini(c);
+    double load, t_load;
+    if (!start(c, opt, &load, &t_load))
+        return false;
+    int reused, computed;
+    chat_last_request(c, &reused, &computed);
+    struct reply_cost next, fresh;
+    if (!timed_reply(c, message((int)turn, (int)n_words), &next) ||
+        !timed_reply_fresh(c, &fresh))
+        return false;
+    printf("\nresume from a snapshot (%d ids): save %.1f ms, load %.1f ms; next turn "
+           "computes %d, ttft %.1f ms (load + ttft %.1f ms) vs %.1f ms re-prefilling %d\n",
+           reused, t_save * 1e3, t_load * 1e3, next.computed, next.ttft * 1e3,
+           (t_load + next.ttft) * 1e3, fresh.ttft * 1e3, fresh.computed);
+    return true;
 }
 
 /* ------------------------------------------------------------------ main */
@@ -267,191 +374,70 @@ int bench_chat_main(int argc, char **argv)
     if (threads == 0)
         threads = cmd_all_cpus();
 
-    char err[1024];
-    struct template *tpl = template_load(tpl_name, err, sizeof err);
-    if (!tpl) {
+    /* Model names resolve against the user's folders, before the private
+     * ones replace them. */
+    char err[1024], p1[4096], p2[4096];
+    if (!cli_resolve_model(model_arg, p1, sizeof p1, err, sizeof err) ||
+        (switch_arg && !cli_resolve_model(switch_arg, p2, sizeof p2, err, sizeof err))) {
         cli_error("%s", err);
         return EXIT_RUNTIME;
     }
-    int rc = EXIT_RUNTIME;
-    elm_ctx *ctx = NULL, *fresh = NULL;
-    float *logits = NULL;
-    struct session *s = NULL;
-    struct conversation cv;
-    bool have_cv = false;
-    elm_model *model = cmd_load_model(model_arg, (int)threads);
-    if (!model)
-        goto done;
-    const struct elm_model_info *in = elm_model_get_info(model);
-    const elm_tokenizer *tok = elm_model_tokenizer(model);
-    if (!tok) {
-        cli_error("%s: the model has no tokenizer (tokenizer.model or tokenizer.json)", elm_model_path(model));
-        goto done;
-    }
-    if (!(ctx = cmd_new_ctx(model, 0, (int)threads)) ||
-        !(fresh = cmd_new_ctx(model, 0, (int)threads)))
-        goto done;
-    logits = x_reallocarray(NULL, (size_t)in->n_vocab, sizeof *logits);
-    s = session_new("bench");
-    s->system = x_strdup(system);
-    struct conv_policy pol = conv_policy_default();
-    pol.policy = CONTEXT_STOP; /* the bench measures reuse, not eviction */
-    conversation_init(&cv, s, tpl, tok, elm_ctx_n_ctx(ctx), &pol);
-    have_cv = true;
-    if (conversation_render(&cv, err, sizeof err) != 0) {
+    char *root = private_xdg(err, sizeof err);
+    if (!root) {
         cli_error("%s", err);
-        goto done;
+        return EXIT_RUNTIME;
     }
+    struct chat_options o = {.template_name = tpl_name, .session_name = "bench",
+                             .system = system};
+    cli_common_init(&o.common);
+    o.common.model = p1;
+    o.common.n_threads = (int)threads;
+    o.common.sampler.temperature = 0;
+    o.common.max_tokens = (int)n_reply;
 
+    int rc = EXIT_RUNTIME;
+    struct chat *c = x_calloc(1, sizeof *c);
+    double load, settle;
+    if (!start(c, &o, &load, &settle))
+        goto done;
+    const struct elm_model_info *in = chat_model_info(c);
+    struct chat_status st;
+    chat_get_status(c, &st, chat_now());
     printf("model %s (%s, %d layers), template %s, %ld threads, %ld words per message, "
            "%ld-token replies\n",
-           in->name, elm_dtype_name(in->dtype), in->n_layers, tpl->name, threads, n_words,
-           n_reply);
+           in->name, elm_dtype_name(in->dtype), in->n_layers, st.template_name, threads,
+           n_words, n_reply);
     printf("| %4s | %6s | %8s | %6s | %8s | %8s | %14s | %13s | %12s |\n", "turn", "seq",
            "computed", "reused", "ttft ms", "cpu ms", "fresh computed", "fresh ttft ms",
            "fresh cpu ms");
     printf("|------|--------|----------|--------|----------|----------|----------------|"
            "---------------|--------------|\n");
     fflush(stdout);
-    struct row first = {0}, last = {0};
+    struct reply_cost first = {0}, first_fresh = {0}, last = {0}, last_fresh = {0};
     for (long t = 1; t <= turns; t++) {
-        char *msg = message((int)t, (int)n_words);
-        struct conv_plan plan;
-        int r = conversation_user_turn(&cv, msg, (int)n_reply, &plan, err, sizeof err);
-        free(msg);
-        if (r != 0) {
-            cli_error("turn %ld: %s", t, err);
+        struct reply_cost r, f;
+        if (!timed_reply(c, message((int)t, (int)n_words), &r) || !timed_reply_fresh(c, &f))
             goto done;
-        }
-        struct row row = {0};
-        row.seq = (int)cv.tokens.n;
-        row.reused = plan.n_reuse;
-        int32_t id = 0, id2 = 0;
-        /* without reuse first (so the reuse run is not helped by warm caches
-         * it would not have had... both see the same warm weights) */
-        elm_ctx_truncate(fresh, 0);
-        double t0 = wall_seconds(), c0 = cpu_seconds();
-        elm_status st = prefill_first(fresh, &cv.tokens, logits, in->n_vocab, in->eos_id,
-                                      &row.fresh_computed, &id2);
-        row.fresh_ttft = wall_seconds() - t0;
-        row.fresh_cpu = cpu_seconds() - c0;
-        if (st == ELM_OK) {
-            t0 = wall_seconds();
-            c0 = cpu_seconds();
-            st = prefill_first(ctx, &cv.tokens, logits, in->n_vocab, in->eos_id, &row.computed,
-                               &id);
-            row.ttft = wall_seconds() - t0;
-            row.cpu = cpu_seconds() - c0;
-        }
-        if (st != ELM_OK) {
-            cli_error("decode failed: %s", elm_status_str(st));
-            goto done;
-        }
-        row.reused = (int)cv.tokens.n - row.computed;
-        /* the reply: n_reply ids, the last one not fed (as the worker) */
-        conversation_reply_push(&cv, &id, 1);
-        for (long k = 1; k < n_reply; k++) {
-            if ((st = elm_decode(ctx, &id, 1, logits, 0)) != ELM_OK) {
-                cli_error("decode failed: %s", elm_status_str(st));
-                goto done;
-            }
-            logits[in->eos_id] = -INFINITY;
-            int32_t best = 0;
-            for (int i = 1; i < in->n_vocab; i++)
-                if (logits[i] > logits[best])
-                    best = i;
-            id = best;
-            conversation_reply_push(&cv, &id, 1);
-        }
-        if (conversation_reply_end(&cv, TEMPLATE_END_CUT, "(reply)", false, err, sizeof err)) {
-            cli_error("%s", err);
-            goto done;
-        }
-        conversation_set_cached(&cv, elm_ctx_n_past(ctx));
-        printf("| %4ld | %6d | %8d | %6d | %8.1f | %8.1f | %14d | %13.1f | %12.1f |\n", t,
-               row.seq, row.computed, row.reused, row.ttft * 1e3, row.cpu * 1e3,
-               row.fresh_computed, row.fresh_ttft * 1e3, row.fresh_cpu * 1e3);
+        printf("| %4ld | %6d | %8d | %6d | %8.1f | %8.1f | %14d | %13.1f | %12.1f |\n", t, r.seq,
+               r.computed, r.reused, r.ttft * 1e3, r.cpu * 1e3, f.computed, f.ttft * 1e3,
+               f.cpu * 1e3);
         fflush(stdout);
         if (t == 1)
-            first = row;
-        last = row;
+            first = r, first_fresh = f;
+        last = r, last_fresh = f;
     }
     printf("turn %ld / turn 1 time to first token: %.2fx with reuse, %.2fx without "
            "(cpu time: %.2fx, %.2fx)\n",
-           turns, last.ttft / first.ttft, last.fresh_ttft / first.fresh_ttft,
-           last.cpu / first.cpu, last.fresh_cpu / first.fresh_cpu);
-
-    if (resume) {
-        /* Resume from a snapshot: the next turn after a restart. */
-        char path[] = "/tmp/elmchat-bench-XXXXXX";
-        int fd = mkstemp(path);
-        if (fd < 0) {
-            cli_error("cannot make a temporary file");
-            goto done;
-        }
-        close(fd);
-        double t0 = wall_seconds();
-        elm_status st = elm_state_save(ctx, path, err, sizeof err);
-        double t_save = wall_seconds() - t0;
-        char *msg = message((int)turns + 1, (int)n_words);
-        struct conv_plan plan;
-        int r = conversation_user_turn(&cv, msg, (int)n_reply, &plan, err, sizeof err);
-        free(msg);
-        elm_ctx_free(ctx);
-        ctx = NULL;
-        if (st != ELM_OK || r != 0 || !(ctx = cmd_new_ctx(model, 0, (int)threads))) {
-            cli_error("snapshot: %s", err);
-            unlink(path);
-            goto done;
-        }
-        size_t reused = 0;
-        t0 = wall_seconds();
-        st = kvcache_restore_sync(ctx, path, cv.tokens.v, cv.tokens.n, &reused, err, sizeof err);
-        double t_load = wall_seconds() - t0;
-        int computed = 0, fc = 0;
-        int32_t id;
-        t0 = wall_seconds();
-        if (st == ELM_OK)
-            st = prefill_first(ctx, &cv.tokens, logits, in->n_vocab, in->eos_id, &computed, &id);
-        double ttft = wall_seconds() - t0;
-        elm_ctx_truncate(fresh, 0);
-        t0 = wall_seconds();
-        if (st == ELM_OK)
-            st = prefill_first(fresh, &cv.tokens, logits, in->n_vocab, in->eos_id, &fc, &id);
-        double fttft = wall_seconds() - t0;
-        unlink(path);
-        if (st != ELM_OK) {
-            cli_error("resume: %s", elm_status_str(st));
-            goto done;
-        }
-        printf("\nresume from a snapshot (%zu ids): save %.1f ms, load %.1f ms; next turn "
-               "computes %d, ttft %.1f ms (load + ttft %.1f ms) vs %.1f ms re-prefilling %d\n",
-               reused, t_save * 1e3, t_load * 1e3, computed, ttft * 1e3, (t_load + ttft) * 1e3,
-               fttft * 1e3, fc);
-    }
+           turns, last.ttft / first.ttft, last_fresh.ttft / first_fresh.ttft,
+           last.cpu / first.cpu, last_fresh.cpu / first_fresh.cpu);
+    if (resume && !bench_resume(c, &o, turns + 1, n_words))
+        goto done;
+    if (switch_arg && !bench_switch(c, &o, p1, p2))
+        goto done;
     rc = EXIT_OK;
-    if (switch_arg) {
-        char p1[4096], p2[4096];
-        if (!cli_resolve_model(model_arg, p1, sizeof p1, err, sizeof err) ||
-            !cli_resolve_model(switch_arg, p2, sizeof p2, err, sizeof err)) {
-            cli_error("%s", err);
-            rc = EXIT_RUNTIME;
-            goto done;
-        }
-        /* free the bench's own contexts: the worker holds its own */
-        elm_ctx_free(ctx);
-        elm_ctx_free(fresh);
-        ctx = fresh = NULL;
-        rc = bench_switch(p1, p2, &cv, (int)threads);
-    }
 done:
-    if (have_cv)
-        conversation_fini(&cv);
-    session_free(s);
-    free(logits);
-    elm_ctx_free(ctx);
-    elm_ctx_free(fresh);
-    elm_model_free(model);
-    template_free(tpl);
+    chat_fini(c);
+    free(c);
+    remove_tree(root);
     return rc;
 }

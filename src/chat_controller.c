@@ -691,6 +691,39 @@ void chat_last_request(const struct chat *c, int *reused, int *computed)
     *computed = c->cur ? c->cur->n_computed : 0;
 }
 
+void chat_get_activity(const struct chat *c, struct chat_activity *a)
+{
+    *a = (struct chat_activity){
+        .model_ready = c->model_ready,
+        .model_loading = c->model_loading,
+        .generating = c->generating,
+        .prefilling = c->prefill_req != 0,
+        .saving = c->n_kv_saves > 0,
+        .reply_ids = c->reply_n_ids,
+        .n_tokens = c->cur ? c->cur->cv.tokens.n : 0,
+    };
+}
+
+const struct elm_model_info *chat_model_info(const struct chat *c)
+{
+    return c->info;
+}
+
+void chat_wait_events(struct chat *c, int timeout_ms)
+{
+    struct pollfd p = {.fd = chat_wake_fd(c), .events = POLLIN};
+    poll(&p, 1, timeout_ms);
+    chat_poll_events(c);
+}
+
+void chat_drop_cache(struct chat *c)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_FREE_CTX);
+    req.slot = c->cur->slot;
+    if (chat_post(c, &req) != 0)
+        conversation_set_cached(&c->cur->cv, 0);
+}
+
 /* --------------------------------------------------------- life and death */
 
 /* ELMCHAT_MEM_BUDGET: what the worker keeps (models and the caches of the

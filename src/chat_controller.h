@@ -174,6 +174,27 @@ const char *chat_model_label(const struct chat *c);
  * cache and tokens computed. */
 void chat_last_request(const struct chat *c, int *reused, int *computed);
 
+/* What the controller is doing, for callers that wait on it (a bench, a
+ * test): chat_wait_events, then look again. */
+struct chat_activity {
+    bool model_ready;     /* a model is current */
+    bool model_loading;   /* a load is under way (the first one, /model) */
+    bool generating;      /* a reply is being generated */
+    bool prefilling;      /* a background prefill is under way */
+    bool saving;          /* KV snapshots are being written */
+    size_t reply_ids;     /* ids received for the reply being (or last) generated */
+    size_t n_tokens;      /* the current conversation's token sequence */
+};
+void chat_get_activity(const struct chat *c, struct chat_activity *a);
+/* For callers without a poll loop of their own: wait up to timeout_ms for
+ * the worker, then chat_poll_events.  Blocks: never from a UI. */
+void chat_wait_events(struct chat *c, int timeout_ms);
+/* Forget the current conversation's KV cache in the worker: its next
+ * request computes the whole sequence (what a reply costs without reuse). */
+void chat_drop_cache(struct chat *c);
+/* The current model, NULL before the first is ready (borrowed). */
+const struct elm_model_info *chat_model_info(const struct chat *c);
+
 /* Status bar fields (borrowed strings, valid until the next chat call). */
 void chat_get_status(struct chat *c, struct chat_status *st, double now);
 /* One-line transient message in the status bar. */
