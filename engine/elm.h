@@ -50,6 +50,10 @@ struct elm_model_params {
      * ELM_E_ABORTED, everything freed, *out untouched. */
     bool (*abort_cb)(void *user);
     void *abort_user;
+    /* Optional: the model's tokenizer, already loaded by the caller (the
+     * one elm_tokenizer_load_for_model finds for this path): the model takes
+     * a reference (elm_tokenizer_share) instead of loading its own. */
+    elm_tokenizer *tokenizer;
 };
 struct elm_model_params elm_model_default_params(void);
 

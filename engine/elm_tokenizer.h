@@ -33,6 +33,9 @@ elm_status elm_tokenizer_load(const char *path, elm_tokenizer **out, char *err, 
  * vocabulary, else the files beside it). */
 elm_status elm_tokenizer_load_for_model(const char *model_path, elm_tokenizer **out, char *err,
                                         size_t err_size);
+/* Another reference to tok (immutable: the holders may be on any threads):
+ * elm_tokenizer_free drops one, the last frees it. */
+elm_tokenizer *elm_tokenizer_share(elm_tokenizer *tok);
 void elm_tokenizer_free(elm_tokenizer *tok);
 
 int elm_tokenizer_n_vocab(const elm_tokenizer *tok);

@@ -101,6 +101,9 @@ struct elm_request {
                             (held back from TOKEN text; copied by post) */
     int n_stop_strings;
     int n_ctx;           /* LOAD_MODEL: context length, <= 0 default */
+    elm_tokenizer *tokenizer; /* LOAD_MODEL, optional: the caller's copy of the
+                                 model's tokenizer, shared instead of loading
+                                 another (post takes a reference) */
     int n_threads;       /* LOAD_MODEL: <= 0 default */
     unsigned flags;      /* GENERATE: ELM_GEN_* */
 };

@@ -339,8 +339,11 @@ elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err,
         return st;
     elm_load_progress(m, 0.9f);
     /* The GGUF's own vocabulary, else tokenizer.model or tokenizer.json beside it. */
-    if ((st = tokenizer_gguf_vocab_or_beside(ld.g, path, &m->tokenizer, err, err_size)) ||
-        (st = elm_load_check(m, path, err, err_size)))
+    if (m->loading->tokenizer)
+        m->tokenizer = elm_tokenizer_share(m->loading->tokenizer);
+    else if ((st = tokenizer_gguf_vocab_or_beside(ld.g, path, &m->tokenizer, err, err_size)))
+        return st;
+    if ((st = elm_load_check(m, path, err, err_size)))
         return st;
     if (m->tokenizer && elm_tokenizer_n_vocab(m->tokenizer) != m->info.n_vocab)
         return elm_set_error(err, err_size, ELM_E_FORMAT,

@@ -310,7 +310,9 @@ static elm_status load_steps(struct loader *ld, const char *path, json_object **
         return st;
     elm_load_progress(m, 0.9f);
     /* The tokenizer beside the weights; none there is no error. */
-    if ((st = tokenizer_load_beside(ld->dir, &m->tokenizer, ld->err, ld->err_size)))
+    if (m->loading->tokenizer)
+        m->tokenizer = elm_tokenizer_share(m->loading->tokenizer);
+    else if ((st = tokenizer_load_beside(ld->dir, &m->tokenizer, ld->err, ld->err_size)))
         return st;
     return elm_load_check(m, path, ld->err, ld->err_size);
 }

@@ -8,6 +8,7 @@
 
 #include "engine/elm_tokenizer.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,7 @@ struct slot {
 };
 
 struct elm_tokenizer {
+    atomic_int refs; /* elm_tokenizer_share; the last free frees */
     int n;
     char *arena;       /* every piece, NUL terminated, back to back */
     uint32_t *off;     /* [n] offset of a piece in arena */
@@ -96,9 +98,16 @@ static int parse_byte_piece(const char *p, size_t n)
     return (int)((hi - hex) * 16 + (lo - hex));
 }
 
+elm_tokenizer *elm_tokenizer_share(elm_tokenizer *tok)
+{
+    if (tok)
+        atomic_fetch_add(&tok->refs, 1);
+    return tok;
+}
+
 void elm_tokenizer_free(elm_tokenizer *tok)
 {
-    if (!tok)
+    if (!tok || atomic_fetch_sub(&tok->refs, 1) > 1)
         return;
     free(tok->arena);
     free(tok->off);
@@ -150,6 +159,8 @@ elm_status tok_build(const struct tok_spec *spec, const char *name, elm_tokenize
         }
     }
     elm_tokenizer *tok = calloc(1, sizeof *tok);
+    if (tok)
+        atomic_init(&tok->refs, 1);
     uint32_t cap = 1;
     while (cap < (uint32_t)n * 2u)
         cap <<= 1;

@@ -64,6 +64,7 @@ static void *loader_main(void *arg)
     mp.progress_user = w;
     mp.abort_cb = load_should_abort;
     mp.abort_user = w;
+    mp.tokenizer = rq->tokenizer;
     w->ld_err[0] = '\0';
     w->ld_status = elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err, sizeof w->ld_err);
     pthread_mutex_lock(&w->mu);

@@ -25,6 +25,7 @@ void wk_req_free(struct req_node *n)
         return;
     free(n->req.path);
     free(n->req.tokens);
+    elm_tokenizer_free(n->req.tokenizer); /* the reference post took */
     for (int i = 0; i < n->req.n_stop_strings && n->req.stop_strings; i++)
         free(n->req.stop_strings[i]);
     free(n->req.stop_strings);
@@ -86,6 +87,7 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
     n->req.path = NULL;
     n->req.tokens = NULL;
     n->req.stop_strings = NULL;
+    n->req.tokenizer = elm_tokenizer_share(req->tokenizer);
     n->req.n_stop_strings = 0;
     atomic_init(&n->cancel, false);
     n->final = calloc(1, sizeof *n->final);

@@ -295,6 +295,36 @@ static void test_other_reasons(void)
        "EOS ends the reply (or never came)");
 }
 
+/* elm_model_params.tokenizer: the model shares the caller's tokenizer (no
+ * second copy), and each holder may free its reference in any order. */
+static void test_shared_tokenizer(const char *dir)
+{
+    char err[ELM_ERR_MAX];
+    elm_tokenizer *tok = NULL;
+    if (!ok(elm_tokenizer_load_for_model(dir, &tok, err, sizeof err) == ELM_OK,
+            "the model's tokenizer, loaded by the caller"))
+        return;
+    struct elm_model_params mp = elm_model_default_params();
+    mp.tokenizer = tok;
+    elm_model *m = NULL;
+    ok(elm_model_load(dir, &mp, &m, err, sizeof err) == ELM_OK && elm_model_tokenizer(m) == tok,
+       "the model uses it instead of loading its own");
+    elm_tokenizer_free(tok); /* the caller's reference */
+    int32_t *ids = NULL;
+    size_t n = 0;
+    const elm_tokenizer *mt = m ? elm_model_tokenizer(m) : NULL;
+    ok(mt && elm_tokenize(mt, "hello world", 11, true, &ids, &n) == ELM_OK && n > 1,
+       "it outlives the caller's reference (%zu ids)", n);
+    free(ids);
+    elm_model_free(m);
+    elm_tokenizer *a = NULL;
+    elm_tokenizer_load_for_model(dir, &a, err, sizeof err);
+    ok(a && elm_tokenizer_share(a) == a, "elm_tokenizer_share gives the same tokenizer");
+    elm_tokenizer_free(a);
+    ok(a && elm_tokenizer_n_vocab(a) == n_vocab, "one free of two leaves it usable");
+    elm_tokenizer_free(a);
+}
+
 int main(void)
 {
     char dir[4096];
@@ -311,6 +341,7 @@ int main(void)
     test_ids_and_logits();
     test_stop_strings();
     test_other_reasons();
+    test_shared_tokenizer(dir);
     elm_model_free(model);
     return done_testing();
 }

@@ -133,6 +133,17 @@ const struct elm_model_info *elm_model_get_info(const elm_model *model)
     return &model->info;
 }
 
+/* The fake's one tokenizer is static: sharing and freeing it are no-ops. */
+elm_tokenizer *elm_tokenizer_share(elm_tokenizer *tok)
+{
+    return tok;
+}
+
+void elm_tokenizer_free(elm_tokenizer *tok)
+{
+    (void)tok;
+}
+
 const elm_tokenizer *elm_model_tokenizer(const elm_model *model)
 {
     (void)model;
