@@ -1,5 +1,5 @@
 /* conversation.c: the token sequence of a session and the worker requests
- * (conversation.h, DESIGN.md §5). */
+ * (conversation.h, docs/DESIGN.md §5). */
 #include "config.h"
 
 #include "src/conversation.h"

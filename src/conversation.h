@@ -1,5 +1,5 @@
 /* conversation.h: a session's token sequence, the truth of what is in the
- * KV cache (DESIGN.md §5, issue 7), and the worker request for each action.
+ * KV cache (docs/DESIGN.md §5, issue 7), and the worker request for each action.
  *
  * A conversation wraps a session (borrowed, but its messages are changed
  * only through these functions) with:

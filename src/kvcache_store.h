@@ -1,5 +1,5 @@
 /* kvcache_store.h: KV snapshots of conversations ($XDG_CACHE_HOME/elmchat/kv/,
- * DESIGN.md §7; a cache: safe to delete).
+ * docs/DESIGN.md §7; a cache: safe to delete).
  *
  * NAME.kv is the engine's snapshot (elm_state_save: model fingerprint, token
  * ids, K/V rows), written by the worker (SAVE_STATE).  NAME.kv.meta is ours,

@@ -1,4 +1,4 @@
-/* paths.h: the XDG folders of elmchat (DESIGN.md §7) and mkdir -p.
+/* paths.h: the XDG folders of elmchat (docs/DESIGN.md §7) and mkdir -p.
  * Any thread (reads the environment only). */
 #ifndef ELMCHAT_SRC_PATHS_H
 #define ELMCHAT_SRC_PATHS_H

@@ -1,4 +1,4 @@
-/* store.h: atomic file writes (DESIGN.md §7).  Any thread. */
+/* store.h: atomic file writes (docs/DESIGN.md §7).  Any thread. */
 #ifndef ELMCHAT_SRC_STORE_H
 #define ELMCHAT_SRC_STORE_H
 

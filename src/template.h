@@ -1,4 +1,4 @@
-/* template.h: chat templates (prompts/NAME.yaml, DESIGN.md §6, elmchat-templates(5))
+/* template.h: chat templates (prompts/NAME.yaml, docs/DESIGN.md §6, elmchat-templates(5))
  * and the token sequence of a conversation.
  *
  * A template turns each role's message into text and special ids:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# check-layering.sh: the include rules of docs/DESIGN.md ("Layers"), as a TAP test.
+# check-layering.sh: the include rules of docs/DESIGN.md (§1 "Layers"), as a TAP test.
 # Layers, top to bottom:  cli/ -> ui/ -> src/ -> engine/.
 #  - nothing includes a layer above its own;
 #  - above the engine, only its public headers (engine/elm*.h) are included;

@@ -1,5 +1,5 @@
 /* input.c: readline in callback mode inside a curses window (see input.h
- * and STYLE.md B.10 for the design and its pitfalls). */
+ * and docs/STYLE.md B.10 for the design and its pitfalls). */
 #include "config.h"
 
 #include "ui/input.h"

@@ -1,5 +1,5 @@
 /* input.h: GNU readline in callback mode, drawn into a curses window
- * (STYLE.md B.10).  Bytes read from the tty go into a FIFO that feeds
+ * (docs/STYLE.md B.10).  Bytes read from the tty go into a FIFO that feeds
  * rl_getc_function; readline never reads the tty itself and never writes
  * to the terminal (rl_outstream is /dev/null): everything it shows is drawn
  * here, with display-column cursor math for wide characters.  Multi-row:

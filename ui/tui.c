@@ -1,7 +1,7 @@
 /* tui.c: the interactive chat: options, the curses windows, signals and
  * the poll() main loop (tty + self-pipe + worker wake fd).
  *
- * Resize: we own SIGWINCH through the self-pipe (STYLE.md B.10 5b), so the
+ * Resize: we own SIGWINCH through the self-pipe (docs/STYLE.md B.10 5b), so the
  * loop has one uniform wait; bursts are coalesced and resizeterm() is
  * called from the loop.  Input: bytes are read from the tty with read(2)
  * (a paste arrives in large chunks; wgetch would also refresh the window
@@ -488,7 +488,7 @@ int tui_main(int argc, char **argv)
 
     int status = run(t);
 
-    /* Shutdown order (STYLE.md B.9): save, stop the worker, readline, curses. */
+    /* Shutdown order (docs/STYLE.md B.9): save, stop the worker, readline, curses. */
     chat_fini(&t->chat);
     tui_view_fini(&t->view);
     input_fini();

@@ -1,6 +1,6 @@
 /* gguf_quantize.c: elm_quantize, a loaded model (Hugging Face folder or
  * GGUF) written as the GGUF file llama.cpp's converter would make
- * (OPENELM.md §7): the same keys, tensor names and shapes, proj_1 split into
+ * (docs/OPENELM.md §7): the same keys, tensor names and shapes, proj_1 split into
  * ffn_gate and ffn_up, norms in f32, the vocabulary as tokenizer.ggml.*. */
 #include "config.h"
 

@@ -1,4 +1,4 @@
-/* config.c: reading and validating an OpenELM config.json (OPENELM.md §1, §3). */
+/* config.c: reading and validating an OpenELM config.json (docs/OPENELM.md §1, §3). */
 #include "config.h"
 
 #include <errno.h>
@@ -148,7 +148,7 @@ static double linspace_at(double a, double b, int n, int i)
     return a + i * step;
 }
 
-/* corenet make_divisible (OPENELM.md §1.1), in double. */
+/* corenet make_divisible (docs/OPENELM.md §1.1), in double. */
 static long make_divisible(double v, long divisor)
 {
     long new_v = (long)(v + divisor / 2.0) / divisor * divisor;

@@ -1,4 +1,4 @@
-/* gguf_model.c: an OpenELM GGUF file (llama.cpp's layout, OPENELM.md §7)
+/* gguf_model.c: an OpenELM GGUF file (llama.cpp's layout, docs/OPENELM.md §7)
  * bound into a struct elm_model: hyperparameters from the openelm.* keys,
  * weights pointing into the mapping, the tokenizer as tokenizer/load.c
  * finds it for this file (its tokenizer.ggml.* vocabulary, else beside). */

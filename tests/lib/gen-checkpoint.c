@@ -4,7 +4,7 @@
  * model.safetensors or N shards + model.safetensors.index.json, optionally
  * tokenizer.model).
  *
- * Tensor names and shapes follow OPENELM.md section 3.  Every tensor gets its
+ * Tensor names and shapes follow docs/OPENELM.md section 3.  Every tensor gets its
  * own splitmix64 stream seeded from (--seed, tensor name), so the values do
  * not depend on the dtype, on the shard layout or on the order in which the
  * tensors are written: a bf16 checkpoint holds exactly the round-to-nearest-
@@ -442,7 +442,7 @@ static void write_file(const char *dir, const char *file, const void *data, size
 /* Model layout                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* corenet make_divisible (OPENELM.md 1.1) in double precision. */
+/* corenet make_divisible (docs/OPENELM.md 1.1) in double precision. */
 static int make_divisible(double v, int divisor)
 {
 	double t = v + (double)divisor / 2.0;

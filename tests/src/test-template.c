@@ -195,7 +195,7 @@ static void test_shipped(void)
         const struct template_msg m[] = {{ROLE_USER, "Q"}};
         char *txt = template_render_text(t, NULL, m, 1, true);
         is_str(txt, "<s><|system|>\n</s>\n<|user|>\nQ</s>\n<|assistant|>\n",
-               "openelm-instruct text is OPENELM.md §5's recommended inference string");
+               "openelm-instruct text is docs/OPENELM.md §5's recommended inference string");
         free(txt);
         ok(t->stop_eos && t->n_stop == 0, "openelm-instruct stops on EOS only");
         ok((t->sampling.set & SAMPLING_REPEAT_PENALTY) && t->sampling.p.repeat_penalty == 1.2f,
@@ -343,7 +343,7 @@ static bool same_ids(const struct idvec *got, const int32_t *want, size_t n_want
 
 /* tests/data/templates/goldens.json: conversations and their ids computed by
  * tests/reference/template_goldens.mjs with the real SentencePiece library
- * from the formats themselves (OPENELM.md §5 for openelm-instruct), never
+ * from the formats themselves (docs/OPENELM.md §5 for openelm-instruct), never
  * from this code.  Each case is checked three ways: the whole conversation
  * at once, turn by turn with stored replies, and turn by turn the way the
  * app does it (the reply's ids sampled, then reply_end). */
