@@ -16,7 +16,11 @@ src_libcore_a_SOURCES = \
 	src/paths.c src/paths.h \
 	src/store.c src/store.h \
 	src/yamldoc.c src/yamldoc.h \
-	src/template.c src/template.h \
+	src/idvec.c src/idvec.h \
+	src/template.c src/template.h src/template_impl.h \
+	src/template_load.c \
+	src/template_find.c \
+	src/template_render.c \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
 	src/conversation.c src/conversation.h \

@@ -54,18 +54,8 @@
 #include <stdint.h>
 
 #include "engine/elm.h"
+#include "src/idvec.h"
 
-/* ------------------------------------------------------------ token ids */
-
-/* A growable array of token ids (caller-embedded; zero-initialised is empty). */
-struct idvec {
-    int32_t *v;
-    size_t n, cap;
-};
-void idvec_push(struct idvec *a, int32_t id);
-void idvec_append(struct idvec *a, const int32_t *ids, size_t n);
-void idvec_clear(struct idvec *a);  /* n = 0, keeps the memory */
-void idvec_fini(struct idvec *a);   /* frees; the vector is empty again */
 
 /* ---------------------------------------------------------------- roles */
 
