@@ -62,10 +62,10 @@ engine_libelm_a_SOURCES += \
 	engine/inference/forward.c \
 	engine/inference/generate.c \
 	engine/inference/state.c engine/inference/state.h
-# GGUF files and the quantized weight types (read, bind, write, quantize).
+# GGUF files and the quantized weight types (read, bind, write, convert).
 engine_libelm_a_SOURCES += \
 	engine/formats/gguf_read.c engine/formats/gguf.h \
 	engine/model/gguf_model.c engine/model/gguf_model.h \
 	engine/formats/gguf_write.c \
-	engine/formats/gguf_quantize.c \
+	engine/model/gguf_convert.c \
 	engine/kernels/blocks.c engine/kernels/blocks.h

@@ -1,5 +1,5 @@
-/* gguf_quantize.c: elm_quantize, a loaded model (Hugging Face folder or
- * GGUF) written as the GGUF file llama.cpp's converter would make
+/* gguf_convert.c: elm_quantize, the GGUF converter: a loaded model (Hugging
+ * Face folder or GGUF) written as the GGUF file llama.cpp's converter would make
  * (docs/OPENELM.md §7): the same keys, tensor names and shapes, proj_1 split into
  * ffn_gate and ffn_up, norms in f32, the vocabulary as tokenizer.ggml.*. */
 #include "config.h"
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "engine/formats/gguf.h"
-#include "engine/model/model.h"
 #include "engine/kernels/blocks.h"
+#include "engine/model/model.h"
 
 /* One tensor to write: a row range of a loaded matrix, or a norm vector. */
 struct source {
