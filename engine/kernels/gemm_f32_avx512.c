@@ -19,8 +19,7 @@
 #include "engine/kernels/blocks.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#include "engine/kernels/simd_x86.h"
 #define HAVE_GEMM_AVX512 1
 #endif
 

@@ -16,13 +16,11 @@
 #include "engine/kernels/q8q4.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
 #include <string.h>
 
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/simd_x86.h"
 
-#define AVX2 __attribute__((target("avx2,fma,f16c")))
-#define INLINE __attribute__((always_inline)) inline
 /* Software prefetch per row stream, this many bytes ahead: the hardware
  * prefetchers alone followed four interleaved rows at a third of the
  * bandwidth, and one row at 60-75 % (the distance: q8q4_avx512.c). */
