@@ -9,3 +9,8 @@ TESTS += tests/cli/test-command-line
 # tokenizer.model (tests/lib/fetch-tokenizer.sh).
 dist_check_SCRIPTS += tests/cli/test-tokenize.sh
 TESTS += tests/cli/test-tokenize.sh
+
+# bench --chat: its output's lines and fields, and what it computed and
+# reused (tests/lib/gen-checkpoint makes the second model).
+dist_check_SCRIPTS += tests/cli/test-bench-chat.sh
+TESTS += tests/cli/test-bench-chat.sh

@@ -1,8 +1,8 @@
 # tests/src/: the application's tests (src/, no curses): templates,
 # sessions, the store and config.yaml, conversations and KV reuse, slash
-# commands, option parsing.
+# commands, option parsing, the chat controller.
 SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-conversation \
-	tests/src/test-slash-commands tests/src/test-options
+	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller
 check_PROGRAMS += $(SRC_TESTS)
 TESTS += $(SRC_TESTS)
 
@@ -25,3 +25,7 @@ tests_src_test_slash_commands_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 tests_src_test_options_SOURCES = tests/src/test-options.c
 tests_src_test_options_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+# The chat controller on the real worker and two generated checkpoints.
+tests_src_test_controller_SOURCES = tests/src/test-controller.c
+tests_src_test_controller_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
