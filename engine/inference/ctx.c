@@ -152,34 +152,7 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     return ELM_OK;
 }
 
-int elm_ctx_n_past(const elm_ctx *ctx)
-{
-    return ctx->n_past;
-}
-
-int elm_ctx_n_ctx(const elm_ctx *ctx)
-{
-    return ctx->n_ctx;
-}
-
-const elm_model *elm_ctx_model(const elm_ctx *ctx)
-{
-    return ctx->model;
-}
-
-const int32_t *elm_ctx_tokens(const elm_ctx *ctx)
-{
-    return ctx->tokens;
-}
-
-elm_status elm_ctx_truncate(elm_ctx *ctx, int n_keep)
-{
-    if (!ctx || n_keep < 0 || n_keep > ctx->n_past)
-        return ELM_E_INVALID;
-    /* Rows past n_past are never read: dropping them is just a count. */
-    ctx->n_past = n_keep;
-    return ELM_OK;
-}
+#include "engine/inference/ctx_accessors.inc"
 
 void elm_ctx_set_profiling(elm_ctx *ctx, bool on)
 {

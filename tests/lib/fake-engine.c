@@ -217,33 +217,7 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
     return ELM_OK;
 }
 
-int elm_ctx_n_past(const elm_ctx *ctx)
-{
-    return ctx->n_past;
-}
-
-int elm_ctx_n_ctx(const elm_ctx *ctx)
-{
-    return ctx->n_ctx;
-}
-
-const elm_model *elm_ctx_model(const elm_ctx *ctx)
-{
-    return ctx->model;
-}
-
-const int32_t *elm_ctx_tokens(const elm_ctx *ctx)
-{
-    return ctx->tokens;
-}
-
-elm_status elm_ctx_truncate(elm_ctx *ctx, int n_keep)
-{
-    if (n_keep < 0 || n_keep > ctx->n_past)
-        return ELM_E_INVALID;
-    ctx->n_past = n_keep;
-    return ELM_OK;
-}
+#include "engine/inference/ctx_accessors.inc"
 
 elm_status elm_state_save(const elm_ctx *ctx, const char *path, char *err, size_t err_size)
 {
