@@ -21,7 +21,7 @@ struct gld {
     char *err;
     size_t err_size;
     uint64_t hash;
-    size_t norm_used, norm_size;
+    size_t norm_used;
     uint64_t bytes_by_dtype[8];
 };
 
@@ -93,9 +93,10 @@ static elm_status usable(struct gld *ld, const struct elm_gguf_tensor *t, const 
 }
 
 /* PyTorch [rows, cols] = ggml ne {cols, rows}. */
-static elm_status bind_matrix(struct gld *ld, const char *name, int64_t rows, int64_t cols,
+static elm_status bind_matrix(void *user, const char *name, int64_t rows, int64_t cols,
                               struct elm_matrix *out)
 {
+    struct gld *ld = user;
     const struct elm_gguf_tensor *t;
     const void *data;
     elm_status st = get_tensor(ld, name, 2, cols, rows, &t);
@@ -105,8 +106,9 @@ static elm_status bind_matrix(struct gld *ld, const char *name, int64_t rows, in
     return ELM_OK;
 }
 
-static elm_status bind_vector(struct gld *ld, const char *name, int64_t n, const float **out)
+static elm_status bind_vector(void *user, const char *name, int64_t n, const float **out)
 {
+    struct gld *ld = user;
     const struct elm_gguf_tensor *t;
     elm_status st = get_tensor(ld, name, 1, n, 1, &t);
     if (st)
@@ -121,9 +123,10 @@ static elm_status bind_vector(struct gld *ld, const char *name, int64_t n, const
 /* The engine wants gate and up as one [2 ff, d] matrix (HF's proj_1).  The
  * converter writes them back to back, so usually they already are; else
  * the two are copied together once. */
-static elm_status bind_gate_up(struct gld *ld, int li, int64_t ff, int64_t d,
+static elm_status bind_gate_up(void *user, int li, int64_t ff, int64_t d,
                                struct elm_matrix *out)
 {
+    struct gld *ld = user;
     char gname[64], uname[64];
     const struct elm_gguf_tensor *gt, *ut;
     snprintf(gname, sizeof gname, "blk.%d.ffn_gate.weight", li);
@@ -164,44 +167,27 @@ static elm_status bind_gate_up(struct gld *ld, int li, int64_t ff, int64_t d,
     return ELM_OK;
 }
 
+/* A layer's tensors: blk.N.attn_norm.weight and so on; ffn_gate and ffn_up
+ * are proj1. */
+static const struct elm_layer_binding layer_binding = {
+    .prefix = "blk.", .attn_norm = "attn_norm", .qkv = "attn_qkv", .q_norm = "attn_q_norm",
+    .k_norm = "attn_k_norm", .out = "attn_output", .ffn_norm = "ffn_norm", .proj2 = "ffn_down",
+    .vector = bind_vector, .matrix = bind_matrix, .gate_up = bind_gate_up};
+
 static elm_status bind_all(struct gld *ld)
 {
     struct elm_model *m = ld->m;
-    const struct elm_model_info *in = &m->info;
-    int d = in->model_dim, hd = in->head_dim;
-    char name[64];
     elm_status st;
-
-    if (!(ld->norm_size = elm_model_alloc_layers(m)))
-        return nomem(ld);
-
     if (elm_gguf_find_tensor(ld->g, "output.weight"))
         return elm_set_error(ld->err, ld->err_size, ELM_E_UNSUPPORTED,
                              "%s: output.weight: a separate output matrix is not supported "
                              "(OpenELM ties it to token_embd)",
                              ld->g->path);
-    if ((st = bind_matrix(ld, "token_embd.weight", in->n_vocab, d, &m->embed)))
+    if ((st = bind_matrix(ld, "token_embd.weight", m->info.n_vocab, m->info.model_dim,
+                          &m->embed)) ||
+        (st = elm_model_bind_layers(m, &layer_binding, ld)))
         return st;
-    for (int i = 0; i < in->n_layers; i++) {
-        struct elm_layer *l = &m->layers[i];
-        l->nq = in->n_query_heads[i];
-        l->nkv = in->n_kv_heads[i];
-        l->ff = in->ffn_dim[i];
-#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d." suffix ".weight", i), name)
-        if ((st = bind_vector(ld, NAME("attn_norm"), d, &l->attn_norm)) ||
-            (st = bind_matrix(ld, NAME("attn_qkv"), (int64_t)(l->nq + 2 * l->nkv) * hd, d,
-                              &l->qkv)) ||
-            (st = bind_vector(ld, NAME("attn_q_norm"), hd, &l->q_norm)) ||
-            (st = bind_vector(ld, NAME("attn_k_norm"), hd, &l->k_norm)) ||
-            (st = bind_matrix(ld, NAME("attn_output"), d, (int64_t)l->nq * hd, &l->out)) ||
-            (st = bind_vector(ld, NAME("ffn_norm"), d, &l->ffn_norm)) ||
-            (st = bind_gate_up(ld, i, l->ff, d, &l->proj1)) ||
-            (st = bind_matrix(ld, NAME("ffn_down"), d, l->ff, &l->proj2)))
-            return st;
-#undef NAME
-        elm_load_progress(m, 0.05f + 0.8f * (float)(i + 1) / (float)in->n_layers);
-    }
-    return bind_vector(ld, "output_norm.weight", d, &m->final_norm);
+    return bind_vector(ld, "output_norm.weight", m->info.model_dim, &m->final_norm);
 }
 
 static elm_status read_hparams(struct gld *ld)
@@ -335,6 +321,8 @@ elm_status elm_gguf_model_load(struct elm_model *m, const char *path, char *err,
     if ((st = elm_load_check(m, path, err, err_size)) || (st = read_hparams(&ld)))
         return st;
     elm_load_progress(m, 0.05f);
+    if (!elm_model_alloc_layers(m))
+        return nomem(&ld);
     if ((st = bind_all(&ld)) || (st = elm_load_check(m, path, err, err_size)))
         return st;
     elm_load_progress(m, 0.9f);

@@ -27,7 +27,7 @@ struct loader {
     char weights[PATH_MAX]; /* the single file or the index: named for missing tensors */
     json_object *weight_map; /* index: tensor name -> shard file name; NULL otherwise */
     uint64_t hash;
-    size_t norm_used, norm_size;
+    size_t norm_used;
     uint64_t bytes_by_dtype[3];
 };
 
@@ -133,9 +133,10 @@ static elm_status check_tensor(struct loader *ld, const struct elm_mapping *map,
     return ELM_OK;
 }
 
-static elm_status bind_matrix(struct loader *ld, const char *name, int64_t rows, int64_t cols,
+static elm_status bind_matrix(void *user, const char *name, int64_t rows, int64_t cols,
                               struct elm_matrix *out)
 {
+    struct loader *ld = user;
     const struct elm_mapping *map;
     const struct elm_st_tensor *t;
     elm_status st;
@@ -160,8 +161,9 @@ static elm_status bind_matrix(struct loader *ld, const char *name, int64_t rows,
     return ELM_OK;
 }
 
-static elm_status bind_vector(struct loader *ld, const char *name, int64_t n, const float **out)
+static elm_status bind_vector(void *user, const char *name, int64_t n, const float **out)
 {
+    struct loader *ld = user;
     const struct elm_mapping *map;
     const struct elm_st_tensor *t;
     elm_status st;
@@ -185,39 +187,22 @@ static elm_status bind_vector(struct loader *ld, const char *name, int64_t n, co
     return ELM_OK;
 }
 
+/* A layer's tensors: transformer.layers.N.attn_norm.weight and so on. */
+static const struct elm_layer_binding layer_binding = {
+    .prefix = "transformer.layers.", .attn_norm = "attn_norm", .qkv = "attn.qkv_proj",
+    .q_norm = "attn.q_norm", .k_norm = "attn.k_norm", .out = "attn.out_proj",
+    .ffn_norm = "ffn_norm", .proj1 = "ffn.proj_1", .proj2 = "ffn.proj_2",
+    .vector = bind_vector, .matrix = bind_matrix};
+
 static elm_status bind_all(struct loader *ld)
 {
     struct elm_model *m = ld->m;
-    const struct elm_model_info *in = &m->info;
-    int d = in->model_dim, hd = in->head_dim;
-    char name[128];
     elm_status st;
-
-    if (!(ld->norm_size = elm_model_alloc_layers(m)))
-        return elm_set_error(ld->err, ld->err_size, ELM_E_NOMEM, "%s: out of memory", ld->dir);
-
-    if ((st = bind_matrix(ld, "transformer.token_embeddings.weight", in->n_vocab, d, &m->embed)))
+    if ((st = bind_matrix(ld, "transformer.token_embeddings.weight", m->info.n_vocab,
+                          m->info.model_dim, &m->embed)) ||
+        (st = elm_model_bind_layers(m, &layer_binding, ld)))
         return st;
-    for (int i = 0; i < in->n_layers; i++) {
-        struct elm_layer *l = &m->layers[i];
-        l->nq = in->n_query_heads[i];
-        l->nkv = in->n_kv_heads[i];
-        l->ff = in->ffn_dim[i];
-#define NAME(suffix) (snprintf(name, sizeof name, "transformer.layers.%d." suffix, i), name)
-        if ((st = bind_vector(ld, NAME("attn_norm.weight"), d, &l->attn_norm)) ||
-            (st = bind_matrix(ld, NAME("attn.qkv_proj.weight"), (int64_t)(l->nq + 2 * l->nkv) * hd,
-                              d, &l->qkv)) ||
-            (st = bind_vector(ld, NAME("attn.q_norm.weight"), hd, &l->q_norm)) ||
-            (st = bind_vector(ld, NAME("attn.k_norm.weight"), hd, &l->k_norm)) ||
-            (st = bind_matrix(ld, NAME("attn.out_proj.weight"), d, (int64_t)l->nq * hd, &l->out)) ||
-            (st = bind_vector(ld, NAME("ffn_norm.weight"), d, &l->ffn_norm)) ||
-            (st = bind_matrix(ld, NAME("ffn.proj_1.weight"), 2 * (int64_t)l->ff, d, &l->proj1)) ||
-            (st = bind_matrix(ld, NAME("ffn.proj_2.weight"), d, l->ff, &l->proj2)))
-            return st;
-#undef NAME
-        elm_load_progress(m, 0.05f + 0.8f * (float)(i + 1) / (float)in->n_layers);
-    }
-    return bind_vector(ld, "transformer.norm.weight", d, &m->final_norm);
+    return bind_vector(ld, "transformer.norm.weight", m->info.model_dim, &m->final_norm);
 }
 
 /* Index json: {"weight_map": {"tensor": "shard file name"}}. */
@@ -306,6 +291,8 @@ static elm_status load_steps(struct loader *ld, const char *path, json_object **
     if (ends_with(ld->weights, ".index.json") && (st = load_index(ld, index)))
         return st;
     elm_hash_config(&ld->hash, &m->info);
+    if (!elm_model_alloc_layers(m))
+        return elm_set_error(ld->err, ld->err_size, ELM_E_NOMEM, "%s: out of memory", ld->dir);
     if ((st = bind_all(ld)) || (st = elm_load_check(m, path, ld->err, ld->err_size)))
         return st;
     elm_load_progress(m, 0.9f);

@@ -74,6 +74,25 @@ void *elm_model_own_copy(struct elm_model *m, size_t size);
 /* m->layers and m->norm_store for m->info; returns the store's size in
  * floats, 0 when out of memory. */
 size_t elm_model_alloc_layers(struct elm_model *m);
+/* How a loader names and binds a layer's tensors.  Tensor k of layer i is
+ * named prefix, i, '.', the name, ".weight" (blk.3.attn_qkv.weight). */
+struct elm_layer_binding {
+    const char *prefix;
+    const char *attn_norm, *qkv, *q_norm, *k_norm, *out, *ffn_norm, *proj1, *proj2;
+    /* A vector of n floats into the norm store, a matrix [rows, cols]. */
+    elm_status (*vector)(void *user, const char *name, int64_t n, const float **out);
+    elm_status (*matrix)(void *user, const char *name, int64_t rows, int64_t cols,
+                         struct elm_matrix *out);
+    /* proj1 [2 ff, d] from two tensors, gate and up (GGUF); NULL: the matrix
+     * named proj1. */
+    elm_status (*gate_up)(void *user, int layer, int64_t ff, int64_t d, struct elm_matrix *out);
+};
+/* The layer loop of both loaders (after elm_model_alloc_layers): each
+ * layer's head counts and FFN width from m->info, its tensors bound as b
+ * says (user is passed on), the load's progress reported after each layer
+ * (0.05 to 0.85); stops at the first error and returns it. */
+elm_status elm_model_bind_layers(struct elm_model *m, const struct elm_layer_binding *b,
+                                 void *user);
 /* The dtype (< n) holding the most weight bytes: the model's dtype. */
 enum elm_dtype elm_dominant_dtype(const uint64_t *bytes_by_dtype, int n);
 

@@ -3,9 +3,11 @@
  * owned copies and its layer storage mean the same whatever the file. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/model/load_steps.h"
 #include "engine/model/model.h"
 
 void elm_hash_bytes(uint64_t *h, const void *data, size_t n)
@@ -74,6 +76,35 @@ size_t elm_model_alloc_layers(struct elm_model *m)
     m->norm_store = malloc(n * sizeof(float));
     m->layers = calloc((size_t)in->n_layers, sizeof *m->layers);
     return m->norm_store && m->layers ? n : 0;
+}
+
+elm_status elm_model_bind_layers(struct elm_model *m, const struct elm_layer_binding *b,
+                                 void *user)
+{
+    const struct elm_model_info *in = &m->info;
+    int64_t d = in->model_dim, hd = in->head_dim;
+    char name[128];
+    for (int i = 0; i < in->n_layers; i++) {
+        struct elm_layer *l = &m->layers[i];
+        l->nq = in->n_query_heads[i];
+        l->nkv = in->n_kv_heads[i];
+        l->ff = in->ffn_dim[i];
+        elm_status st;
+#define NAME(what) (snprintf(name, sizeof name, "%s%d.%s.weight", b->prefix, i, b->what), name)
+        if ((st = b->vector(user, NAME(attn_norm), d, &l->attn_norm)) ||
+            (st = b->matrix(user, NAME(qkv), (int64_t)(l->nq + 2 * l->nkv) * hd, d, &l->qkv)) ||
+            (st = b->vector(user, NAME(q_norm), hd, &l->q_norm)) ||
+            (st = b->vector(user, NAME(k_norm), hd, &l->k_norm)) ||
+            (st = b->matrix(user, NAME(out), d, (int64_t)l->nq * hd, &l->out)) ||
+            (st = b->vector(user, NAME(ffn_norm), d, &l->ffn_norm)) ||
+            (st = b->gate_up ? b->gate_up(user, i, l->ff, d, &l->proj1)
+                             : b->matrix(user, NAME(proj1), 2 * (int64_t)l->ff, d, &l->proj1)) ||
+            (st = b->matrix(user, NAME(proj2), d, l->ff, &l->proj2)))
+            return st;
+#undef NAME
+        elm_load_progress(m, 0.05f + 0.8f * (float)(i + 1) / (float)in->n_layers);
+    }
+    return ELM_OK;
 }
 
 enum elm_dtype elm_dominant_dtype(const uint64_t *bytes_by_dtype, int n)
