@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli/model_open.h"
+#include "cli/option_loop.h"
 #include "cli/stopwatch.h"
 #include "src/chat_controller.h"
 #include "src/kvcache_store.h"
@@ -335,11 +336,10 @@ int bench_chat_main(int argc, char **argv)
         {"help", 0, NULL, 'h'},              {NULL, 0, NULL, 0}};
     const char *model_arg = NULL, *tpl_name = "openelm-instruct", *switch_arg = NULL;
     const char *system = "You are a helpful assistant. Answer briefly.";
-    long turns = 8, n_words = 48, n_reply = 32, threads = 0;
+    long turns = 8, n_words = 48, n_reply = 32, threads = cmd_all_cpus();
     bool resume = true;
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:t:h", opts, NULL)) != -1) {
         switch (opt) {
         case OPT_CHAT: break;
@@ -365,14 +365,11 @@ int bench_chat_main(int argc, char **argv)
         case OPT_SWITCH: switch_arg = optarg; break;
         case OPT_NO_RESUME: resume = false; break;
         case 'h': help(); return EXIT_OK;
-        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        default: return option_loop_error(argv[0], opt, argv);
         }
     }
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (threads == 0)
-        threads = cmd_all_cpus();
 
     /* Model names resolve against the user's folders, before the private
      * ones replace them. */

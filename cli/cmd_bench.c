@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/bench_chat.h"
+#include "cli/option_loop.h"
 #include "engine/elm_bench.h"
 #include "cli/commands.h"
 #include "src/options.h"
@@ -440,11 +441,10 @@ int cmd_bench(int argc, char **argv)
         {"no-bandwidth", 0, NULL, OPT_NO_BW}, {"no-blis", 0, NULL, OPT_NO_BLIS},
         {"profile", 0, NULL, OPT_PROFILE}, {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
-    long n_prompt = 512, n_gen = 128, threads = 0, reps = 5;
+    long n_prompt = 512, n_gen = 128, threads = cmd_all_cpus(), reps = 5;
     bool json = false, bandwidth = true, blis = true, profile = false;
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:p:n:t:r:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_arg = optarg; break;
@@ -470,14 +470,11 @@ int cmd_bench(int argc, char **argv)
         case OPT_NO_BLIS: blis = false; break;
         case OPT_PROFILE: profile = true; break;
         case 'h': help(); return EXIT_OK;
-        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        default: return option_loop_error(argv[0], opt, argv);
         }
     }
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
-    if (threads == 0)
-        threads = cmd_all_cpus();
 
     int rc = EXIT_RUNTIME;
     elm_ctx *ctx = NULL;

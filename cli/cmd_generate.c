@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/option_loop.h"
 #include "src/options.h"
 #include "cli/model_open.h"
 #include "src/xalloc.h"
@@ -56,8 +57,7 @@ int cmd_generate(int argc, char **argv)
     const char *tokens_arg = NULL;
     bool ignore_eos = false;
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:n:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'm': c.model = optarg; break;
@@ -68,8 +68,8 @@ int cmd_generate(int argc, char **argv)
         case OPT_TOKENS: tokens_arg = optarg; break;
         case OPT_IGNORE_EOS: ignore_eos = true; break;
         case 'h': help(); return EXIT_OK;
-        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-        case '?': return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        case ':':
+        case '?': return option_loop_error(argv[0], opt, argv);
         default: {
             int r = cli_common_option(&c, argv[0], opt, optarg);
             if (r < 0)

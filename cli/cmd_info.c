@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/option_loop.h"
 #include "src/options.h"
 #include "cli/model_open.h"
 
@@ -31,14 +32,12 @@ int cmd_info(int argc, char **argv)
         {"model", 1, NULL, 'm'}, {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_arg = optarg; break;
         case 'h': help(); return EXIT_OK;
-        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        default: return option_loop_error(argv[0], opt, argv);
         }
     }
     if (optind < argc)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/option_loop.h"
 #include "src/options.h"
 #include "cli/model_open.h"
 #include "src/xalloc.h"
@@ -43,8 +44,7 @@ int cmd_logits(int argc, char **argv)
     const char *tokens_arg = NULL, *out_path = NULL;
     bool all = false;
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:o:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'm': c.model = optarg; break;
@@ -57,8 +57,7 @@ int cmd_logits(int argc, char **argv)
             if (cli_common_option(&c, argv[0], opt, optarg) < 0)
                 return EXIT_USAGE;
             break;
-        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        default: return option_loop_error(argv[0], opt, argv);
         }
     }
     if (optind < argc)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
+#include "cli/option_loop.h"
 #include "src/options.h"
 
 static void help(void)
@@ -65,8 +66,7 @@ int cmd_quantize(int argc, char **argv)
     struct elm_quantize_params qp = elm_quantize_default_params();
     bool quiet = false;
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":t:qh", opts, NULL)) != -1) {
         switch (opt) {
         case 't':
@@ -77,8 +77,7 @@ int cmd_quantize(int argc, char **argv)
             break;
         case 'q': quiet = true; break;
         case 'h': help(); return EXIT_OK;
-        case ':': return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+        default: return option_loop_error(argv[0], opt, argv);
         }
     }
     if (argc - optind != 2)

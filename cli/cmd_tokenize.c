@@ -11,6 +11,7 @@
 
 #include "engine/elm_tokenizer.h"
 #include "cli/commands.h"
+#include "cli/option_loop.h"
 #include "src/options.h"
 #include "src/xalloc.h"
 
@@ -106,8 +107,7 @@ static int parse_args(int argc, char **argv, bool tokenize, const char **model, 
                       bool *bos, bool *pieces)
 {
     int opt;
-    optind = 1;
-    opterr = 0;
+    option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:h", long_opts, NULL)) != -1) {
         switch (opt) {
         case 'm': *model = optarg; break;
@@ -127,10 +127,8 @@ static int parse_args(int argc, char **argv, bool tokenize, const char **model, 
             else
                 help_detokenize();
             return EXIT_OK;
-        case ':':
-            return cli_usage_error(argv[0], "option '%s' needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error(argv[0], "unrecognized option '%s'", argv[optind - 1]);
+            return option_loop_error(argv[0], opt, argv);
         }
     }
     if (optind < argc)

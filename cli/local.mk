@@ -5,6 +5,7 @@ cli_libcli_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
 cli_libcli_a_SOURCES = \
 	cli/commands.h \
 	cli/model_open.c cli/model_open.h \
+	cli/option_loop.c cli/option_loop.h \
 	cli/stopwatch.c cli/stopwatch.h \
 	cli/cmd_run.c \
 	cli/cmd_tokenize.c \
