@@ -30,6 +30,33 @@ static int encode_run(const elm_tokenizer *tok, const char *s, size_t n, struct 
     return 0;
 }
 
+static int encode_cont(const elm_tokenizer *tok, const char *s, size_t n, struct idvec *out);
+
+/* A piece of a run: its start (dummy prefix) or a continuation (none). */
+static int encode_piece(const elm_tokenizer *tok, const char *s, size_t n, bool cont,
+                        struct idvec *out)
+{
+    return cont ? encode_cont(tok, s, n, out) : encode_run(tok, s, n, out);
+}
+
+/* The ids s[n_head..n) adds to s[0..n_head), both encoded as a piece
+ * (cont as encode_piece), appended to out when the head's ids start the
+ * whole's (*clean); else out is left alone. */
+static int encode_past(const elm_tokenizer *tok, const char *s, size_t n_head, size_t n, bool cont,
+                       struct idvec *out, bool *clean)
+{
+    struct idvec a = {0}, b = {0};
+    int rc = encode_piece(tok, s, n_head, cont, &a);
+    if (!rc)
+        rc = encode_piece(tok, s, n, cont, &b);
+    *clean = !rc && b.n >= a.n && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0;
+    if (*clean)
+        idvec_append(out, b.v + a.n, b.n - a.n);
+    idvec_fini(&a);
+    idvec_fini(&b);
+    return rc;
+}
+
 /* Text that continues a run after the model's ids: its mid-text encoding
  * (template.h), without the dummy prefix.  elm_tokenize always adds the
  * prefix, so encode "\n" + text and drop enc("\n"): when enc("\n") is a
@@ -42,30 +69,15 @@ static int encode_cont(const elm_tokenizer *tok, const char *s, size_t n, struct
 {
     if (!n)
         return 0;
-    struct idvec a = {0}, b = {0};
     char *joined = x_malloc(n + 1);
     joined[0] = '\n';
     memcpy(joined + 1, s, n);
-    int rc = encode_run(tok, joined, 1, &a);
-    if (!rc)
-        rc = encode_run(tok, joined, n + 1, &b);
-    if (!rc) {
-        if (b.n >= a.n && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0)
-            idvec_append(out, b.v + a.n, b.n - a.n);
-        else
-            rc = encode_run(tok, s, n, out);
-    }
+    bool clean;
+    int rc = encode_past(tok, joined, 1, n + 1, false, out, &clean);
+    if (!rc && !clean)
+        rc = encode_run(tok, s, n, out);
     free(joined);
-    idvec_fini(&a);
-    idvec_fini(&b);
     return rc;
-}
-
-/* A piece of a run: its start (dummy prefix) or a continuation (none). */
-static int encode_piece(const elm_tokenizer *tok, const char *s, size_t n, bool cont,
-                        struct idvec *out)
-{
-    return cont ? encode_cont(tok, s, n, out) : encode_run(tok, s, n, out);
 }
 
 /* A stored reply's tokens as the continuation of the piece `run` (encoded
@@ -77,22 +89,14 @@ static int encode_reply(const elm_tokenizer *tok, const char *run, size_t n_run,
 {
     if (!n_run)
         return encode_piece(tok, text, n_text, cont, out);
-    struct idvec a = {0}, b = {0};
     char *joined = x_malloc(n_run + n_text + 1);
     memcpy(joined, run, n_run);
     memcpy(joined + n_run, text, n_text);
-    int rc = encode_piece(tok, run, n_run, cont, &a);
-    if (!rc)
-        rc = encode_piece(tok, joined, n_run + n_text, cont, &b);
-    if (!rc) {
-        if (b.n >= a.n && memcmp(a.v, b.v, a.n * sizeof *a.v) == 0)
-            idvec_append(out, b.v + a.n, b.n - a.n);
-        else
-            rc = encode_cont(tok, text, n_text, out);
-    }
+    bool clean;
+    int rc = encode_past(tok, joined, n_run, n_run + n_text, cont, out, &clean);
+    if (!rc && !clean)
+        rc = encode_cont(tok, text, n_text, out);
     free(joined);
-    idvec_fini(&a);
-    idvec_fini(&b);
     return rc;
 }
 
