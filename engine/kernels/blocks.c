@@ -136,16 +136,26 @@ static void deq_q4_0(const uint8_t *b, float *y)
     }
 }
 
+/* Q4_K / Q5_K: the scales and offsets of sub-blocks 2j and 2j + 1. */
+static void kquant_pair(const uint8_t *sc, int j, float d, float dmin, float *d1, float *o1,
+                        float *d2, float *o2)
+{
+    int s1, m1, s2, m2;
+    elm_kquant_scale_min(2 * j, sc, &s1, &m1);
+    elm_kquant_scale_min(2 * j + 1, sc, &s2, &m2);
+    *d1 = d * (float)s1;
+    *o1 = dmin * (float)m1;
+    *d2 = d * (float)s2;
+    *o2 = dmin * (float)m2;
+}
+
 static void deq_q4_k(const uint8_t *b, float *y)
 {
     float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
     const uint8_t *sc = b + 4, *q = b + 16;
     for (int j = 0; j < 4; j++) {
-        int s1, m1, s2, m2;
-        elm_kquant_scale_min(2 * j, sc, &s1, &m1);
-        elm_kquant_scale_min(2 * j + 1, sc, &s2, &m2);
-        float d1 = d * (float)s1, o1 = dmin * (float)m1;
-        float d2 = d * (float)s2, o2 = dmin * (float)m2;
+        float d1, o1, d2, o2;
+        kquant_pair(sc, j, d, dmin, &d1, &o1, &d2, &o2);
         for (int l = 0; l < 32; l++) {
             y[64 * j + l] = d1 * (float)(q[32 * j + l] & 15) - o1;
             y[64 * j + 32 + l] = d2 * (float)(q[32 * j + l] >> 4) - o2;
@@ -158,11 +168,8 @@ static void deq_q5_k(const uint8_t *b, float *y)
     float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
     const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
     for (int j = 0; j < 4; j++) {
-        int s1, m1, s2, m2;
-        elm_kquant_scale_min(2 * j, sc, &s1, &m1);
-        elm_kquant_scale_min(2 * j + 1, sc, &s2, &m2);
-        float d1 = d * (float)s1, o1 = dmin * (float)m1;
-        float d2 = d * (float)s2, o2 = dmin * (float)m2;
+        float d1, o1, d2, o2;
+        kquant_pair(sc, j, d, dmin, &d1, &o1, &d2, &o2);
         unsigned u1 = 1u << (2 * j), u2 = 2u << (2 * j);
         for (int l = 0; l < 32; l++) {
             int lo = (q[32 * j + l] & 15) + ((qh[l] & u1) ? 16 : 0);
@@ -217,18 +224,12 @@ void elm_dequantize(const void *src, enum elm_dtype dtype, float *dst, int64_t n
     switch (dtype) {
     case ELM_DTYPE_F32: memcpy(dst, src, (size_t)n * sizeof *dst); return;
     case ELM_DTYPE_F16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, sizeof h);
-            dst[i] = elm_f16_to_f32(h);
-        }
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = elm_f16_at(p + 2 * i);
         return;
     case ELM_DTYPE_BF16:
-        for (int64_t i = 0; i < n; i++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, sizeof h);
-            dst[i] = elm_bf16_to_f32(h);
-        }
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = elm_bf16_at(p + 2 * i);
         return;
     default: break;
     }

@@ -71,6 +71,14 @@ static inline float elm_f16_at(const void *p)
     return elm_f16_to_f32(h);
 }
 
+/* The bf16 stored (unaligned) at p. */
+static inline float elm_bf16_at(const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, sizeof h);
+    return elm_bf16_to_f32(h);
+}
+
 /* Q4_K / Q5_K: sub-block j (0..7) of the 12 packed scale bytes: 6-bit scale and min.  The
  * first four keep both in the low 6 bits of bytes j and j + 4; the last four
  * put their low 4 bits in byte j + 4 and their top 2 bits in the spare high
