@@ -63,14 +63,23 @@ static enum screen_attr role_attr(enum tr_role r)
     return SA_NORMAL;
 }
 
-void draw_transcript(void *vwin, struct transcript *t, const char *assistant_label)
+/* The window (NULL: none to draw into) erased, and its size. */
+static WINDOW *erased(void *vwin, int *h, int *wd)
 {
     WINDOW *w = vwin;
+    if (w) {
+        getmaxyx(w, *h, *wd);
+        werase(w);
+    }
+    return w;
+}
+
+void draw_transcript(void *vwin, struct transcript *t, const char *assistant_label)
+{
+    int h, wd;
+    WINDOW *w = erased(vwin, &h, &wd);
     if (!w)
         return;
-    int h, wd;
-    getmaxyx(w, h, wd);
-    werase(w);
     size_t first = transcript_first_visible(t, h);
     for (int y = 0; y < h && first + (size_t)y < t->n_lines; y++) {
         const struct tr_line *l = &t->lines[first + (size_t)y];
@@ -292,12 +301,10 @@ void draw_status(void *vwin, const struct chat_status *s)
 
 void draw_sessions(void *vwin, char *const *names, size_t n, const char *current)
 {
-    WINDOW *w = vwin;
+    int h, wd;
+    WINDOW *w = erased(vwin, &h, &wd);
     if (!w)
         return;
-    int h, wd;
-    getmaxyx(w, h, wd);
-    werase(w);
     /* a left border column */
     for (int y = 0; y < h; y++)
         mvwaddch(w, y, 0, ACS_VLINE);
