@@ -68,6 +68,14 @@ ui_cleanup() {
 
 # The pane runs elmchat, then records its status and the tty modes, then
 # stays open so that the screen after exit can be captured.
+# A new server on a socket of its own each time: one that kill-server
+# stopped may still be exiting, and a session started on its socket dies
+# with it ("server exited unexpectedly"), under load or ASan.
+ui_new_socket() {
+    UI_SOCK_N=$(( ${UI_SOCK_N:-0} + 1 ))
+    UI_SOCK="$UI_DIR/tmux.$UI_SOCK_N.sock"
+}
+
 ui_start() {
     w=$1; h=$2; shift 2
     rm -f "$UI_DIR/exit" "$UI_DIR/stty"
@@ -88,6 +96,7 @@ mv '$UI_DIR/exit.tmp' '$UI_DIR/exit'
 exec sleep 600
 EOS
     [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"
+    ui_new_socket
     "$TMUX_CMD" -S "$UI_SOCK" -f /dev/null new-session -d -x "$w" -y "$h" "sh '$UI_DIR/run.sh'"
     "$TMUX_CMD" -S "$UI_SOCK" set-option -g status off >/dev/null
 }
@@ -103,6 +112,7 @@ export BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELM_WORKER_TEST_TOKEN_INTERVAL_MS='$
 export PS1='$ '
 EOS
     [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"
+    ui_new_socket
     "$TMUX_CMD" -S "$UI_SOCK" -f /dev/null new-session -d -x "$w" -y "$h" \
         "ENV='$UI_DIR/env.sh' exec ${UI_SHELL:-sh} -i"
     "$TMUX_CMD" -S "$UI_SOCK" set-option -g status off >/dev/null
