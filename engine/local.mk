@@ -7,7 +7,7 @@ engine_libelm_a_SOURCES = \
 	engine/elm_bench.h \
 	engine/elm_tokenizer.h \
 	engine/elm_worker.h \
-	engine/worker/worker_impl.h \
+	engine/worker/shared_state.h \
 	engine/worker/worker_testing.h \
 	engine/worker/worker.c \
 	engine/worker/events.c \

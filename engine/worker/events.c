@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/worker/worker_impl.h"
+#include "engine/worker/shared_state.h"
 
 void elm_event_fini(struct elm_event *ev)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/worker/worker_impl.h"
+#include "engine/worker/shared_state.h"
 
 /* The loader thread's progress callback. */
 static void load_progress(float fraction, void *user)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/worker/worker_impl.h"
+#include "engine/worker/shared_state.h"
 
 static void done_ok(elm_worker *w, const struct slot_ctx *sc)
 {

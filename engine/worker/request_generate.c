@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/worker/worker_impl.h"
+#include "engine/worker/shared_state.h"
 
 static void done_generate(elm_worker *w, struct slot_ctx *sc, enum elm_done_reason reason,
                           elm_status st, const char *msg)

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/worker/worker_impl.h"
+#include "engine/worker/shared_state.h"
 
 uint64_t wk_phys_half(void)
 {

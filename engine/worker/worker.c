@@ -1,7 +1,7 @@
 /* worker.c: the worker thread (one request at a time, loads adopted
  * between requests, its nice level) and the worker's life: new, free.
  * The contract is engine/elm_worker.h; the shared state is described in
- * engine/worker/worker_impl.h. */
+ * engine/worker/shared_state.h. */
 #include "config.h"
 
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #endif
 
-#include "engine/worker/worker_impl.h"
+#include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
 /* elm_worker_params.nice: renice this thread (Linux nice is per thread)

@@ -1,4 +1,4 @@
-/* worker_impl.h: the worker's shared state and its files' internal functions
+/* shared_state.h: the worker's shared state and its files' internal functions
  * (engine-internal; the contract is engine/elm_worker.h).
  *
  * Shared between threads, and only this: the request queue and the event
@@ -14,8 +14,8 @@
  * Shutdown stops a load through elm_model_load's abort callback (the quit
  * flag), so joining the loader takes one tensor, not the whole load.
  */
-#ifndef ELMCHAT_ENGINE_WORKER_IMPL_H
-#define ELMCHAT_ENGINE_WORKER_IMPL_H
+#ifndef ELMCHAT_ENGINE_WORKER_SHARED_STATE_H
+#define ELMCHAT_ENGINE_WORKER_SHARED_STATE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
