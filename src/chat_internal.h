@@ -35,8 +35,8 @@ struct conv {
     int edited_exchange;        /* the reply answers an /edit of this exchange */
 };
 
-/* chat_controller.c: the worker (every request goes through here), the
- * view, sampling, replies */
+/* chat_base.c: the worker (every request goes through here), the view,
+ * sampling, starting a reply */
 uint64_t chat_post(struct chat *c, const struct elm_request *req);
 void chat_changed(struct chat *c);
 void chat_info_msg(struct chat *c, bool error, const char *text); /* an info or error line */
@@ -48,6 +48,9 @@ void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p,
 void chat_apply_cli_sampling(struct chat *c, struct session *s);
 int chat_reply_reserve(const struct chat *c);
 void chat_start_reply(struct chat *c);
+/* a transcript line to the view; a session message as the view shows it */
+void chat_add_message(struct chat *c, const struct chat_message *m);
+struct chat_message chat_session_message(const struct session *s, size_t i);
 
 /* chat_sessions.c */
 struct conv *chat_conv_find(struct chat *c, const char *name);

@@ -28,6 +28,7 @@ src_libcore_a_SOURCES = \
 	src/slash_commands.c src/slash_commands.h \
 	src/chat_status.h \
 	src/chat_controller.c src/chat_controller.h src/chat_internal.h \
+	src/chat_base.c \
 	src/chat_sessions.c \
 	src/chat_model.c \
 	src/chat_commands.c

@@ -1,0 +1,200 @@
+/* chat_base.c: what every part of the chat controller uses (commands,
+ * sessions, model switches, the events): the one way to the worker
+ * (chat_post), the view's notifications and notices, the sampling in
+ * effect, and starting a reply.  It calls none of those parts. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/chat_controller.h"
+#include "src/chat_internal.h"
+#include "src/xalloc.h"
+
+/* ------------------------------------------------------------ the worker */
+
+uint64_t chat_post(struct chat *c, const struct elm_request *req)
+{
+    return elm_worker_post(c->worker, req);
+}
+
+double chat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void chat_notice(struct chat *c, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->notice, sizeof c->notice, fmt, ap);
+    va_end(ap);
+    /* one line */
+    for (char *p = c->notice; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    c->notice_error = error;
+    c->notice_until = chat_now() + (error ? 8.0 : 5.0);
+    chat_changed(c);
+}
+
+/* ------------------------------------------------------------- the view */
+
+void chat_changed(struct chat *c)
+{
+    if (c->view.changed)
+        c->view.changed(c->view.user);
+}
+
+void chat_add_message(struct chat *c, const struct chat_message *m)
+{
+    if (c->view.message_added)
+        c->view.message_added(c->view.user, m);
+}
+
+void chat_info_msg(struct chat *c, bool error, const char *text)
+{
+    chat_add_message(c, &(struct chat_message){
+                       .role = error ? CHAT_ERROR : CHAT_INFO, .text = text, .ref = -1});
+    chat_changed(c);
+}
+
+void chat_put_input(struct chat *c, const char *text)
+{
+    if (c->view.input_replaced)
+        c->view.input_replaced(c->view.user, text);
+}
+
+void chat_session_list_changed(struct chat *c)
+{
+    if (c->view.session_list_changed)
+        c->view.session_list_changed(c->view.user);
+    chat_changed(c);
+}
+
+
+/* Exchange numbers (for /pin N): the k-th user message is exchange k. */
+size_t chat_exchange_of(const struct session *s, size_t i)
+{
+    size_t k = 0;
+    for (size_t j = 0; j <= i && j < s->n_msgs; j++)
+        k += s->msgs[j].role == ROLE_USER;
+    return k;
+}
+
+/* Session message i as the view gets it. */
+struct chat_message chat_session_message(const struct session *s, size_t i)
+{
+    const struct message *m = &s->msgs[i];
+    return (struct chat_message){
+        .role = m->role == ROLE_USER        ? CHAT_USER
+                : m->role == ROLE_ASSISTANT ? CHAT_ASSISTANT
+                                            : CHAT_SYSTEM,
+        .text = m->content,
+        .ref = (int)i,
+        .exchange = m->role == ROLE_USER ? (int)chat_exchange_of(s, i) : 0,
+        .interrupted = m->interrupted,
+        .out_of_context = m->out_of_context,
+        .pinned = m->pinned,
+    };
+}
+
+/* The view starts over from the current conversation (after anything that
+ * changes more than the last message: load, eviction, undo...). */
+void chat_show_conv(struct chat *c)
+{
+    if (c->view.cleared)
+        c->view.cleared(c->view.user);
+    struct session *s = c->cur->s;
+    const char *sys = s->system ? s->system : c->cur->tpl->default_system;
+    if (sys && *sys)
+        chat_add_message(c, &(struct chat_message){.role = CHAT_SYSTEM, .text = sys, .ref = -1});
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        struct chat_message m = chat_session_message(s, i);
+        chat_add_message(c, &m);
+    }
+    chat_changed(c);
+}
+
+/* --------------------------------------------------------------- sampling */
+
+void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens)
+{
+    *p = elm_sampler_default_params();
+    *max_tokens = 256;
+    if (c->cur)
+        sampling_apply(&c->cur->tpl->sampling, p, max_tokens);
+    sampling_apply(&c->cfg.sampling, p, max_tokens);
+    if (c->cur)
+        sampling_apply(&c->cur->s->sampling, p, max_tokens);
+}
+
+/* Command-line sampling options become the session's (and are saved). */
+void chat_apply_cli_sampling(struct chat *c, struct session *s)
+{
+    const struct elm_sampler_params d = elm_sampler_default_params();
+    const struct elm_sampler_params *o = &c->opt.common.sampler;
+    struct sampling *sp = &s->sampling;
+    if (o->temperature != d.temperature)
+        sp->set |= SAMPLING_TEMPERATURE, sp->p.temperature = o->temperature;
+    if (o->top_k != d.top_k)
+        sp->set |= SAMPLING_TOP_K, sp->p.top_k = o->top_k;
+    if (o->top_p != d.top_p)
+        sp->set |= SAMPLING_TOP_P, sp->p.top_p = o->top_p;
+    if (o->min_p != d.min_p)
+        sp->set |= SAMPLING_MIN_P, sp->p.min_p = o->min_p;
+    if (o->repeat_penalty != d.repeat_penalty)
+        sp->set |= SAMPLING_REPEAT_PENALTY, sp->p.repeat_penalty = o->repeat_penalty;
+    if (o->seed != d.seed)
+        sp->set |= SAMPLING_SEED, sp->p.seed = o->seed;
+    if (c->opt.common.max_tokens >= 0)
+        sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = c->opt.common.max_tokens;
+}
+
+/* Tokens kept free for the reply: max-tokens (conversation.c caps it at a
+ * quarter of the context). */
+int chat_reply_reserve(const struct chat *c)
+{
+    struct elm_sampler_params p;
+    int max_tokens;
+    chat_effective_sampling(c, &p, &max_tokens);
+    return max_tokens;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+static void post_generate(struct chat *c, struct conv *v)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
+    req.slot = v->slot;
+    int max_tokens;
+    chat_effective_sampling(c, &req.sampler, &max_tokens);
+    req.max_tokens = max_tokens;
+    /* the engine holds back what may begin a stop string, and ends there */
+    req.stop_strings = v->tpl->stop;
+    req.n_stop_strings = (int)v->tpl->n_stop;
+    conversation_request(&v->cv, &req);
+    c->gen_req = chat_post(c, &req);
+}
+
+/* The conversation stands after a generation prompt: ask for the reply. */
+void chat_start_reply(struct chat *c)
+{
+    struct conv *v = c->cur;
+    c->reply_n_ids = 0;
+    sbuf_fini(&c->reply_text);
+    sbuf_add(&c->reply_text, "", 0);
+    c->got_token = false;
+    c->prefill_progress = 0;
+    c->generating = true;
+    c->gen_conv = v;
+    if (c->view.reply_started)
+        c->view.reply_started(c->view.user, (int)v->s->n_msgs);
+    post_generate(c, v);
+    chat_changed(c);
+}
