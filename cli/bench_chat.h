@@ -1,5 +1,5 @@
-/* bench_chat.h: `elmchat bench --chat`: replays an N-turn conversation on
- * the engine (synchronous API) and prints, per turn, the tokens computed and
+/* bench_chat.h: `elmchat bench --chat`: replays an N-turn conversation
+ * through the chat controller (as the TUI runs it) and prints, per turn, the tokens computed and
  * reused and the time to first token, with the KV cache kept across turns
  * and without (a fresh cache each turn: the whole sequence prefilled). */
 #ifndef ELMCHAT_SRC_BENCH_CHAT_H

@@ -1,4 +1,4 @@
-/* cmd_model.c: model and context loading shared by the engine subcommands. */
+/* model_open.c: model and context loading shared by the engine subcommands. */
 #include "config.h"
 
 #include "cli/model_open.h"

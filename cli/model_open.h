@@ -1,4 +1,4 @@
-/* cmd_model.h: loading a model and a context for the engine subcommands
+/* model_open.h: loading a model and a context for the engine subcommands
  * (info, logits, generate, bench).  Errors are printed; NULL means exit 1. */
 #ifndef ELMCHAT_SRC_CMD_MODEL_H
 #define ELMCHAT_SRC_CMD_MODEL_H

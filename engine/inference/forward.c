@@ -1,6 +1,7 @@
 /* forward.c: the OpenELM forward pass (docs/OPENELM.md §2) over a chunk of tokens,
- * and elm_decode on top of it.  Activations are f32; n > 1 tokens go through
- * BLIS GEMM, a single token through the matvec kernels on the ctx's pool.
+ * and elm_decode on top of it.  Activations are f32; a batch goes through
+ * elm_gemm (kernels/gemm.c: row kernels, our GEMMs or BLIS), a single token
+ * through the row kernels, on the ctx's pool.
  * With elm_ctx_set_profiling on, each phase is timed (`elmchat bench`). */
 #include "config.h"
 

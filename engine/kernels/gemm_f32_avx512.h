@@ -1,4 +1,4 @@
-/* gemm_avx512.h: our own packed AVX-512 SGEMM for prefill (engine-internal). */
+/* gemm_f32_avx512.h: our own packed AVX-512 SGEMM for prefill (engine-internal). */
 #ifndef ELMCHAT_ENGINE_GEMM_AVX512_H
 #define ELMCHAT_ENGINE_GEMM_AVX512_H
 

@@ -24,7 +24,7 @@ import build_corpus  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", default=os.path.join(HERE, "out", "corpus"))
-    ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", "/tmp/dm-elm/elmchat"))
+    ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "elmchat")))
     ap.add_argument("--lines", type=int, default=300)
     ap.add_argument("--dialogues", type=int, default=40)
     a = ap.parse_args()

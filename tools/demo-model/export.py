@@ -54,7 +54,7 @@ def main():
     ap.add_argument("--dtype", choices=sorted(DT), default="f32")
     ap.add_argument("--gguf", default="", help="comma-separated types, e.g. q8_0,q4_k")
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "out", "corpus", "tokenizer.model"))
-    ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", "/tmp/dm-elm/elmchat"))
+    ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "elmchat")))
     a = ap.parse_args()
     run = os.path.join(HERE, "runs", a.size)
     src = a.src or (os.path.join(run, "final") if os.path.isdir(os.path.join(run, "final"))

@@ -45,7 +45,7 @@ def check(model_dir, elmchat, seqs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("model_dir")
-    ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", "/tmp/dm-elm/elmchat"))
+    ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "elmchat")))
     ap.add_argument("--tokens")
     ap.add_argument("--corpus", default=os.path.join(HERE, "out", "corpus", "val.pt"))
     a = ap.parse_args()

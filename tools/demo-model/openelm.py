@@ -1,4 +1,4 @@
-"""OpenELM in PyTorch, exactly as /work/shared/OPENELM.md (sections 1-3)
+"""OpenELM in PyTorch, exactly as docs/OPENELM.md (sections 1-3)
 describes it: per-layer query/kv heads and FFN widths from the multipliers
 (make_divisible), QK RMSNorm before RoPE (rotate-half), GQA by
 repeat_interleave, SwiGLU (first half of proj_1 is the gate), RMSNorm eps
