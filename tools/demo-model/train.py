@@ -27,7 +27,7 @@ import openelm  # noqa: E402
 
 DEFAULTS = {
     "small": dict(lr=2e-3, epochs=2, batch_tokens=6144, warmup=300),
-    "large": dict(lr=1e-3, epochs=8, batch_tokens=8192, warmup=500),
+    "large": dict(lr=1e-3, epochs=3, batch_tokens=8192, warmup=500),
 }
 
 
