@@ -33,6 +33,7 @@
 #include "cli/stopwatch.h"
 #include "src/chat_controller.h"
 #include "src/kvcache_store.h"
+#include "src/model_find.h"
 #include "src/options.h"
 #include "src/paths.h"
 #include "src/store.h"
@@ -46,7 +47,7 @@ static void help(void)
            "first token, with the KV cache kept across turns and without (the whole\n"
            "sequence prefilled anew).\n"
            "\n"
-           "  -m, --model MODEL     model folder or name (default: the bundled demo model)\n"
+           "  -m, --model MODEL     model folder or name (default: guide-small-instruct)\n"
            "      --turns N         turns (default 8)\n"
            "      --words N         words per user message (default 48)\n"
            "      --reply N         at most N tokens per reply, greedy (default 32)\n"
@@ -374,8 +375,8 @@ int bench_chat_main(int argc, char **argv)
     /* Model names resolve against the user's folders, before the private
      * ones replace them. */
     char err[1024], p1[4096], p2[4096];
-    if (!cli_resolve_model(model_arg, p1, sizeof p1, err, sizeof err) ||
-        (switch_arg && !cli_resolve_model(switch_arg, p2, sizeof p2, err, sizeof err))) {
+    if (!model_resolve(model_arg, p1, sizeof p1, err, sizeof err) ||
+        (switch_arg && !model_resolve(switch_arg, p2, sizeof p2, err, sizeof err))) {
         cli_error("%s", err);
         return EXIT_RUNTIME;
     }

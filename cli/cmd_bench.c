@@ -40,7 +40,7 @@ static void help(void)
            "sgemm on the same shapes (M = the prompt's tokens, at most 512 a batch; the\n"
            "model's layers; same threads; one shot, ~1 s at most), and our share of BLIS.\n"
            "\n"
-           "  -m, --model MODEL     model folder or name (default: the bundled demo model)\n"
+           "  -m, --model MODEL     model folder or name (default: guide-small-instruct)\n"
            "  -p, --n-prompt N      prompt tokens (default 512; 0 skips the pp test)\n"
            "  -n, --n-gen N         generated tokens (default 128; 0 skips the tg test)\n"
            "  -t, --threads N       compute threads (default: all cores)\n"

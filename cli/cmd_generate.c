@@ -23,7 +23,7 @@ static void help(void)
            "(default %d). Print the new ids on one line, separated by spaces. Generation\n"
            "stops after the end-of-sequence id (which is printed) unless --ignore-eos.\n"
            "\n"
-           "  -m, --model MODEL        model folder or name (default: the bundled demo model)\n"
+           "  -m, --model MODEL        model folder or name (default: guide-small-instruct)\n"
            "      --tokens IDS         prompt token ids, separated by commas or spaces\n"
            "      --ignore-eos         keep going after the end-of-sequence id\n"
            "%s"

@@ -20,10 +20,32 @@ static void help(void)
            "per-layer table of query heads, KV heads and FFN width.\n"
            "\n"
            "  -m, --model MODEL   model folder (Hugging Face layout) or name\n"
-           "                      (default: the bundled demo model)\n"
+           "                      (default: guide-small-instruct)\n"
            "  -h, --help          display this help and exit\n"
            "\n"
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
+}
+
+/* The model's own sampling defaults, in the /set names. */
+static void print_sampling(const struct elm_model_sampling *m)
+{
+    printf("sampling defaults:   ");
+    if (!m->set)
+        printf(" none\n");
+    if (m->set & ELM_SAMPLING_TEMPERATURE)
+        printf(" temperature %g", (double)m->temperature);
+    if (m->set & ELM_SAMPLING_TOP_K)
+        printf(" top-k %d", m->top_k);
+    if (m->set & ELM_SAMPLING_TOP_P)
+        printf(" top-p %g", (double)m->top_p);
+    if (m->set & ELM_SAMPLING_MIN_P)
+        printf(" min-p %g", (double)m->min_p);
+    if (m->set & ELM_SAMPLING_REPEAT_PENALTY)
+        printf(" repeat-penalty %g", (double)m->repeat_penalty);
+    if (m->set & ELM_SAMPLING_REPEAT_LAST_N)
+        printf(" repeat-last-n %d", m->repeat_last_n);
+    if (m->set)
+        printf("\n");
 }
 
 int cmd_info(int argc, char **argv)
@@ -68,6 +90,7 @@ int cmd_info(int argc, char **argv)
     printf("eos_token_id:         %d\n", in->eos_id);
     printf("kv_floats_per_token:  %ld\n", kv);
     printf("fingerprint:          %016" PRIx64 "\n", in->fingerprint);
+    print_sampling(&in->sampling);
     if (tok)
         printf("tokenizer:            %d pieces\n", elm_tokenizer_n_vocab(tok));
     else

@@ -21,7 +21,7 @@ static void help(void)
            "the logits as raw little-endian float32: the last position's row of\n"
            "vocab_size values, or with --all one row per position, in order.\n"
            "\n"
-           "  -m, --model MODEL   model folder or name (default: the bundled demo model)\n"
+           "  -m, --model MODEL   model folder or name (default: guide-small-instruct)\n"
            "      --tokens IDS    token ids, separated by commas or spaces\n"
            "  -o, --output FILE   where to write the logits ('-' for standard output)\n"
            "      --all           every position's row, not only the last\n"

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
+#include "src/model_find.h"
 #include "src/options.h"
 
 static void help(void)
@@ -88,7 +89,7 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error(argv[0], "the output file name must end in .gguf");
 
     char path[PATH_MAX], err[ELM_ERR_MAX];
-    if (!cli_resolve_model(model_arg, path, sizeof path, err, sizeof err)) {
+    if (!model_resolve(model_arg, path, sizeof path, err, sizeof err)) {
         cli_error("%s", err);
         return EXIT_RUNTIME;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "src/model_find.h"
 #include "src/options.h"
 #include "src/config_file.h"
 #include "src/store.h"
@@ -25,8 +26,8 @@ static void print_help(void)
            "standard input when neither -p nor -f is given).\n"
            "\n"
            "  -m, --model MODEL        model folder, .gguf file, name or alias (default:\n"
-           "                           default_model of config.yaml, else the bundled\n"
-           "                           demo model, whose output is noise)\n"
+           "                           default_model of config.yaml, else $ELMCHAT_MODEL,\n"
+           "                           else the bundled guide-small-instruct)\n"
            "  -t, --template NAME      chat template (default: openelm-instruct for\n"
            "                           models named *instruct*, else plain)\n"
            "      --system TEXT        system prompt\n"
@@ -38,8 +39,10 @@ static void print_help(void)
            "%s"
            "  -h, --help               display this help and exit\n"
            "\n"
-           "The default sampling comes from the template, then config.yaml, then the\n"
-           "options; at most %d new tokens unless -n says otherwise.\n",
+           "The default sampling comes from the template, then the model's own\n"
+           "(generation_config.json, or the GGUF's general.sampling keys), then\n"
+           "config.yaml, then the options; at most %d new tokens unless -n says\n"
+           "otherwise.\n",
            cli_common_help, RUN_DEFAULT_MAX_TOKENS);
 }
 
@@ -241,8 +244,8 @@ int cmd_run(int argc, char **argv)
     }
     if (!c.model && !(dry_run && tokenizer_path))
         c.model = cfg.default_model;
-    /* Like the chat: no model anywhere means the bundled demo model
-     * ("" resolves to it, or to a message saying it is missing). */
+    /* Like the chat: no model anywhere means $ELMCHAT_MODEL or the bundled
+     * default ("" resolves to it, or to a message saying it is missing). */
     if (!c.model && !(dry_run && tokenizer_path))
         c.model = "";
     int rc = EXIT_RUNTIME;
@@ -256,7 +259,7 @@ int cmd_run(int argc, char **argv)
     char model_path[4096] = "";
     if (c.model) {
         const char *alias = config_alias(&cfg, c.model);
-        if (!cli_resolve_model(alias ? alias : c.model, model_path, sizeof model_path, err,
+        if (!model_resolve(alias ? alias : c.model, model_path, sizeof model_path, err,
                                sizeof err)) {
             cli_error("%s", err);
             goto out;
@@ -319,10 +322,13 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
 
-    /* Sampling: engine defaults < template < config.yaml < options. */
+    /* Sampling: engine defaults < template < the model's own < config.yaml
+     * < options. */
     struct elm_sampler_params sp = elm_sampler_default_params();
     int max_tokens = RUN_DEFAULT_MAX_TOKENS;
     sampling_apply(&tpl->sampling, &sp, &max_tokens);
+    struct sampling model_defaults = sampling_from_model(&elm_model_get_info(model)->sampling);
+    sampling_apply(&model_defaults, &sp, &max_tokens);
     sampling_apply(&cfg.sampling, &sp, &max_tokens);
     struct sampling opts = {given, c.sampler, c.max_tokens};
     sampling_apply(&opts, &sp, &max_tokens);

@@ -12,6 +12,7 @@
 #include "engine/elm_tokenizer.h"
 #include "cli/commands.h"
 #include "cli/option_loop.h"
+#include "src/model_find.h"
 #include "src/options.h"
 #include "src/xalloc.h"
 
@@ -31,7 +32,7 @@ static void help_tokenize(void)
            "separated by spaces (the text is taken as is: a final newline is a token).\n"
            "\n"
            "  -m, --model MODEL     use MODEL's tokenizer.model or tokenizer.json\n"
-           "                        (default: the bundled demo model)\n"
+           "                        (default: guide-small-instruct)\n"
            "      --tokenizer FILE  use this tokenizer.model or tokenizer.json\n"
            "      --bos             start with the BOS id\n"
            "      --pieces          print the pieces instead of the ids\n"
@@ -48,7 +49,7 @@ static void help_detokenize(void)
            "and print the text they decode to, exactly (no newline is added).\n"
            "\n"
            "  -m, --model MODEL     use MODEL's tokenizer.model or tokenizer.json\n"
-           "                        (default: the bundled demo model)\n"
+           "                        (default: guide-small-instruct)\n"
            "      --tokenizer FILE  use this tokenizer.model or tokenizer.json\n"
            "  -h, --help            display this help and exit\n"
            "\n"
@@ -89,7 +90,7 @@ static elm_tokenizer *open_tokenizer(const char *model, const char *file)
         st = elm_tokenizer_load(file, &tok, err, sizeof err);
     } else {
         char path[4096];
-        if (!cli_resolve_model(model, path, sizeof path, err, sizeof err)) {
+        if (!model_resolve(model, path, sizeof path, err, sizeof err)) {
             cli_error("%s", err);
             return NULL;
         }

@@ -7,12 +7,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "src/model_find.h"
 #include "src/options.h"
 
 elm_model *cmd_load_model(const char *arg, int n_threads)
 {
     char path[4096], err[ELM_ERR_MAX];
-    if (!cli_resolve_model(arg, path, sizeof path, err, sizeof err)) {
+    if (!model_resolve(arg, path, sizeof path, err, sizeof err)) {
         cli_error("%s", err);
         return NULL;
     }

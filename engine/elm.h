@@ -68,6 +68,28 @@ void elm_model_free(elm_model *model);
 
 #define ELM_MAX_LAYERS 128
 
+/* Sampling defaults that come with a model: its generation_config.json
+ * (temperature, top_k, top_p, min_p, repetition_penalty; "do_sample": false
+ * is greedy) or a GGUF's general.sampling.* keys (llama.cpp's names).  `set`
+ * holds an ELM_SAMPLING_* bit for each field the model gives. */
+enum {
+    ELM_SAMPLING_TEMPERATURE = 1u << 0,
+    ELM_SAMPLING_TOP_K = 1u << 1,
+    ELM_SAMPLING_TOP_P = 1u << 2,
+    ELM_SAMPLING_MIN_P = 1u << 3,
+    ELM_SAMPLING_REPEAT_PENALTY = 1u << 4,
+    ELM_SAMPLING_REPEAT_LAST_N = 1u << 5,
+};
+struct elm_model_sampling {
+    unsigned set;
+    float temperature;
+    int top_k;
+    float top_p;
+    float min_p;
+    float repeat_penalty;
+    int repeat_last_n;
+};
+
 struct elm_model_info {
     int n_layers;
     int model_dim;
@@ -88,6 +110,7 @@ struct elm_model_info {
     uint64_t weight_bytes;
     uint64_t fingerprint; /* hash of config + tensor table (+ data sample) */
     char name[128];       /* folder or file base name */
+    struct elm_model_sampling sampling; /* not part of the fingerprint */
 };
 /* Borrowed, valid until elm_model_free. */
 const struct elm_model_info *elm_model_get_info(const elm_model *model);

@@ -129,6 +129,10 @@ void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p,
     *max_tokens = 256;
     if (c->cur)
         sampling_apply(&c->cur->tpl->sampling, p, max_tokens);
+    if (c->info) {
+        struct sampling model = sampling_from_model(&c->info->sampling);
+        sampling_apply(&model, p, max_tokens);
+    }
     sampling_apply(&c->cfg.sampling, p, max_tokens);
     if (c->cur)
         sampling_apply(&c->cur->s->sampling, p, max_tokens);

@@ -45,7 +45,7 @@ static void show_info(struct chat *c)
             n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                           \
     } while (0)
     ADD("model: %s%s\npath: %s\n", c->model_name,
-        c->demo ? " (bundled demo: random weights, its output is noise)" : "", c->model_path);
+        c->bundled ? " (bundled with elmchat: a tiny guide and dictionary)" : "", c->model_path);
     if (mi)
         ADD("layers %d, dim %d, vocab %d, %.1fM parameters, %s\n", mi->n_layers, mi->model_dim,
             mi->n_vocab, (double)mi->n_params / 1e6, elm_dtype_name(mi->dtype));

@@ -425,7 +425,6 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
         st->n_ctx = c->n_ctx;
     st->prefill_tps = c->prefill_tps;
     st->decode_tps = c->decode_tps;
-    st->demo = c->demo;
     if (c->model_loading && !c->generating) {
         /* a small progress bar: 10 cells */
         char bar[64] = "";
@@ -500,7 +499,7 @@ bool chat_has_notice(const struct chat *c)
 
 const char *chat_model_label(const struct chat *c)
 {
-    return c->demo ? "demo model" : c->model_name;
+    return c->model_name;
 }
 
 void chat_last_request(const struct chat *c, int *reused, int *computed)
@@ -628,12 +627,15 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     if (!c->worker)
         return false;
     chat_post_load_model(c);
-    if (c->demo)
-        chat_info_msg(c, false,
-                      "This is the bundled demo model: random weights, so its replies are noise. "
-                      "Use -m MODEL (or /model) for a real OpenELM checkpoint. /help lists the "
-                      "commands.");
-    else if (!s->n_msgs)
+    if (c->bundled && !s->n_msgs) {
+        char line[512];
+        snprintf(line, sizeof line,
+                 "%s is elmchat's own tiny model: it knows elmchat and what 3,000 English words "
+                 "mean, nothing else. For real answers load OpenELM: /model PATH (README: "
+                 "Getting models). /help lists the commands.",
+                 c->model_name);
+        chat_info_msg(c, false, line);
+    } else if (!s->n_msgs)
         chat_info_msg(c, false, "Type a message and press Enter. /help lists the commands.");
     return true;
 }

@@ -86,7 +86,7 @@ struct chat {
     char *model_arg;             /* as the user named it (owned), NULL: default */
     char model_path[4096];
     char model_name[128];
-    bool demo;                   /* the bundled random-weight model */
+    bool bundled;                /* one of the models elmchat ships (model_find.h) */
     bool model_ready;            /* a model is current in the worker */
     struct elm_model_info *info; /* owned copy from MODEL_READY */
     elm_tokenizer *tok;          /* owned: loaded here, immutable, any thread */
@@ -168,7 +168,7 @@ bool chat_quit_requested(const struct chat *c);
 bool chat_has_notice(const struct chat *c);
 /* The current session's name (NULL: none). */
 const char *chat_session_name(const struct chat *c);
-/* The label of the model's replies ("demo model" or the model's name). */
+/* The label of the model's replies: the model's name. */
 const char *chat_model_label(const struct chat *c);
 /* The current session's last request: tokens reused from the worker's
  * cache and tokens computed. */

@@ -10,19 +10,14 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/model_find.h"
 #include "src/xalloc.h"
-
-static bool is_default_model(const char *path)
-{
-    char def[4096];
-    return cli_default_model_path(def, sizeof def) && strcmp(def, path) == 0;
-}
 
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
                         size_t err_size)
 {
     const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
-    return cli_resolve_model(alias ? alias : arg, path, size, err, err_size);
+    return model_resolve(alias ? alias : arg, path, size, err, err_size);
 }
 
 /* The tokenizer is loaded here too (it is immutable and cheap), because the
@@ -44,14 +39,13 @@ static const char *base_name(const char *path)
     return s;
 }
 
-static void model_label(const char *path, bool demo, char *out, size_t size)
+/* The folder or file name, without ".gguf": what the replies are labelled with. */
+static void model_label(const char *path, char *out, size_t size)
 {
-    if (demo) {
-        snprintf(out, size, "demo model");
-        return;
-    }
     const char *b = base_name(path);
     size_t n = strcspn(b, "/");
+    if (n > 5 && strncmp(b + n - 5, ".gguf", 5) == 0)
+        n -= 5;
     snprintf(out, size, "%.*s", (int)(n > 100 ? 100 : n), b);
 }
 
@@ -62,8 +56,8 @@ bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size
     if (!chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err, err_size))
         return false;
     c->model_arg = arg ? x_strdup(arg) : NULL;
-    c->demo = is_default_model(c->model_path);
-    model_label(c->model_path, c->demo, c->model_name, sizeof c->model_name);
+    c->bundled = model_is_bundled(c->model_path);
+    model_label(c->model_path, c->model_name, sizeof c->model_name);
     c->tok = load_tokenizer(c->model_path, err, err_size);
     if (!c->tok)
         return false;
@@ -99,7 +93,7 @@ bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, ch
     free(c->load_arg);
     c->load_arg = arg ? x_strdup(arg) : NULL;
     snprintf(c->load_path, sizeof c->load_path, "%s", path);
-    model_label(path, is_default_model(path), c->load_name, sizeof c->load_name);
+    model_label(path, c->load_name, sizeof c->load_name);
     chat_post_load_model(c);
     return true;
 }
@@ -170,8 +164,8 @@ void chat_model_ready(struct chat *c, struct elm_event *ev)
         c->model_arg = c->load_arg;
         c->load_arg = NULL;
         snprintf(c->model_path, sizeof c->model_path, "%s", c->load_path);
-        c->demo = is_default_model(c->model_path);
-        model_label(c->model_path, c->demo, c->model_name, sizeof c->model_name);
+        c->bundled = model_is_bundled(c->model_path);
+        model_label(c->model_path, c->model_name, sizeof c->model_name);
         adopt_tokenizer(c);
     }
     for (size_t i = 0; i < c->n_convs; i++) {

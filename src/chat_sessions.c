@@ -14,6 +14,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/model_find.h"
 #include "src/kvcache_store.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
@@ -260,6 +261,14 @@ static void strv_push(char ***v, size_t *n, const char *s)
     (*v)[*n] = NULL;
 }
 
+static bool is_dir_in(const char *dir, const char *name)
+{
+    char path[4096];
+    struct stat st;
+    return (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
+           stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static void list_dir(char ***v, size_t *n, const char *dir, const char *suffix, bool dirs_too)
 {
     DIR *d = dir ? opendir(dir) : NULL;
@@ -274,7 +283,7 @@ static void list_dir(char ***v, size_t *n, const char *dir, const char *suffix, 
             char name[256];
             snprintf(name, sizeof name, "%.*s", (int)(len - sl), e->d_name);
             strv_push(v, n, name);
-        } else if (dirs_too) {
+        } else if (dirs_too && is_dir_in(dir, e->d_name)) {
             strv_push(v, n, e->d_name);
         }
     }
@@ -300,9 +309,12 @@ char **chat_names(struct chat *c, enum cmd_arg_kind kind)
         strv_push(&v, &n, "default");
         for (size_t i = 0; i < c->cfg.n_aliases; i++)
             strv_push(&v, &n, c->cfg.aliases[i].name);
-        char *dir = paths_dir(PATHS_DATA, "models");
-        list_dir(&v, &n, dir, ".gguf", true);
-        free(dir);
+        char **dirs = model_search_dirs();
+        for (size_t i = 0; dirs[i]; i++) {
+            list_dir(&v, &n, dirs[i], ".gguf", true);
+            free(dirs[i]);
+        }
+        free(dirs);
     }
     if (v)
         qsort(v, n, sizeof *v, cmp_str);

@@ -13,7 +13,6 @@ struct chat_status {
     double prefill_tps, decode_tps;
     const char *state;         /* "idle", "generating", "loading 40%", ... */
     bool busy;
-    bool demo;                 /* the bundled random-weight model */
     const char *warning;       /* e.g. the context nearly full: highlighted, or NULL */
     const char *notice;        /* transient one-line message, or NULL */
     bool notice_error;

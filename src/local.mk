@@ -10,6 +10,7 @@ src_libcore_a_SOURCES = \
 	src/macros.h \
 	src/diag.c src/diag.h \
 	src/options.c src/options.h \
+	src/model_find.c src/model_find.h \
 	src/xalloc.c src/xalloc.h \
 	src/utf8.c src/utf8.h \
 	src/strbuf.c src/strbuf.h \

@@ -11,8 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "src/diag.h"
 #include "src/xalloc.h"
@@ -67,70 +65,6 @@ bool cli_parse_ids(const char *s, int32_t **ids, size_t *n)
     *ids = v;
     *n = len;
     return true;
-}
-
-static bool is_dir_or_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-bool cli_default_model_path(char *path, size_t path_size)
-{
-    /* Build tree first (the binary sits next to models/), then the install. */
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            if ((size_t)snprintf(path, path_size, "%s/models/default", exe) < path_size &&
-                is_dir_or_file(path))
-                return true;
-        }
-    }
-    if ((size_t)snprintf(path, path_size, "%s/models/default", PKGDATADIR) < path_size &&
-        is_dir_or_file(path))
-        return true;
-    return false;
-}
-
-bool cli_resolve_model(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
-{
-    if (!arg || !*arg) {
-        if (cli_default_model_path(path, path_size))
-            return true;
-        snprintf(err, err_size, "no model given and the bundled default model is missing "
-                 "(looked in ./models/default beside the program and %s/models/default)",
-                 PKGDATADIR);
-        return false;
-    }
-    if (strchr(arg, '/') || is_dir_or_file(arg)) {
-        if (!is_dir_or_file(arg)) {
-            snprintf(err, err_size, "%s: %s", arg, strerror(errno));
-            return false;
-        }
-        snprintf(path, path_size, "%s", arg);
-        return true;
-    }
-    const char *xdg = getenv("XDG_DATA_HOME");
-    const char *home = getenv("HOME");
-    char base[PATH_MAX];
-    if (xdg && *xdg)
-        snprintf(base, sizeof base, "%s/elmchat/models", xdg);
-    else
-        snprintf(base, sizeof base, "%s/.local/share/elmchat/models", home ? home : ".");
-    static const char *const suffixes[] = {"", ".gguf"};
-    for (size_t i = 0; i < ARRAY_LEN(suffixes); i++) {
-        if ((size_t)snprintf(path, path_size, "%s/%s%s", base, arg, suffixes[i]) < path_size &&
-            is_dir_or_file(path))
-            return true;
-    }
-    if (strcmp(arg, "default") == 0 && cli_default_model_path(path, path_size))
-        return true;
-    snprintf(err, err_size, "model '%s' not found (not a path, and not in %s)", arg, base);
-    return false;
 }
 
 void cli_common_init(struct cli_common *c)

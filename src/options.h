@@ -20,13 +20,6 @@ bool cli_parse_ids(const char *s, int32_t **ids, size_t *n);
 bool cli_parse_int(const char *s, long min, long max, long *out);
 bool cli_parse_float(const char *s, double min, double max, double *out);
 
-/* Resolve MODEL (a path, or a name under $XDG_DATA_HOME/elmchat/models) to a
- * path; NULL or "" means the bundled default model.  false when nothing is
- * found (err filled with what was tried). */
-bool cli_resolve_model(const char *arg, char *path, size_t path_size, char *err, size_t err_size);
-/* Folder of the bundled default model (build tree or installed). */
-bool cli_default_model_path(char *path, size_t path_size);
-
 /* Sampling and context options shared by run, generate, the TUI. */
 struct cli_common {
     const char *model;

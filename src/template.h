@@ -83,6 +83,10 @@ struct sampling {
 };
 /* Overwrite the fields of *p / *max_tokens that s sets (max_tokens may be NULL). */
 void sampling_apply(const struct sampling *s, struct elm_sampler_params *p, int *max_tokens);
+/* The defaults a model ships with (generation_config.json, GGUF) as a
+ * struct sampling: they rank above the template's (a model knows what it
+ * was trained for), below config.yaml's, the session's and the options. */
+struct sampling sampling_from_model(const struct elm_model_sampling *m);
 
 /* ------------------------------------------------------------- template */
 

@@ -179,12 +179,11 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
     else if (!s->notice && s->decode_tps > 0)
         snprintf(parts[np++], sizeof parts[0], "tg %.1f t/s", s->decode_tps);
     snprintf(parts[np++], sizeof parts[0], "%s", s->state ? s->state : "idle");
-    /* The highlighted tail: a warning about the context, else (on the demo
-     * model) that its output is noise. */
-    const char *demo = s->warning ? s->warning : "DEMO MODEL (random weights): output is noise";
-    bool tail = s->demo || s->warning;
-    /* Drop middle parts until it fits; the state and (on the demo) the
-     * warning are kept longest. */
+    /* The highlighted tail: a warning about the context. */
+    const char *warning = s->warning;
+    bool tail = warning != NULL;
+    /* Drop middle parts until it fits; the state and the warning are kept
+     * longest. */
     int keep[8];
     for (int i = 0; i < np; i++)
         keep[i] = 1;
@@ -206,7 +205,7 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
         if (tail) {
             warn_at = u8_width(buf, strlen(buf));
             cat(buf, size, " ");
-            cat(buf, size, demo);
+            cat(buf, size, warning);
             cat(buf, size, " ");
         }
         int over = u8_width(buf, strlen(buf)) - width;
@@ -223,10 +222,10 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
         }
         if (tail && warn_at <= width) {
             /* shorten the warning before dropping more */
-            char *d = strstr(buf, demo);
+            char *d = strstr(buf, warning);
             if (d) {
                 *d = '\0';
-                cat(buf, size, s->warning ? "ctx full soon" : "DEMO: noise");
+                cat(buf, size, "ctx full soon");
                 cat(buf, size, " ");
                 if (u8_width(buf, strlen(buf)) <= width)
                     return warn_at;

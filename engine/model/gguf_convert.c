@@ -11,6 +11,7 @@
 #include "engine/formats/gguf.h"
 #include "engine/kernels/blocks.h"
 #include "engine/model/model.h"
+#include "engine/model/sampling_defaults.h"
 
 /* One tensor to write: a row range of a loaded matrix, or a norm vector. */
 struct source {
@@ -152,6 +153,7 @@ static void build(struct elm_gguf_writer *w, const struct elm_model *m, enum elm
     elm_gguf_add_u32(w, "general.file_type", file_type(type));
     if (elm_dtype_is_quant(type))
         elm_gguf_add_u32(w, "general.quantization_version", 2);
+    elm_sampling_to_gguf(w, &in->sampling);
 
     /* Tensors in the converter's order: embedding, then each layer, then the
      * final norm.  ne is ggml order: {in, out}. */

@@ -13,6 +13,7 @@
 #include "engine/model/gguf_model.h"
 #include "engine/model/load_steps.h"
 #include "engine/model/model.h"
+#include "engine/model/sampling_defaults.h"
 #include "engine/tokenizer/load.h"
 
 struct gld {
@@ -296,6 +297,8 @@ static elm_status read_hparams(struct gld *ld)
         return st;
     in->bos_id = (int)bos;
     in->eos_id = (int)eos;
+    if ((st = elm_sampling_from_gguf(g, &in->sampling, err, es)))
+        return st;
 
     elm_hash_config(&ld->hash, in);
     return ELM_OK;

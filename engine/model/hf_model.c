@@ -17,6 +17,7 @@
 #include "engine/model/hf_model.h"
 #include "engine/model/load_steps.h"
 #include "engine/model/model.h"
+#include "engine/model/sampling_defaults.h"
 #include "engine/tokenizer/load.h"
 
 struct loader {
@@ -285,7 +286,9 @@ static elm_status load_steps(struct loader *ld, const char *path, json_object **
     char cfg[PATH_MAX];
     elm_status st;
     if ((st = locate(ld, path)) || (st = join(ld, cfg, ld->dir, "config.json")) ||
-        (st = elm_config_load(cfg, &m->info, ld->err, ld->err_size)))
+        (st = elm_config_load(cfg, &m->info, ld->err, ld->err_size)) ||
+        (st = elm_sampling_from_generation_config(ld->dir, &m->info.sampling, ld->err,
+                                                  ld->err_size)))
         return st;
     elm_load_progress(m, 0.05f);
     if (ends_with(ld->weights, ".index.json") && (st = load_index(ld, index)))

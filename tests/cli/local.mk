@@ -14,3 +14,9 @@ TESTS += tests/cli/test-tokenize.sh
 # reused (tests/lib/gen-checkpoint makes the second model).
 dist_check_SCRIPTS += tests/cli/test-bench-chat.sh
 TESTS += tests/cli/test-bench-chat.sh
+
+# The models elmchat ships answer the golden prompts (tests/data/guide/,
+# tools/demo-model/goldens.py); the default model is the small one.
+dist_check_SCRIPTS += tests/cli/test-guide-models.sh
+TESTS += tests/cli/test-guide-models.sh
+EXTRA_DIST += tests/data/guide/small.tsv

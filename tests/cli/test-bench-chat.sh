@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-bench-chat.sh: `elmchat bench --chat` end to end on the bundled demo
+# test-bench-chat.sh: `elmchat bench --chat` end to end on the random-weight
 # model and a second generated checkpoint (TAP): the output's lines and
 # fields, and the figures that must hold whatever the machine's speed
 # (what was computed and reused).  The chat controller runs it, in a
@@ -13,8 +13,8 @@ top_builddir=${top_builddir:-.}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-benchchat.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 gen="$top_builddir/tests/lib/gen-checkpoint"
-if [ ! -x "$gen" ] || [ ! -d "$top_builddir/models/default" ]; then
-    echo "1..0 # SKIP no tests/lib/gen-checkpoint or models/default"
+if [ ! -x "$gen" ] || [ ! -d "$top_builddir/tests/random-model" ]; then
+    echo "1..0 # SKIP no tests/lib/gen-checkpoint or tests/random-model"
     exit 0
 fi
 "$gen" --preset default --dtype bf16 --seed 7 -o "$tmp/other" >/dev/null || exit 1
@@ -30,7 +30,7 @@ sed 's/^/#   /' "$tmp/out"
 [ ! -s "$tmp/err" ]
 ok $? "nothing on stderr"
 
-grep -q '^model default (bf16, 6 layers), template openelm-instruct, 1 threads, 12 words per message, 4-token replies$' "$tmp/out"
+grep -q '^model random-model (bf16, 6 layers), template openelm-instruct, 1 threads, 12 words per message, 4-token replies$' "$tmp/out"
 ok $? "the header line"
 grep -q '^| turn |    seq | computed | reused |  ttft ms |   cpu ms | fresh computed | fresh ttft ms | fresh cpu ms |$' "$tmp/out"
 ok $? "the turn table's columns"

@@ -166,3 +166,9 @@ check-tsan:
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/engine/tsan.supp $$TSAN_OPTIONS" \
 	  $(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(WORKER_TESTS)'
 .PHONY: check-tsan
+
+# The sampling defaults a model brings (generation_config.json, GGUF).
+check_PROGRAMS += tests/engine/test-sampling-defaults
+TESTS += tests/engine/test-sampling-defaults
+tests_engine_test_sampling_defaults_SOURCES = tests/engine/test-sampling-defaults.c
+tests_engine_test_sampling_defaults_LDADD = $(ENGINE_TEST_LDADD)

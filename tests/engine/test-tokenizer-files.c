@@ -458,7 +458,7 @@ static void from_vocab(void)
        "from_vocab rejects an empty piece (%s)", err);
 }
 
-/* The demo model's synthetic tokenizer (tests/lib/gen-checkpoint). */
+/* The random-weight test model's synthetic tokenizer (tests/lib/gen-checkpoint). */
 static void synthetic(void)
 {
     const char *b = getenv("builddir");

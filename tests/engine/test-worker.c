@@ -1174,10 +1174,10 @@ static bool setup_models(void)
         !tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b, sizeof model_b,
                         "b"))
         return false;
-    /* The bundled demo model (built by `make`): 2000 tokens of prefill take
+    /* The random-weight model of make check: 2000 tokens of prefill take
      * a few hundred ms, time enough to cancel in the middle. */
     const char *b = getenv("top_builddir");
-    snprintf(model_slow, sizeof model_slow, "%s/models/default", b ? b : ".");
+    snprintf(model_slow, sizeof model_slow, "%s/tests/random-model", b ? b : ".");
     struct stat st;
     if (stat(model_slow, &st) != 0)
         return tap_gen_checkpoint("--preset default --dtype bf16", model_slow, sizeof model_slow,

@@ -79,7 +79,7 @@ static const struct preset presets[] = {
 	},
 	{
 		"default",
-		"bundled demo model: 6 layers, d=256, hd=32, vocab 32000, "
+		"the tests' random-weight model: 6 layers, d=256, hd=32, vocab 32000, "
 		"synthetic tokenizer.model",
 		6, 256, 32, 32000, 256,
 		{0.5, 1.0},

@@ -718,7 +718,7 @@ static void usage(FILE *f)
     fprintf(f, "Usage: keylatency [OPTION]... [-- ELMCHAT-OPTION...]\n"
                "Keystroke-to-screen latency of elmchat's chat, idle and while decoding.\n\n"
                "  --elmchat PATH     the program (default ./elmchat)\n"
-               "  -m, --model MODEL  model (default: the bundled demo model beside elmchat)\n"
+               "  -m, --model MODEL  model (default: elmchat's own default, $ELMCHAT_MODEL in make check)\n"
                "  --threads N        compute threads (default 2)\n"
                "  --keys N           keystrokes while decoding (default 100)\n"
                "  --idle-keys N      keystrokes with the model idle (default: --keys)\n"

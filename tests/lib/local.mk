@@ -2,7 +2,7 @@
 # (libtap.a) and of the shell tests (tap.sh, sourced), the engine tests'
 # fixtures, the worker tests' stand-in engine, the tmux helpers, the
 # LLaMA-2 tokenizer fetcher, and two programs: the checkpoint generator
-# (which also makes the bundled demo model) and the keystroke-latency probe.
+# (which also makes the tests' random-weight model) and the keystroke-latency probe.
 check_LIBRARIES += tests/lib/libtap.a
 tests_lib_libtap_a_SOURCES = tests/lib/tap.c tests/lib/tap.h
 # The harness's own checks.
@@ -40,52 +40,27 @@ tests_lib_keylatency_LDADD = -lm
 # ---------------------------------------------------------------------------
 # The deterministic OpenELM checkpoint generator: the tests make their
 # checkpoints with it at check time (tests/reference/README.md), and the
-# build makes the bundled demo model with it.
+# tests' random-weight model is made with it.
 # ---------------------------------------------------------------------------
 noinst_PROGRAMS += tests/lib/gen-checkpoint
 tests_lib_gen_checkpoint_SOURCES = tests/lib/gen-checkpoint.c
 tests_lib_gen_checkpoint_LDADD = -lm
 
-# The bundled demo model: random weights, synthetic tokenizer, ~24 MB bf16.
-# Generated once in the build tree (the stamp), installed into
-# $(pkgdatadir)/models/default.
-ELM_DEFAULT_MODEL_DIR = models/default
-ELM_DEFAULT_MODEL_FILES = config.json generation_config.json model.safetensors tokenizer.model
-ELM_DEFAULT_MODEL_STAMP = $(ELM_DEFAULT_MODEL_DIR)/.generated
+# The random-weight model most tests run on (the default model of the test
+# environment: ELMCHAT_MODEL in AM_TESTS_ENVIRONMENT): synthetic tokenizer,
+# ~24 MB bf16, its replies noise that never ends early.  Generated once in
+# the build tree for make check; not installed.
+ELM_RANDOM_MODEL_DIR = tests/random-model
+ELM_RANDOM_MODEL_STAMP = $(ELM_RANDOM_MODEL_DIR)/.generated
 
-$(ELM_DEFAULT_MODEL_STAMP): tests/lib/gen-checkpoint$(EXEEXT)
-	$(AM_V_GEN)rm -rf $(ELM_DEFAULT_MODEL_DIR) && \
-	$(MKDIR_P) $(ELM_DEFAULT_MODEL_DIR) && \
-	tests/lib/gen-checkpoint$(EXEEXT) --preset default --dtype bf16 -o $(ELM_DEFAULT_MODEL_DIR) && \
+$(ELM_RANDOM_MODEL_STAMP): tests/lib/gen-checkpoint$(EXEEXT)
+	$(AM_V_GEN)rm -rf $(ELM_RANDOM_MODEL_DIR) && \
+	$(MKDIR_P) $(ELM_RANDOM_MODEL_DIR) && \
+	tests/lib/gen-checkpoint$(EXEEXT) --preset default --dtype bf16 -o $(ELM_RANDOM_MODEL_DIR) && \
 	echo 'tests/lib/gen-checkpoint --preset default --dtype bf16' > $@
 
-# Every file of the model comes from the stamp rule; remake it if one of
-# them disappeared behind the stamp's back.
-models/default/config.json: $(ELM_DEFAULT_MODEL_STAMP)
-	@test -f $@ || { rm -f $(ELM_DEFAULT_MODEL_STAMP) && \
-	  $(MAKE) $(AM_MAKEFLAGS) $(ELM_DEFAULT_MODEL_STAMP); }
-
-all-local: $(ELM_DEFAULT_MODEL_STAMP)
-install-data-local: elm-install-default-model
-uninstall-local: elm-uninstall-default-model
-clean-local: elm-clean-default-model
-
-elm-install-default-model: $(ELM_DEFAULT_MODEL_STAMP)
-	$(MKDIR_P) '$(DESTDIR)$(pkgdatadir)/models/default'
-	@for f in $(ELM_DEFAULT_MODEL_FILES); do \
-	  echo " $(INSTALL_DATA) $(ELM_DEFAULT_MODEL_DIR)/$$f '$(DESTDIR)$(pkgdatadir)/models/default/$$f'"; \
-	  $(INSTALL_DATA) "$(ELM_DEFAULT_MODEL_DIR)/$$f" "$(DESTDIR)$(pkgdatadir)/models/default/$$f" || exit 1; \
-	done
-
-elm-uninstall-default-model:
-	@for f in $(ELM_DEFAULT_MODEL_FILES); do \
-	  echo " rm -f '$(DESTDIR)$(pkgdatadir)/models/default/$$f'"; \
-	  rm -f "$(DESTDIR)$(pkgdatadir)/models/default/$$f"; \
-	done
-	@rmdir '$(DESTDIR)$(pkgdatadir)/models/default' 2>/dev/null || :
-	@rmdir '$(DESTDIR)$(pkgdatadir)/models' 2>/dev/null || :
-
-elm-clean-default-model:
-	rm -rf models
-
-.PHONY: elm-install-default-model elm-uninstall-default-model elm-clean-default-model
+check_DATA = $(ELM_RANDOM_MODEL_STAMP)
+clean-local: elm-clean-random-model
+elm-clean-random-model:
+	rm -rf $(ELM_RANDOM_MODEL_DIR)
+.PHONY: elm-clean-random-model

@@ -1,5 +1,5 @@
 # ui-tmux.sh: helpers for the TUI integration tests (sourced, not run).
-# Each test drives the real binary ($ELMCHAT, bundled demo model) inside a
+# Each test drives the real binary ($ELMCHAT, $ELMCHAT_MODEL: random weights) inside a
 # private tmux server, with private XDG folders, and prints TAP.
 #
 #   ui_init                 skip_all unless tmux is there; temp dir, XDG env
@@ -88,6 +88,7 @@ XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data' \
 XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache' \
 HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color \
 BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELMCHAT_LATENCY_LOG='$UI_DIR/latency' \
+ELMCHAT_MODEL='${ELMCHAT_MODEL:-}' \
 ELM_WORKER_TEST_TOKEN_INTERVAL_MS='${UI_TOKEN_DELAY_MS:-20}' ${UI_ENV:-} \
 '$ELMCHAT' $* 2>'$UI_DIR/stderr'
 echo \$? > '$UI_DIR/exit.tmp'
@@ -109,6 +110,7 @@ export XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data'
 export XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache'
 export HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color
 export BLIS_NUM_THREADS=1 OMP_NUM_THREADS=1 ELM_WORKER_TEST_TOKEN_INTERVAL_MS='${UI_TOKEN_DELAY_MS:-20}'
+export ELMCHAT_MODEL='${ELMCHAT_MODEL:-}'
 export PS1='$ '
 EOS
     [ -f "$UI_DIR/inputrc" ] || : > "$UI_DIR/inputrc"

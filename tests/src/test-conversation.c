@@ -16,7 +16,7 @@
  *     of context, and the kept sequence is what rendering the kept
  *     messages gives; its logits match a fresh prefill; policy stop refuses
  *     and changes nothing.
- * The model: the bundled demo checkpoint (tests/lib/gen-checkpoint --preset
+ * The model: the random-weight checkpoint of make check (gen-checkpoint --preset
  * default: 6 layers, vocab 32000, synthetic tokenizer.model). */
 #include "config.h"
 
@@ -574,7 +574,7 @@ int main(void)
 {
     char dir[4096], dir_b[4096];
     const char *b = getenv("top_builddir");
-    snprintf(dir, sizeof dir, "%s/models/default", b ? b : ".");
+    snprintf(dir, sizeof dir, "%s/tests/random-model", b ? b : ".");
     struct stat st;
     if (stat(dir, &st) != 0 &&
         !tap_gen_checkpoint("--preset default --dtype bf16", dir, sizeof dir, "default"))

@@ -8,7 +8,7 @@ tests_ui_test_ui_layout_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 tests_ui_test_ui_text_SOURCES = tests/ui/test-ui-text.c
 tests_ui_test_ui_text_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 
-# tmux drives the real binary (bundled demo model) in a pty; skipped when
+# tmux drives the real binary (random-weight model) in a pty; skipped when
 # tmux is missing.  tests/lib/ui-tmux.sh holds the shared helpers; replies
 # are paced with ELM_WORKER_TEST_TOKEN_INTERVAL_MS so the tests do not depend on
 # the speed of the machine.  test-ui-conv.sh and test-ui-gguf.sh need
@@ -16,6 +16,7 @@ tests_ui_test_ui_text_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 # tests/lib/keylatency.
 UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-ui-session.sh \
 	tests/ui/test-ui-conv.sh tests/ui/test-ui-context.sh tests/ui/test-ui-gguf.sh \
-	tests/ui/test-ui-multi.sh tests/ui/test-ui-load.sh tests/ui/test-ui-latency.sh
+	tests/ui/test-ui-multi.sh tests/ui/test-ui-load.sh tests/ui/test-ui-latency.sh \
+	tests/ui/test-ui-guide.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 TESTS += $(UI_TMUX_TESTS)

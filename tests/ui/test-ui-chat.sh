@@ -8,8 +8,7 @@
 ui_init
 
 ui_start 80 12 -s chat -n 2000
-ok 'ui_wait "DEMO" 10' "starts, and says the demo model's output is noise"
-ok 'ui_wait "random weights" 2' "the transcript explains the demo model"
+ok 'ui_wait "Type a message" 10' "starts, and the transcript says how to begin"
 ok 'ui_wait "idle" 20' "the model loads (status idle)"
 
 ui_keys 'Hello there' Enter

@@ -58,7 +58,7 @@ ok '[ "$(grep -c "pasted line" "$sess")" = 0 ] && [ "$(grep -c "role: user" "$se
 ui_keys C-c
 ok 'ui_wait_gone "pasted line" 5' "Ctrl-C clears the long input"
 ui_keys C-Home
-ok 'ui_wait "bundled demo model" 5' "Ctrl-Home scrolls to the top"
+ok 'ui_wait "Type a message" 5' "Ctrl-Home scrolls to the top"
 ui_keys C-End
 
 ui_keys C-d

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-ui-latency.sh: keystrokes while the bundled demo model decodes flat
+# test-ui-latency.sh: keystrokes while the random-weight test model decodes flat
 # out on two compute threads (tests/lib/keylatency drives elmchat in a pty).
 # Asserts what does not depend on the machine's speed: every character
 # arrives, in order, in the input line; generation goes on meanwhile; no

@@ -5,7 +5,7 @@
         [--out DIR] [--dtype f32|bf16] [--gguf q8_0,q4_k] [--elmchat BIN]
 
 --from: runs/SIZE/final (default when it exists), else runs/SIZE/ckpt.pt.
---out:  default tools/demo-model/out/models/elmchat-demo-SIZE-instruct (the name
+--out:  default tools/demo-model/out/models/guide-SIZE-instruct (the name
         holds "instruct", so elmchat picks the openelm-instruct template).
 Writes config.json (the Hub's OpenELM keys), model.safetensors,
 generation_config.json (greedy, repetition penalty 1.0: a dictionary must
@@ -59,7 +59,7 @@ def main():
     run = os.path.join(HERE, "runs", a.size)
     src = a.src or (os.path.join(run, "final") if os.path.isdir(os.path.join(run, "final"))
                     else os.path.join(run, "ckpt.pt"))
-    out = a.out or os.path.join(HERE, "out", "models", f"elmchat-demo-{a.size}-instruct")
+    out = a.out or os.path.join(HERE, "out", "models", f"guide-{a.size}-instruct")
     m = load_model(src).eval()
     openelm.save_hf(m, out, DT[a.dtype], tokenizer=a.tokenizer)
     write_generation_config(out)
@@ -72,6 +72,7 @@ def main():
             if a.dtype != "f32":
                 f32 = os.path.join(td, "f32")
                 openelm.save_hf(m, f32, torch.float32, tokenizer=a.tokenizer)
+                write_generation_config(f32)  # the GGUF keeps it as general.sampling.*
             for t in types:
                 path = f"{out}-{t}.gguf"
                 subprocess.run([a.elmchat, "quantize", f32, path, "--type", t, "--quiet"], check=True)

@@ -1,0 +1,129 @@
+/* model_find.c: model names to paths: the user's models folder first (a
+ * model there may shadow a bundled one), then the models elmchat ships. */
+#include "config.h"
+
+#include "src/model_find.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "src/macros.h"
+#include "src/paths.h"
+#include "src/xalloc.h"
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The shipped models: the source tree's when this program is the build
+ * tree's (a VPATH build has them in the source tree only), else the
+ * installed ones.  Owned. */
+static char *bundled_dir(void)
+{
+#if defined(ELMCHAT_SRCDIR) && defined(ELMCHAT_BUILDDIR)
+    char *exe = paths_exe_dir();
+    if (exe) {
+        size_t bl = strlen(ELMCHAT_BUILDDIR);
+        bool in_build = strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/');
+        free(exe);
+        if (in_build && exists(ELMCHAT_SRCDIR "/models"))
+            return x_strdup(ELMCHAT_SRCDIR "/models");
+    }
+#endif
+    return x_strdup(PKGDATADIR "/models");
+}
+
+char **model_search_dirs(void)
+{
+    char **v = x_calloc(3, sizeof *v);
+    v[0] = paths_dir(PATHS_DATA, "models");
+    v[1] = bundled_dir();
+    return v;
+}
+
+static void free_dirs(char **v)
+{
+    for (size_t i = 0; v[i]; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* NAME or NAME.gguf in dir. */
+static bool find_in(const char *dir, const char *name, char *path, size_t path_size)
+{
+    static const char *const suffixes[] = {"", ".gguf"};
+    for (size_t i = 0; i < ARRAY_LEN(suffixes); i++)
+        if ((size_t)snprintf(path, path_size, "%s/%s%s", dir, name, suffixes[i]) < path_size &&
+            exists(path))
+            return true;
+    return false;
+}
+
+bool model_bundled_default(char *path, size_t path_size)
+{
+    char *dir = bundled_dir();
+    bool ok = find_in(dir, MODEL_DEFAULT_NAME, path, path_size);
+    free(dir);
+    return ok;
+}
+
+bool model_is_bundled(const char *path)
+{
+    char *dir = bundled_dir();
+    size_t n = strlen(dir);
+    bool in = strncmp(path, dir, n) == 0 && path[n] == '/' && path[n + 1] && !strchr(path + n + 1, '/');
+    free(dir);
+    return in;
+}
+
+static bool resolve_name(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
+{
+    if (strchr(arg, '/') || exists(arg)) {
+        if (!exists(arg)) {
+            snprintf(err, err_size, "%s: %s", arg, strerror(errno));
+            return false;
+        }
+        snprintf(path, path_size, "%s", arg);
+        return true;
+    }
+    char **dirs = model_search_dirs();
+    bool found = false;
+    for (size_t i = 0; dirs[i] && !found; i++)
+        found = find_in(dirs[i], arg, path, path_size);
+    if (!found && strcmp(arg, "default") == 0)
+        found = model_bundled_default(path, path_size);
+    if (!found)
+        snprintf(err, err_size, "model '%s' not found (not a path, and not in %s or %s)", arg,
+                 dirs[0], dirs[1]);
+    free_dirs(dirs);
+    return found;
+}
+
+bool model_resolve(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
+{
+    if (arg && *arg && strcmp(arg, "default") != 0)
+        return resolve_name(arg, path, path_size, err, err_size);
+    const char *env = getenv(MODEL_ENV);
+    if (env && *env && strcmp(env, "default") != 0) {
+        if (resolve_name(env, path, path_size, err, err_size))
+            return true;
+        size_t n = strlen(err);
+        snprintf(err + n, err_size > n ? err_size - n : 0, " (from $%s)", MODEL_ENV);
+        return false;
+    }
+    if (model_bundled_default(path, path_size))
+        return true;
+    char *dir = bundled_dir();
+    snprintf(err, err_size,
+             "no model given and the bundled default model is missing (looked for %s/%s[.gguf]); "
+             "give one with -m PATH",
+             dir, MODEL_DEFAULT_NAME);
+    free(dir);
+    return false;
+}

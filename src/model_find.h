@@ -1,0 +1,30 @@
+/* model_find.h: where a model named on the command line or in /model is:
+ * a path; a name in the user's models folder ($XDG_DATA_HOME/elmchat/models,
+ * a folder or NAME.gguf); an alias; or one of the models elmchat ships
+ * (models/ of the source tree when run from the build tree, else
+ * $(pkgdatadir)/models).  Main thread only. */
+#ifndef ELMCHAT_SRC_MODEL_FIND_H
+#define ELMCHAT_SRC_MODEL_FIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The bundled model used when none is named (also the name "default"). */
+#define MODEL_DEFAULT_NAME "guide-small-instruct"
+/* The environment variable naming the model used when none is given. */
+#define MODEL_ENV "ELMCHAT_MODEL"
+
+/* Resolve MODEL to a path; NULL or "" is the default model: $ELMCHAT_MODEL
+ * when set, else the bundled default.  false when nothing is found (err
+ * says what was tried). */
+bool model_resolve(const char *arg, char *path, size_t path_size, char *err, size_t err_size);
+/* The bundled default model's path (ignores $ELMCHAT_MODEL). */
+bool model_bundled_default(char *path, size_t path_size);
+/* Is path one of the bundled models (as model_resolve returns them)? */
+bool model_is_bundled(const char *path);
+
+/* The folders names are looked up in, in order, NULL-terminated (owned:
+ * free each and the vector): the user's, then the bundled one. */
+char **model_search_dirs(void);
+
+#endif
