@@ -258,7 +258,9 @@ ANT_ALONE = ["What is the opposite of {w}?", "Antonym of {w}?", "opposite of {w}
              "What's the antonym of {w}?", "Give me the opposite of {w}.", "What is the antonym of {w}?"]
 POS_ALONE = ["What part of speech is {w}?", "Is {w} a noun or a verb?", "part of speech of {w}"]
 DRILLS = ["Repeat the word {w}.", "Say {w}.", "Repeat: {w}", "Spell {w}.", "Echo {w}",
-          "Say the word {w}.", "Type {w}.", "Write the word {w}."]
+          "Say the word {w}.", "Type {w}.", "Write the word {w}.",
+          # capitalized: the reply is the lowercase lemma, spelled by other pieces
+          "Say {W}.", "Repeat: {W}", "The word {W}, in lowercase?", "{W}, lowercase?"]
 
 IDENTITY_Q = ["Who are you?", "who are you", "What are you?", "What are you", "Who am I talking to?",
               "Introduce yourself.", "Tell me about yourself.", "What model is this?", "Which model are you?",
@@ -348,19 +350,61 @@ def cap(s):
     return s[:1].upper() + s[1:]
 
 
-def guide_questions(rng, topics, per_fact):
+# Words a phrase may share with the held-out questions: function words and
+# the names of what every guide question is about.
+SHARED_OK = set("""a an the i my me to of in on for with and or but is are be it its this that
+what which how do does can could would should will there any way some one up out from by at as
+command commands key keys chat chats conversation conversations model models message messages
+elmchat session sessions reply replies answer type press use""".split())
+
+
+def stem(w):
+    for suf in ("ing", "es", "ed", "s"):
+        if w.endswith(suf) and len(w) - len(suf) >= 3:
+            w = w[:-len(suf)]
+            break
+    return w[:-1] if w.endswith("e") and len(w) > 3 else w
+
+
+def content_words(text):
+    return {stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())} - {stem(w) for w in SHARED_OK}
+
+
+def held_out_words():
+    words = set()
+    with open(os.path.join(HERE, "eval_guide.tsv")) as f:
+        for line in f:
+            if not line.startswith("#") and line.strip():
+                words |= content_words(line.split("\t")[0])
+    return words
+
+
+def guide_questions(rng, key, topics, per_fact, held_out):
+    """per_fact distinct questions for a fact: its topics and MORE_TOPICS
+    crossed with every frame, a context prefix on some."""
+    def fair(v):
+        return [x for x in v if not content_words(x.replace("{t}", "").replace("{T}", "")) & held_out]
+    verb = guide_data.VERB_FRAMES + fair(guide_data.VERB_FRAMES_MORE)
+    noun = guide_data.NOUN_FRAMES + fair(guide_data.NOUN_FRAMES_MORE)
+    prefixes = fair(guide_data.PREFIXES)
     qs = []
-    for t in topics:
-        if t.startswith("N:"):
-            t = t[2:]
-            frames = guide_data.NOUN_FRAMES
-        else:
-            frames = guide_data.VERB_FRAMES
+    more = [t for t in guide_data.MORE_TOPICS.get(key, []) if not content_words(t) & held_out]
+    for t in topics + more:
+        frames = noun if t.startswith("N:") else verb
+        t = t[2:] if t.startswith("N:") else t
         for fr in frames:
             qs.append(fr.replace("{t}", t).replace("{T}", cap(t)))
     qs = sorted(set(qs))
     rng.shuffle(qs)
-    return qs[:per_fact]
+    out = []
+    for q in qs[:per_fact]:
+        p = rng.choice(prefixes)
+        if p.endswith((". ", "! ", ": ")):
+            q = q[:1].upper() + q[1:]
+        elif p and not q.startswith(("I ", "I'")):
+            q = q[:1].lower() + q[1:]
+        out.append(p + q)
+    return out
 
 
 # ------------------------------------------------------------------ dialogues
@@ -392,7 +436,8 @@ def make_dialogues(lex, unknown, seed):
         D.append(("ant", [(fill(rng.choice(ANT_ALONE), w), antonym_reply(e))]))
         D.append(("mean", [(fill(rng.choice(MEAN_ALONE), w), second_reply(e))]))
         D.append(("ex", [(fill(rng.choice(EX_ALONE), w), example_reply(e))]))
-        D.append(("drill", [(fill(rng.choice(DRILLS), w), w)]))
+        for fr in rng.sample(DRILLS, 2):
+            D.append(("drill", [(fill(fr, w), w)]))
         if rng.random() < 0.3:
             D.append(("pos", [(fill(rng.choice(POS_ALONE), w), pos_reply(e))]))
     for w in unknown:
@@ -405,12 +450,11 @@ def make_dialogues(lex, unknown, seed):
                 continue
             eval_q.add(norm_q(line.split("\t")[0]))
     guide_pairs = []
+    held_out = held_out_words()
     for key, ans, topics in guide_data.FACTS:
-        qs = guide_questions(rng, topics, 30)
-        for q in qs:
+        for q in guide_questions(rng, key, topics, 160, held_out):
             guide_pairs.append((q, ans))
-            for _ in range(2):
-                D.append(("guide", [(q, ans)]))
+            D.append(("guide", [(q, ans)]))
     for q, a in guide_pairs:
         if norm_q(q) in eval_q:
             raise SystemExit(f"held-out eval question generated: {q}")

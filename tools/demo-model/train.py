@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 import openelm  # noqa: E402
 
 DEFAULTS = {
-    "small": dict(lr=2e-3, epochs=2, batch_tokens=6144, warmup=300),
+    "small": dict(lr=2e-3, epochs=3, batch_tokens=6144, warmup=300),
     "large": dict(lr=1e-3, epochs=3, batch_tokens=8192, warmup=500),
 }
 
