@@ -25,7 +25,8 @@ static void show_help(struct chat *c)
     static const char keys[] =
         "\n"
         "Enter send · Alt-Enter or Ctrl-J new line · Tab complete · Ctrl-R search history\n"
-        "Ctrl-C or Esc stop the reply · Ctrl-C clear the line · Ctrl-D (empty line) quit\n"
+        "Ctrl-C or Esc stop the reply · Enter during a reply queues (Esc takes it back)\n"
+        "Ctrl-C clear the line · Ctrl-D (empty line) quit\n"
         "PgUp/PgDn scroll · Ctrl-Home/Ctrl-End (or Home/End on an empty line) top/bottom\n"
         "Alt-S or F2 session list · Ctrl-L redraw · Ctrl-Z suspend · '//' sends a '/'";
     sbuf_add(&b, keys, strlen(keys));

@@ -153,6 +153,8 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
 
 /* ----------------------------------------------------------------- events */
 
+static void send_queued(struct chat *c);
+
 static void on_done(struct chat *c, struct elm_event *ev)
 {
     if (ev->request_type == ELM_REQ_SAVE_STATE) {
@@ -182,6 +184,7 @@ static void on_done(struct chat *c, struct elm_event *ev)
             chat_model_ready(c, &c->pending_ready);
             elm_event_fini(&c->pending_ready);
         }
+        send_queued(c);
         return;
     }
     if (ev->request_id == c->prefill_req) {
@@ -268,6 +271,7 @@ void chat_poll_events(struct chat *c)
                 continue; /* ev is kept: not finished here */
             }
             chat_model_ready(c, &ev);
+            send_queued(c);
             break;
         case ELM_EV_PREFILL_PROGRESS:
             if (ev.request_id == c->gen_req)
@@ -304,6 +308,45 @@ void chat_cancel(struct chat *c)
 {
     if (c->generating)
         cancel_reply(c);
+}
+
+bool chat_unqueue(struct chat *c)
+{
+    if (!c->queued)
+        return false;
+    chat_put_input(c, c->queued);
+    free(c->queued);
+    c->queued = NULL;
+    c->queued_conv = NULL;
+    chat_notice(c, false, "unqueued: the message is back in the input line");
+    chat_changed(c);
+    return true;
+}
+
+const char *chat_queued(const struct chat *c)
+{
+    return c->queued;
+}
+
+/* The queued message, once nothing is in its way; back into the input line
+ * when the user has moved to another conversation meanwhile. */
+static void send_queued(struct chat *c)
+{
+    if (!c->queued || c->generating || !c->model_ready)
+        return;
+    char *line = c->queued;
+    bool same = c->queued_conv == c->cur;
+    c->queued = NULL;
+    c->queued_conv = NULL;
+    if (!same) {
+        chat_put_input(c, line);
+        chat_notice(c, false, "the queued message is back in the input line (another "
+                              "conversation is open now)");
+        free(line);
+        chat_changed(c);
+        return;
+    }
+    chat_submit(c, line);
 }
 
 /* Send text in place of the message /edit chose: the conversation keeps
@@ -369,11 +412,21 @@ void chat_submit(struct chat *c, char *line)
         return;
     }
     if (c->generating || !c->model_ready) {
-        chat_notice(c, true,
-                    c->generating ? "a reply is being generated: Esc or Ctrl-C stops it"
-                                  : "the model is still loading: your text is kept");
-        chat_put_input(c, line);
-        free(line);
+        /* typing ahead: one message waits for the reply (or the load) */
+        if (c->queued || c->edit_conv) {
+            chat_notice(c, true, c->queued ? "a message is already queued: Esc on an empty line "
+                                             "takes it back"
+                                           : "the edited message is sent when the reply ends: "
+                                             "Esc or Ctrl-C stops the reply");
+            chat_put_input(c, line);
+            free(line);
+            return;
+        }
+        c->queued = line;
+        c->queued_conv = c->cur;
+        chat_notice(c, false, "queued: sent when the %s (Esc on an empty line takes it back)",
+                    c->generating ? "reply ends" : "model is ready");
+        chat_changed(c);
         return;
     }
     remember_line(c, line);
@@ -442,6 +495,10 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
     } else if (c->generating && !c->got_token) {
         snprintf(c->state_text, sizeof c->state_text, "prefill %d%% · Esc stops",
                  (int)(c->prefill_progress * 100));
+        st->busy = true;
+    } else if (c->generating && c->queued) {
+        snprintf(c->state_text, sizeof c->state_text, "generating %zu · 1 queued (Esc takes it back)",
+                 c->reply_n_ids);
         st->busy = true;
     } else if (c->generating) {
         snprintf(c->state_text, sizeof c->state_text, "generating %zu · Esc stops",
@@ -690,6 +747,7 @@ void chat_fini(struct chat *c)
     free(c->info);
     free(c->model_arg);
     free(c->load_arg);
+    free(c->queued);
     elm_event_fini(&c->pending_ready);
     sbuf_fini(&c->reply_text);
     config_fini(&c->cfg);

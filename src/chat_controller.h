@@ -106,6 +106,11 @@ struct chat {
     struct elm_event pending_ready;
     bool has_pending_ready;
 
+    /* A message typed while a reply streams or the model loads: sent to
+     * queued_conv when that ends (owned; NULL: none queued) */
+    char *queued;
+    struct conv *queued_conv;
+
     /* /edit N: the next message sent replaces user message edit_msg (a
      * session index) of edit_conv and drops what followed */
     struct conv *edit_conv;
@@ -155,6 +160,11 @@ void chat_submit(struct chat *c, char *line);
 void chat_poll_events(struct chat *c);
 /* Ctrl-C / Esc while generating. */
 void chat_cancel(struct chat *c);
+/* Esc on an empty input line: a queued message goes back into the input
+ * line.  false when none was queued. */
+bool chat_unqueue(struct chat *c);
+/* The message waiting for the reply to end (borrowed), NULL when none. */
+const char *chat_queued(const struct chat *c);
 /* SIGTERM/SIGHUP/fatal: keep a partial reply, save everything now. */
 void chat_save_all(struct chat *c);
 

@@ -210,6 +210,9 @@ static void on_action(enum input_action a, void *user)
         transcript_scroll_end(&t->view.tr);
         break;
     case IA_CANCEL:
+        /* Esc: a queued message comes back first, then the reply stops */
+        if (input_line_empty() && chat_unqueue(&t->chat))
+            break;
         if (chat_generating(&t->chat))
             chat_cancel(&t->chat);
         else
@@ -405,7 +408,7 @@ static int run(struct tui *t)
                     len--;
                 if (len)
                     input_feed(buf, len);
-                if (esc)
+                if (esc && !(input_line_empty() && chat_unqueue(&t->chat)))
                     chat_cancel(&t->chat);
             }
         }

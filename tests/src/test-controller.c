@@ -376,10 +376,16 @@ static void test_refuse_and_cancel(void)
     free(rec.input);
     rec.input = NULL;
     submit("too early");
-    is_str(rec.input, "too early", "a line sent meanwhile goes back to the input");
-    ok(strstr(notice(), "being generated") != NULL, "... and the status says why (%s)",
-       notice());
+    ok(rec.input == NULL && chat_queued(&chat) && strcmp(chat_queued(&chat), "too early") == 0,
+       "a line sent meanwhile is queued");
+    ok(strstr(notice(), "queued") != NULL, "... and the status says so (%s)", notice());
     ok(activity().generating, "the reply goes on");
+    submit("and another");
+    is_str(rec.input, "and another", "a second one goes back to the input");
+    ok(strstr(notice(), "already queued") != NULL, "... and the status says why (%s)", notice());
+    ok(chat_unqueue(&chat) && !chat_queued(&chat), "chat_unqueue takes the queued line back");
+    is_str(rec.input, "too early", "... into the input");
+    ok(!chat_unqueue(&chat), "with nothing queued, chat_unqueue does nothing");
     chat_cancel(&chat);
     ok(run_until(settled), "cancel ends it");
     size_t n = activity().reply_ids;
@@ -388,7 +394,22 @@ static void test_refuse_and_cancel(void)
     const struct rec_msg *r = last_of(CHAT_ASSISTANT);
     ok(r && r->interrupted && strcmp(r->text, rec.reply.data) == 0,
        "the partial text is kept in the transcript");
+
     submit("/set max-tokens 8");
+    submit("another long one");
+    ok(activity().generating, "a reply starts");
+    submit("typed ahead");
+    ok(chat_queued(&chat) != NULL, "a message typed meanwhile is queued");
+    size_t users = count_role(CHAT_USER);
+    ok(run_until(settled), "the reply ends, then the queued message's reply");
+    const struct rec_msg *u = last_of(CHAT_USER);
+    ok(!chat_queued(&chat) && count_role(CHAT_USER) == users + 1 && u &&
+           strcmp(u->text, "typed ahead") == 0,
+       "the queued message was sent once, after the reply");
+    /* the later tests count this session's exchanges: take both back */
+    submit("/undo");
+    submit("/undo");
+    is_int((int)count_role(CHAT_USER), (int)users - 1, "/undo twice takes them back");
 }
 
 static void test_model_switch(void)
