@@ -194,6 +194,7 @@ void chat_start_reply(struct chat *c)
     sbuf_fini(&c->reply_text);
     sbuf_add(&c->reply_text, "", 0);
     c->got_token = false;
+    c->reply_t0 = chat_now();
     c->prefill_progress = 0;
     c->generating = true;
     c->gen_conv = v;

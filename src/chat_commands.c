@@ -68,7 +68,10 @@ static void show_info(struct chat *c)
         context_policy_name(c->policy.policy), f.n_out_of_context, f.n_pinned);
     ADD("last request: %d tokens reused from the cache, %d computed\n", v->n_reused,
         v->n_computed);
-    ADD("speed: prefill %.1f t/s, decode %.1f t/s\n", c->prefill_tps, c->decode_tps);
+    ADD("speed: prefill %.1f t/s, decode %.1f t/s", c->prefill_tps, c->decode_tps);
+    if (c->ttft_ms > 0)
+        ADD("; first token after %.0f ms", c->ttft_ms);
+    ADD("\n");
     ADD("sampling: temperature %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, seed %llu, "
         "max-tokens %d",
         (double)p.temperature, p.top_k, (double)p.top_p, (double)p.min_p,

@@ -287,6 +287,8 @@ void chat_poll_events(struct chat *c)
                     if (c->gen_conv == c->cur && c->view.reply_text)
                         c->view.reply_text(c->view.user, ev.text, n);
                 }
+                if (!c->got_token)
+                    c->ttft_ms = (chat_now() - c->reply_t0) * 1000.0;
                 c->got_token = true;
             }
             break;

@@ -131,6 +131,8 @@ struct chat {
     struct sbuf reply_text;
     float prefill_progress;
     bool got_token;
+    double reply_t0;   /* chat_now() when the reply was asked for */
+    double ttft_ms;    /* the last reply's time to first token (0: none yet) */
     uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
     struct conv *prefill_conv;
     double prefill_tps, decode_tps;
