@@ -40,6 +40,7 @@ static void print_help(FILE *f)
             "  -t, --template NAME      chat template (default: from the model)\n"
             "  -s, --session NAME       open or create this saved conversation\n"
             "      --system TEXT        system prompt for a new conversation\n"
+            "      --role NAME          a role preset's system prompt instead (/role lists them)\n"
             "%s"
             "  -h, --help               display this help and exit\n"
             "  -V, --version            output version information and exit\n"

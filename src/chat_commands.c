@@ -10,6 +10,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/roles.h"
 #include "src/store.h"
 #include "src/xalloc.h"
 
@@ -99,6 +100,48 @@ static bool ready_refuse(struct chat *c)
         return true;
     }
     return false;
+}
+
+/* The system prompt of v (rendered again and prefilled); false (and a
+ * notice) when it does not fit. */
+static bool set_system(struct chat *c, struct conv *v, const char *text)
+{
+    char err[1024];
+    int rc = conversation_set_system(&v->cv, text, err, sizeof err);
+    if (rc && rc != CONV_FULL) {
+        chat_notice(c, true, "%s", err);
+        return false;
+    }
+    v->dirty = true;
+    chat_show_conv(c);
+    chat_post_prefill(c, v);
+    if (rc == CONV_FULL) {
+        chat_notice(c, true, "%s", err);
+        return false;
+    }
+    return true;
+}
+
+/* /role without a name: each role and what it is for. */
+static void list_roles(struct chat *c)
+{
+    char **names = role_list();
+    struct sbuf b = {0};
+    const char *cur = c->cur ? c->cur->s->role : NULL;
+    sbuf_add(&b, "roles (/role NAME):", 19);
+    for (size_t i = 0; names[i]; i++) {
+        char err[512], line[1200];
+        struct role_preset *r = role_load(names[i], err, sizeof err);
+        snprintf(line, sizeof line, "\n%s %-14s %s", cur && strcmp(cur, names[i]) == 0 ? "*" : " ",
+                 names[i], r ? (r->description ? r->description : "") : err);
+        sbuf_add(&b, line, strlen(line));
+        role_free(r);
+    }
+    if (!names[0])
+        sbuf_add(&b, " none found", 11);
+    chat_info_msg(c, false, b.data);
+    sbuf_fini(&b);
+    strv_free(names);
 }
 
 /* The user message of exchange arg (N counts the exchanges, i.e. the user
@@ -306,23 +349,32 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
                     v->cv.tokens.n);
         break;
     }
-    case CMD_SYSTEM: {
+    case CMD_SYSTEM:
+        if (!busy_refuse(c) && set_system(c, v, cmd->arg)) {
+            free(v->s->role); /* a prompt of one's own: no role any more */
+            v->s->role = NULL;
+            chat_notice(c, false, "system prompt set");
+        }
+        break;
+    case CMD_ROLE:
+        if (!cmd->arg || !*cmd->arg) {
+            list_roles(c);
+            break;
+        }
         if (busy_refuse(c))
             break;
-        int rc = conversation_set_system(&v->cv, cmd->arg, err, sizeof err);
-        if (rc && rc != CONV_FULL) {
+        struct role_preset *r = role_load(cmd->arg, err, sizeof err);
+        if (!r) {
             chat_notice(c, true, "%s", err);
             break;
         }
-        v->dirty = true;
-        chat_show_conv(c);
-        chat_post_prefill(c, v);
-        if (rc == CONV_FULL)
-            chat_notice(c, true, "%s", err);
-        else
-            chat_notice(c, false, "system prompt set");
+        if (set_system(c, v, r->system)) {
+            free(v->s->role);
+            v->s->role = x_strdup(r->name);
+            chat_notice(c, false, "role '%s': its system prompt is set", r->name);
+        }
+        role_free(r);
         break;
-    }
     case CMD_SET: {
         struct sampling *sp = &v->s->sampling;
         switch (cmd->param) {

@@ -26,6 +26,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/roles.h"
 #include "src/xalloc.h"
 
 /* ------------------------------------------------------------ the worker */
@@ -641,6 +642,19 @@ static struct session *first_session(struct chat *c, char *err, size_t err_size)
     if (opt->system) {
         free(s->system);
         s->system = x_strdup(opt->system);
+        free(s->role);
+        s->role = NULL;
+    } else if (opt->role) {
+        struct role_preset *r = role_load(opt->role, err, err_size);
+        if (!r) {
+            session_free(s);
+            return NULL;
+        }
+        free(s->system);
+        s->system = x_strdup(r->system);
+        free(s->role);
+        s->role = x_strdup(r->name);
+        role_free(r);
     }
     if (opt->template_name) {
         free(s->template_name);

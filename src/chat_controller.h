@@ -33,6 +33,7 @@ struct chat_options {
     const char *template_name;  /* -t */
     const char *session_name;   /* -s */
     const char *system;         /* --system */
+    const char *role;           /* --role: a role preset's system prompt (roles.h) */
     int worker_nice;            /* nice levels the worker runs below the caller */
 };
 

@@ -15,6 +15,7 @@
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
 #include "src/model_find.h"
+#include "src/roles.h"
 #include "src/kvcache_store.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
@@ -300,6 +301,11 @@ char **chat_names(struct chat *c, enum cmd_arg_kind kind)
         char *dir = paths_dir(PATHS_DATA, "sessions");
         list_dir(&v, &n, dir, ".yaml", false);
         free(dir);
+    } else if (kind == ARG_ROLE) {
+        char **r = role_list();
+        for (size_t i = 0; r && r[i]; i++)
+            strv_push(&v, &n, r[i]);
+        strv_free(r);
     } else if (kind == ARG_TEMPLATE) {
         char **t = template_list();
         for (size_t i = 0; t && t[i]; i++)

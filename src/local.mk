@@ -22,6 +22,7 @@ src_libcore_a_SOURCES = \
 	src/template_load.c \
 	src/template_find.c \
 	src/template_render.c \
+	src/roles.c src/roles.h \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
 	src/conversation.c src/conversation.h \

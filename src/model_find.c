@@ -21,22 +21,9 @@ static bool exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-/* The shipped models: the source tree's when this program is the build
- * tree's (a VPATH build has them in the source tree only), else the
- * installed ones.  Owned. */
 static char *bundled_dir(void)
 {
-#if defined(ELMCHAT_SRCDIR) && defined(ELMCHAT_BUILDDIR)
-    char *exe = paths_exe_dir();
-    if (exe) {
-        size_t bl = strlen(ELMCHAT_BUILDDIR);
-        bool in_build = strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/');
-        free(exe);
-        if (in_build && exists(ELMCHAT_SRCDIR "/models"))
-            return x_strdup(ELMCHAT_SRCDIR "/models");
-    }
-#endif
-    return x_strdup(PKGDATADIR "/models");
+    return paths_shipped_dir("models");
 }
 
 char **model_search_dirs(void)

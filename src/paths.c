@@ -3,9 +3,12 @@
 
 #include "src/paths.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -91,4 +94,55 @@ char *paths_exe_dir(void)
         return NULL;
     *slash = '\0';
     return x_strdup(exe);
+}
+
+char *paths_shipped_dir(const char *sub)
+{
+#if defined(ELMCHAT_SRCDIR) && defined(ELMCHAT_BUILDDIR)
+    char *exe = paths_exe_dir();
+    if (exe) {
+        size_t bl = strlen(ELMCHAT_BUILDDIR);
+        bool in_build = strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/');
+        free(exe);
+        if (in_build)
+            return x_asprintf("%s/%s", ELMCHAT_SRCDIR, sub);
+    }
+#endif
+    return x_asprintf("%s/%s", PKGDATADIR, sub);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **paths_list_names(char *const *dirs, const char *suffix)
+{
+    size_t n = 0, cap = 16, sl = strlen(suffix);
+    char **names = x_calloc(cap, sizeof *names);
+    for (size_t d = 0; dirs[d]; d++) {
+        DIR *dir = opendir(dirs[d]);
+        if (!dir)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            size_t len = strlen(e->d_name);
+            if (len <= sl || strcmp(e->d_name + len - sl, suffix) != 0 || e->d_name[0] == '.')
+                continue;
+            bool dup = false;
+            for (size_t i = 0; i < n && !dup; i++)
+                dup = strlen(names[i]) == len - sl && strncmp(names[i], e->d_name, len - sl) == 0;
+            if (dup)
+                continue;
+            if (n + 1 >= cap) {
+                cap *= 2;
+                names = x_reallocarray(names, cap, sizeof *names);
+            }
+            names[n++] = x_strndup(e->d_name, len - sl);
+        }
+        closedir(dir);
+    }
+    names[n] = NULL;
+    qsort(names, n, sizeof *names, cmp_name);
+    return names;
 }

@@ -19,5 +19,13 @@ char *paths_dir(enum paths_kind kind, const char *sub);
 int paths_mkdir_p(const char *path);
 /* The folder holding the running program (owned), NULL when unknown. */
 char *paths_exe_dir(void);
+/* The shipped data folder SUB ("prompts", "roles", "models"): the source
+ * tree's when this program is the build tree's (a VPATH build has them
+ * there only), else $(pkgdatadir)/SUB.  Owned. */
+char *paths_shipped_dir(const char *sub);
+/* The names of the files NAME+suffix (NAME not starting with '.') in the
+ * folders dirs[] (NULL-terminated; missing ones are skipped): each once,
+ * sorted, NULL-terminated; free each and the vector. */
+char **paths_list_names(char *const *dirs, const char *suffix);
 
 #endif

@@ -153,6 +153,7 @@ void session_free(struct session *s)
     free(s->model);
     free(s->template_name);
     free(s->system);
+    free(s->role);
     extra_free(s->extra);
     free(s);
 }
@@ -420,6 +421,10 @@ char *session_to_yaml(const struct session *s, size_t *len)
         emit_str(&e, "system");
         emit_text(&e, s->system);
     }
+    if (s->role) {
+        emit_str(&e, "role");
+        emit_quoted(&e, s->role);
+    }
     emit_sampling(&e, &s->sampling);
     emit_extra(&e, s->extra);
 
@@ -592,6 +597,8 @@ static bool load_session(struct ydoc *d, struct session *s)
             okay = (s->template_name = ydoc_strdup(d, n, "template")) != NULL;
         } else if (strcmp(key, "system") == 0) {
             okay = (s->system = ydoc_strdup(d, n, "system")) != NULL;
+        } else if (strcmp(key, "role") == 0) {
+            okay = (s->role = ydoc_strdup(d, n, "role")) != NULL;
         } else if (strcmp(key, "sampling") == 0) {
             okay = sampling_load(d, n, &s->sampling);
         } else if (strcmp(key, "messages") == 0) {

@@ -46,6 +46,7 @@ struct session {
     char *model;          /* model name or path as the user gave it; owned, may be NULL */
     char *template_name;  /* owned, may be NULL (then the model's default) */
     char *system;         /* system prompt; owned, may be NULL (template default) */
+    char *role;           /* the role preset the system prompt came from; owned, may be NULL */
     struct sampling sampling; /* parameters set for this conversation */
     struct message *msgs; /* owned array */
     size_t n_msgs, cap_msgs;

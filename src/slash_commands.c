@@ -21,6 +21,8 @@ const struct cmd_info cmd_table[] = {
     {"model", CMD_MODEL, ARG_MODEL, 1, "/model NAME|PATH", "load another model"},
     {"template", CMD_TEMPLATE, ARG_TEMPLATE, 1, "/template NAME", "use another chat template"},
     {"system", CMD_SYSTEM, ARG_TEXT, 1, "/system TEXT", "set the system prompt"},
+    {"role", CMD_ROLE, ARG_ROLE, 0, "/role [NAME]",
+     "use a role preset as the system prompt (no NAME: list them)"},
     {"set", CMD_SET, ARG_PARAM, 1, "/set PARAM VALUE",
      "sampling: temperature top-k top-p min-p repeat-penalty seed max-tokens"},
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},

@@ -28,10 +28,20 @@ enum cmd_id {
     CMD_PIN,
     CMD_UNPIN,
     CMD_EDIT,
+    CMD_ROLE,
 };
 
 /* What an argument completes to. */
-enum cmd_arg_kind { ARG_NONE, ARG_TEXT, ARG_SESSION, ARG_MODEL, ARG_TEMPLATE, ARG_PARAM, ARG_FILE };
+enum cmd_arg_kind {
+    ARG_NONE,
+    ARG_TEXT,
+    ARG_SESSION,
+    ARG_MODEL,
+    ARG_TEMPLATE,
+    ARG_PARAM,
+    ARG_FILE,
+    ARG_ROLE,
+};
 
 enum cmd_param {
     PARAM_TEMPERATURE = 1,

@@ -5,7 +5,6 @@
 
 #include "src/template.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +24,6 @@ void strv_free(char **v)
     free(v);
 }
 
-static bool is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 char **template_search_dirs(void)
 {
     char **v = x_calloc(5, sizeof *v);
@@ -39,17 +32,9 @@ char **template_search_dirs(void)
     if (env && *env)
         v[n++] = x_strdup(env);
     v[n++] = paths_dir(PATHS_CONFIG, "prompts");
-#if defined(ELMCHAT_SRCDIR) && defined(ELMCHAT_BUILDDIR)
-    /* Running from the build tree (a VPATH build dir has no prompts/). */
-    char *exe = paths_exe_dir();
-    if (exe) {
-        size_t bl = strlen(ELMCHAT_BUILDDIR);
-        if (strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/'))
-            v[n++] = x_strdup(ELMCHAT_SRCDIR "/prompts");
-        free(exe);
-    }
-#endif
-    v[n++] = x_strdup(PKGDATADIR "/prompts");
+    v[n++] = paths_shipped_dir("prompts");
+    if (strcmp(v[n - 1], PKGDATADIR "/prompts") != 0)
+        v[n++] = x_strdup(PKGDATADIR "/prompts"); /* run from the build tree: the installed too */
     v[n] = NULL;
     return v;
 }
@@ -91,45 +76,10 @@ struct template *template_load(const char *name_or_path, char *err, size_t err_s
     return tpl;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 char **template_list(void)
 {
     char **dirs = template_search_dirs();
-    size_t n = 0, cap = 16;
-    char **names = x_calloc(cap, sizeof *names);
-    for (char **d = dirs; *d; d++) {
-        if (!is_dir(*d))
-            continue;
-        DIR *dir = opendir(*d);
-        if (!dir)
-            continue;
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            size_t len = strlen(e->d_name);
-            if (len <= 5 || strcmp(e->d_name + len - 5, ".yaml") != 0 || e->d_name[0] == '.')
-                continue;
-            char *name = x_strndup(e->d_name, len - 5);
-            bool dup = false;
-            for (size_t i = 0; i < n; i++)
-                dup = dup || strcmp(names[i], name) == 0;
-            if (dup) {
-                free(name);
-                continue;
-            }
-            if (n + 1 >= cap) {
-                cap *= 2;
-                names = x_reallocarray(names, cap, sizeof *names);
-            }
-            names[n++] = name;
-        }
-        closedir(dir);
-    }
-    names[n] = NULL;
-    qsort(names, n, sizeof *names, cmp_str);
+    char **names = paths_list_names(dirs, ".yaml");
     strv_free(dirs);
     return names;
 }

@@ -241,7 +241,8 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
 {
     static const struct option longopts[] = {
         {"model", 1, NULL, 'm'},   {"template", 1, NULL, 't'}, {"session", 1, NULL, 's'},
-        {"system", 1, NULL, 'S'},  {"max-tokens", 1, NULL, 'n'}, CLI_COMMON_LONGOPTS,
+        {"system", 1, NULL, 'S'},  {"role", 1, NULL, 'R'},     {"max-tokens", 1, NULL, 'n'},
+        CLI_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -262,6 +263,9 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
             break;
         case 'S':
             o->system = optarg;
+            break;
+        case 'R':
+            o->role = optarg;
             break;
         case 'n':
             if (cli_common_option(&o->common, NULL, OPT_MAX_TOKENS, optarg) < 0)
@@ -284,6 +288,8 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
     }
     if (optind < argc)
         return cli_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+    if (o->system && o->role)
+        return cli_usage_error(NULL, "--system and --role both set the system prompt: give one");
     return 0;
 }
 
