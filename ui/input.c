@@ -282,6 +282,12 @@ static int fn_newline(int count, int key)
     return rl_insert_text(count > 1 ? "\n" : "\n") >= 0 ? 0 : 1;
 }
 
+static int fn_edit_external(int count, int key)
+{
+    (void)count, (void)key;
+    return act(IA_EDIT_EXTERNAL);
+}
+
 static void bind(const char *seq, rl_command_func_t *fn)
 {
     rl_bind_keyseq_in_map(seq, fn, emacs_standard_keymap);
@@ -401,6 +407,7 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     rl_add_defun("elmchat-toggle-sessions", fn_toggle_sessions, -1);
     rl_add_defun("elmchat-redraw", fn_redraw, -1);
     rl_add_defun("elmchat-newline", fn_newline, -1);
+    rl_add_defun("elmchat-edit-external", fn_edit_external, -1);
 
     /* Defaults, bound before ~/.inputrc is read so that it can override. */
     bind("\\e[5~", fn_scroll_up);
@@ -418,6 +425,7 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     bind("\\e[4~", fn_end);
     bind("\\e[8~", fn_end);
     bind("\\C-g", fn_cancel);
+    bind("\\C-x\\C-e", fn_edit_external);
     bind("\\es", fn_toggle_sessions);
     bind("\\eOQ", fn_toggle_sessions);
     bind("\\C-l", fn_redraw);
@@ -498,6 +506,11 @@ void input_clear_line(void)
     rl_mark = 0;
     rl_on_new_line();
     dirty = true;
+}
+
+char *input_text(void)
+{
+    return x_strdup(rl_line_buffer ? rl_line_buffer : "");
 }
 
 void input_set_text(const char *text)

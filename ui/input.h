@@ -23,6 +23,7 @@ enum input_action {
     IA_CANCEL,         /* elmchat-cancel: Ctrl-G */
     IA_TOGGLE_SESSIONS,/* elmchat-toggle-sessions: Alt-s, F2 */
     IA_REDRAW,         /* elmchat-redraw: Ctrl-L */
+    IA_EDIT_EXTERNAL,  /* elmchat-edit-external: Ctrl-X Ctrl-E ($VISUAL / $EDITOR) */
 };
 
 struct input_hooks {
@@ -63,6 +64,8 @@ bool input_line_empty(void);
 void input_clear_line(void);
 /* Replace the line (e.g. to give back text that could not be sent). */
 void input_set_text(const char *text);
+/* The text being typed (owned). */
+char *input_text(void);
 /* Add to the history (not empty, not a repeat of the last entry). */
 void input_history_add(const char *line);
 

@@ -9,6 +9,7 @@ ui_libui_a_SOURCES = \
 	ui/sanitize.c ui/sanitize.h \
 	ui/transcript.c ui/transcript.h \
 	ui/screen.c ui/screen.h \
+	ui/external_editor.c ui/external_editor.h \
 	ui/input.c ui/input.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h

@@ -180,12 +180,30 @@ bool screen_resize(void)
     return true;
 }
 
-void screen_suspend(void)
+void screen_pause(void)
 {
     if (!visual)
         return;
     screen_bracketed_paste(false);
     endwin();
+}
+
+void screen_resume(void)
+{
+    if (!visual)
+        return;
+    reset_prog_mode();
+    screen_resize();
+    clearok(curscr, TRUE);
+    refresh();
+    screen_bracketed_paste(true);
+}
+
+void screen_suspend(void)
+{
+    if (!visual)
+        return;
+    screen_pause();
     /* The default action of SIGTSTP stops us; our handler is back after. */
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
@@ -200,9 +218,5 @@ void screen_suspend(void)
     sigprocmask(SIG_SETMASK, &oldset, NULL);
     sigaction(SIGTSTP, &old, NULL);
     /* Continued. */
-    reset_prog_mode();
-    screen_resize();
-    clearok(curscr, TRUE);
-    refresh();
-    screen_bracketed_paste(true);
+    screen_resume();
 }

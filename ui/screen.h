@@ -39,6 +39,10 @@ int screen_attr(enum screen_attr a);
 bool screen_resize(void);
 /* Ctrl-Z: leave curses, stop the process, come back. */
 void screen_suspend(void);
+/* The terminal back to the shell's modes (another program runs in it), and
+ * curses back afterwards, the screen redrawn. */
+void screen_pause(void);
+void screen_resume(void);
 /* Bracketed paste mode on/off (readline's prep function would do it). */
 void screen_bracketed_paste(bool on);
 

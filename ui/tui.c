@@ -30,6 +30,7 @@
 #include "src/chat_controller.h"
 #include "ui/chat_view.h"
 #include "ui/draw.h"
+#include "ui/external_editor.h"
 #include "ui/input.h"
 #include "ui/layout.h"
 #include "ui/screen.h"
@@ -226,6 +227,19 @@ static void on_action(enum input_action a, void *user)
         clearok(curscr, TRUE);
         t->full_redraw = true;
         break;
+    case IA_EDIT_EXTERNAL: {
+        /* the edited text comes back into the input line, not sent */
+        char *text = input_text(), *edited = NULL, err[700];
+        if (external_edit(text, &edited, err, sizeof err)) {
+            input_set_text(edited);
+            free(edited);
+        } else {
+            chat_notice(&t->chat, true, "%s", err);
+        }
+        free(text);
+        t->full_redraw = true;
+        break;
+    }
     }
     t->view.changed = true;
 }
