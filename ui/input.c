@@ -426,6 +426,9 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     bind("\\e[8~", fn_end);
     bind("\\C-g", fn_cancel);
     bind("\\C-x\\C-e", fn_edit_external);
+    /* vi mode: Esc is readline's there, so Ctrl-G is the way to cancel */
+    rl_bind_keyseq_in_map("\\C-g", fn_cancel, vi_insertion_keymap);
+    rl_bind_keyseq_in_map("\\C-g", fn_cancel, vi_movement_keymap);
     bind("\\es", fn_toggle_sessions);
     bind("\\eOQ", fn_toggle_sessions);
     bind("\\C-l", fn_redraw);
@@ -506,6 +509,13 @@ void input_clear_line(void)
     rl_mark = 0;
     rl_on_new_line();
     dirty = true;
+}
+
+const char *input_vi_mode(void)
+{
+    if (rl_editing_mode != 0) /* 1: emacs */
+        return NULL;
+    return rl_get_keymap() == vi_insertion_keymap ? "vi insert" : "vi command";
 }
 
 char *input_text(void)

@@ -66,6 +66,9 @@ void input_clear_line(void);
 void input_set_text(const char *text);
 /* The text being typed (owned). */
 char *input_text(void);
+/* readline's vi mode (set editing-mode vi in ~/.inputrc): "vi insert" or
+ * "vi command"; NULL in emacs mode. */
+const char *input_vi_mode(void);
 /* Add to the history (not empty, not a repeat of the last entry). */
 void input_history_add(const char *line);
 

@@ -129,6 +129,11 @@ static void draw(struct tui *t)
     double now = chat_now();
     struct chat_status st;
     chat_get_status(&t->chat, &st, now);
+    char state[160];
+    if (input_vi_mode()) {
+        snprintf(state, sizeof state, "%s · %s", st.state ? st.state : "idle", input_vi_mode());
+        st.state = state;
+    }
     /* The input may have grown or shrunk. */
     int want = input_rows_wanted(COLS);
     int clamped = want > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : want;
@@ -423,7 +428,10 @@ static int run(struct tui *t)
                 if (t->latency_log)
                     t->key_time = chat_now();
                 size_t len = (size_t)n;
-                bool esc = chat_generating(&t->chat) && trailing_escape(buf, len, tty);
+                /* In vi mode Esc is readline's (to command mode): Ctrl-C
+                 * stops the reply there. */
+                bool esc = chat_generating(&t->chat) && !input_vi_mode() &&
+                           trailing_escape(buf, len, tty);
                 if (esc)
                     len--;
                 if (len)
