@@ -41,6 +41,7 @@ static void print_help(FILE *f)
             "  -s, --session NAME       open or create this saved conversation\n"
             "      --system TEXT        system prompt for a new conversation\n"
             "      --role NAME          a role preset's system prompt instead (/role lists them)\n"
+            "      --raw                show replies as written (no markdown rendering)\n"
             "%s"
             "  -h, --help               display this help and exit\n"
             "  -V, --version            output version information and exit\n"

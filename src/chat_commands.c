@@ -29,7 +29,9 @@ static void show_help(struct chat *c)
         "Ctrl-C or Esc stop the reply · Enter during a reply queues (Esc takes it back)\n"
         "Ctrl-C clear the line · Ctrl-D (empty line) quit\n"
         "PgUp/PgDn scroll · Ctrl-Home/Ctrl-End (or Home/End on an empty line) top/bottom\n"
-        "Alt-S or F2 session list · Ctrl-L redraw · Ctrl-Z suspend · '//' sends a '/'";
+        "Alt-S or F2 session list · Ctrl-L redraw · Ctrl-Z suspend · '//' sends a '/'\n"
+        "Ctrl-X Ctrl-E edit the message in $EDITOR · replies render markdown (/set markdown "
+        "off: as written); your messages stay plain";
     sbuf_add(&b, keys, strlen(keys));
     chat_info_msg(c, false, b.data);
     sbuf_fini(&b);
@@ -376,6 +378,14 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         role_free(r);
         break;
     case CMD_SET: {
+        if (cmd->param == PARAM_MARKDOWN) {
+            c->markdown_off = cmd->ivalue == 0;
+            if (c->view.markdown_changed)
+                c->view.markdown_changed(c->view.user, !c->markdown_off);
+            chat_notice(c, false, "markdown %s", c->markdown_off ? "off: replies show as written"
+                                                                 : "on");
+            break;
+        }
         struct sampling *sp = &v->s->sampling;
         switch (cmd->param) {
         case PARAM_TEMPERATURE:
@@ -398,6 +408,8 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             break;
         case PARAM_MAX_TOKENS:
             sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = (int)cmd->ivalue;
+            break;
+        case PARAM_MARKDOWN:
             break;
         }
         v->dirty = true;

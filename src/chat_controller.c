@@ -671,6 +671,9 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     c->opt = *opt;
     if (view)
         c->view = *view;
+    c->markdown_off = opt->raw;
+    if (opt->raw && c->view.markdown_changed)
+        c->view.markdown_changed(c->view.user, false);
     config_init(&c->cfg);
     if (config_load(&c->cfg, NULL, err, err_size) != 0)
         return false;

@@ -34,6 +34,7 @@ struct chat_options {
     const char *session_name;   /* -s */
     const char *system;         /* --system */
     const char *role;           /* --role: a role preset's system prompt (roles.h) */
+    bool raw;                   /* --raw: replies as written, no markdown */
     int worker_nice;            /* nice levels the worker runs below the caller */
 };
 
@@ -71,6 +72,8 @@ struct chat_view {
     void (*session_list_toggled)(void *user);
     /* The input line gets this text (a refused message, /undo, /edit). */
     void (*input_replaced)(void *user, const char *text);
+    /* /set markdown on|off: the replies' markdown rendered or shown raw. */
+    void (*markdown_changed)(void *user, bool on);
     /* A submitted line worth keeping in the input history. */
     void (*line_remembered)(void *user, const char *line);
 };
@@ -111,6 +114,7 @@ struct chat {
      * queued_conv when that ends (owned; NULL: none queued) */
     char *queued;
     struct conv *queued_conv;
+    bool markdown_off; /* /set markdown off, --raw */
 
     /* /edit N: the next message sent replaces user message edit_msg (a
      * session index) of edit_conv and drops what followed */

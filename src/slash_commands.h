@@ -51,6 +51,7 @@ enum cmd_param {
     PARAM_REPEAT_PENALTY,
     PARAM_SEED,
     PARAM_MAX_TOKENS,
+    PARAM_MARKDOWN, /* a display setting: on or off (ivalue 1 or 0) */
 };
 
 struct cmd_info {

@@ -91,6 +91,13 @@ static void on_input_replaced(void *user, const char *text)
     input_set_text(text);
 }
 
+static void on_markdown_changed(void *user, bool on)
+{
+    struct tui_view *v = user;
+    transcript_set_markdown(&v->tr, on);
+    v->changed = true;
+}
+
 static void on_line_remembered(void *user, const char *line)
 {
     (void)user;
@@ -114,7 +121,9 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
         .session_list_toggled = on_session_list_toggled,
         .input_replaced = on_input_replaced,
         .line_remembered = on_line_remembered,
+        .markdown_changed = on_markdown_changed,
     };
+    v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
 }
 
 void tui_view_refresh_sessions(struct tui_view *v)

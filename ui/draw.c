@@ -29,6 +29,56 @@ static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
     return cols;
 }
 
+static int md_curses_attr(uint16_t a)
+{
+    int c = A_NORMAL;
+    if (a & (MD_A_CODE | MD_A_CODEBLOCK))
+        c |= screen_attr(SA_CODE);
+    if (a & MD_A_MARKER)
+        c |= screen_attr(SA_MD_MARKER);
+    if (a & MD_A_BOLD)
+        c |= A_BOLD;
+    if (a & MD_A_ITALIC)
+        c |= A_ITALIC;
+    if (a & (MD_A_LINK | MD_A_HEADING))
+        c |= A_UNDERLINE;
+    if (a & (MD_A_DIM | MD_A_STRIKE))
+        c |= A_DIM;
+    return c;
+}
+
+/* One line of a markdown message: its text in runs of one attribute. */
+static void put_md_line(WINDOW *w, const struct md_out *md, size_t off, size_t len, int max_cols)
+{
+    /* the first span that ends after off (spans are in text order) */
+    size_t lo = 0, hi = md->n_spans;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (md->spans[mid].off + md->spans[mid].len <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t pos = off, end = off + len, k = lo;
+    int cols = 0;
+    while (pos < end && cols < max_cols) {
+        size_t stop = end;
+        uint16_t attr = 0;
+        if (k < md->n_spans && md->spans[k].off <= pos) {
+            attr = md->spans[k].attr;
+            size_t se = md->spans[k].off + md->spans[k].len;
+            stop = se < end ? se : end;
+            k++;
+        } else if (k < md->n_spans && md->spans[k].off < end) {
+            stop = md->spans[k].off;
+        }
+        wattrset(w, md_curses_attr(attr));
+        cols += put_text(w, md->text.data + pos, stop - pos, max_cols - cols);
+        pos = stop;
+    }
+    wattrset(w, A_NORMAL);
+}
+
 static const char *role_label(const struct tr_msg *m, const char *assistant)
 {
     switch (m->role) {
@@ -103,6 +153,8 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
             }
             put_text(w, mark, strlen(mark), wd - used);
             wattrset(w, A_NORMAL);
+        } else if (l->kind == TRL_BODY && m->markdown) {
+            put_md_line(w, &m->md, l->off, l->len, wd);
         } else if (l->kind == TRL_BODY) {
             int a = m->role == TR_INFO ? screen_attr(SA_INFO)
                     : m->role == TR_ERROR ? screen_attr(SA_ERROR)

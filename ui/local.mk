@@ -2,7 +2,7 @@
 # layout, transcript and sanitize are pure (no curses): the unit tests link
 # them alone.
 noinst_LIBRARIES += ui/libui.a
-ui_libui_a_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) $(READLINE_CFLAGS) -D_XOPEN_SOURCE_EXTENDED
+ui_libui_a_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) $(READLINE_CFLAGS) $(MD4C_CFLAGS) -D_XOPEN_SOURCE_EXTENDED
 ui_libui_a_SOURCES = \
 	ui/tui.c ui/tui.h \
 	ui/layout.c ui/layout.h \
@@ -10,6 +10,7 @@ ui_libui_a_SOURCES = \
 	ui/transcript.c ui/transcript.h \
 	ui/screen.c ui/screen.h \
 	ui/external_editor.c ui/external_editor.h \
+	ui/markdown.c ui/markdown.h \
 	ui/input.c ui/input.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h

@@ -73,6 +73,9 @@ static void setup_attrs(void)
     attrs[SA_LIST] = A_NORMAL;
     attrs[SA_LIST_CURRENT] = A_REVERSE;
     attrs[SA_MARK] = A_DIM;
+    /* markdown without colour: bold / underline / reverse only */
+    attrs[SA_CODE] = A_BOLD;
+    attrs[SA_MD_MARKER] = A_BOLD;
     if (!color)
         return;
     start_color();
@@ -96,6 +99,9 @@ static void setup_attrs(void)
     attrs[SA_STATUS_BUSY] = A_BOLD | COLOR_PAIR(7);
     attrs[SA_LIST_CURRENT] = A_BOLD | COLOR_PAIR(5);
     attrs[SA_MARK] = COLOR_PAIR(8);
+    init_pair(9, COLOR_YELLOW, bg);
+    attrs[SA_CODE] = COLOR_PAIR(9);
+    attrs[SA_MD_MARKER] = COLOR_PAIR(1);
 }
 
 bool screen_init(char *err, size_t err_size)

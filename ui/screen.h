@@ -21,6 +21,8 @@ enum screen_attr {
     SA_LIST,        /* session list */
     SA_LIST_CURRENT,
     SA_MARK,        /* "interrupted", "out of context" */
+    SA_CODE,        /* markdown: code blocks and inline code */
+    SA_MD_MARKER,   /* markdown: bullets, numbers, quote bars, "[N] lang" */
     SA_COUNT
 };
 

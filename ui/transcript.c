@@ -92,6 +92,7 @@ static void msg_fini(struct tr_msg *m)
 {
     sbuf_fini(&m->text);
     sbuf_fini(&m->pending);
+    md_out_fini(&m->md);
 }
 
 void transcript_fini(struct transcript *t)
@@ -127,8 +128,16 @@ static void wrap_msg(struct transcript *t, size_t i)
     m->first_line = t->n_lines;
     if (t->width > 0) {
         push_line(t, (uint32_t)i, TRL_HEADER, 0, 0, 0);
+        const char *s = m->text.data ? m->text.data : "";
+        size_t n = m->text.len;
+        if (m->markdown) {
+            /* laid out for the width: the wrap below keeps its lines */
+            md_render(s, n, t->width, &m->md);
+            s = m->md.text.data;
+            n = m->md.text.len;
+        }
         struct wrap_iter it;
-        wrap_init(&it, m->text.data ? m->text.data : "", m->text.len, t->width);
+        wrap_init(&it, s, n, t->width);
         size_t off, len;
         int cols;
         while (wrap_next(&it, &off, &len, &cols))
@@ -156,6 +165,7 @@ static size_t new_msg(struct transcript *t, enum tr_role role, int ref)
     memset(m, 0, sizeof *m);
     m->role = role;
     m->ref = ref;
+    m->markdown = t->markdown && role == TR_ASSISTANT;
     sbuf_add(&m->text, "", 0);
     return t->n_msgs++;
 }
@@ -243,6 +253,27 @@ void transcript_clear(struct transcript *t)
 {
     transcript_truncate(t, 0);
     t->scroll = 0;
+}
+
+void transcript_set_markdown(struct transcript *t, bool on)
+{
+    if (t->markdown == on)
+        return;
+    t->markdown = on;
+    for (size_t i = 0; i < t->n_msgs; i++)
+        t->msgs[i].markdown = on && t->msgs[i].role == TR_ASSISTANT;
+    size_t old = t->n_lines;
+    t->n_lines = 0;
+    for (size_t i = 0; i < t->n_msgs; i++)
+        wrap_msg(t, i);
+    keep_view(t, old);
+}
+
+const char *transcript_line_text(const struct transcript *t, const struct tr_line *l)
+{
+    const struct tr_msg *m = &t->msgs[l->msg];
+    const char *s = m->markdown ? m->md.text.data : m->text.data;
+    return s ? s : "";
 }
 
 void transcript_set_width(struct transcript *t, int width, int height)

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ui/markdown.h"
 #include "ui/sanitize.h"
 
 /* One wrapped line of s: iterate with wrap_next.  Lines break at '\n', else
@@ -42,6 +43,8 @@ struct tr_msg {
     struct sbuf text;      /* sanitized, what is drawn */
     struct sbuf pending;   /* raw bytes not yet sanitizable (streaming) */
     bool streaming, interrupted, out_of_context, pinned;
+    bool markdown;         /* drawn from md (laid out for the width), not text */
+    struct md_out md;
     int exchange;          /* user messages: the exchange number shown (0: none) */
     int ref;               /* caller's tag (e.g. the session message index) */
     size_t first_line, n_lines;
@@ -54,6 +57,7 @@ struct transcript {
     size_t n_lines, cap_lines;
     int width;             /* columns the cache was wrapped for (0: none) */
     size_t scroll;         /* lines between the view's bottom and the end */
+    bool markdown;         /* assistant messages render their markdown */
 };
 
 void transcript_init(struct transcript *t);
@@ -69,6 +73,11 @@ void transcript_finish(struct transcript *t, size_t msg, bool interrupted);
 /* Keep the first n messages. */
 void transcript_truncate(struct transcript *t, size_t n);
 void transcript_clear(struct transcript *t);
+
+/* Markdown for the assistant's messages on or off (everything re-laid). */
+void transcript_set_markdown(struct transcript *t, bool on);
+/* The text a line's off/len refer to: the markdown layout or the text. */
+const char *transcript_line_text(const struct transcript *t, const struct tr_line *l);
 
 /* Re-wrap everything for a new width (no-op when unchanged).  Keeps the
  * message at the top of a scrolled view in view. */

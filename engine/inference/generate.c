@@ -8,6 +8,7 @@
 
 #include "engine/base/error.h"
 #include "engine/elm.h"
+#include "engine/inference/generate_testing.h"
 
 /* Text not reported yet because it may be the start of a stop string. */
 struct holdback {
@@ -94,8 +95,11 @@ static void report(const struct elm_generate_params *p, int32_t id, const char *
         p->on_token(p->user, id, text, len);
 }
 
-elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
-                        struct elm_generate_result *res, char *err, size_t err_size)
+/* forced (test hook, generate_testing.h): these ids in place of the
+ * sampled ones, then EOS. */
+static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
+                           const int32_t *forced, size_t n_forced,
+                           struct elm_generate_result *res, char *err, size_t err_size)
 {
     *res = (struct elm_generate_result){ELM_STOP_LENGTH, 0, NULL};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
@@ -129,6 +133,8 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
         memcpy(scratch, logits, (size_t)n_vocab * sizeof *scratch);
         int32_t id = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx),
                                         elm_ctx_n_past(ctx));
+        if (forced)
+            id = (size_t)res->n_generated < n_forced ? forced[res->n_generated] : info->eos_id;
         if (id < 0 || id >= n_vocab) {
             res->reason = ELM_STOP_ERROR;
             st = elm_set_error(err, err_size, ELM_E_INVALID, "sampler returned id %d", (int)id);
@@ -197,4 +203,18 @@ out:
     free(scratch);
     elm_sampler_free(smp);
     return st;
+}
+
+elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
+                        struct elm_generate_result *res, char *err, size_t err_size)
+{
+    return generate(ctx, logits, p, NULL, 0, res, err, err_size);
+}
+
+elm_status elm_generate_scripted(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
+                                 const int32_t *ids, size_t n_ids,
+                                 struct elm_generate_result *res, char *err, size_t err_size)
+{
+    static const int32_t none[1] = {0};
+    return generate(ctx, logits, p, ids ? ids : none, ids ? n_ids : 0, res, err, err_size);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/elm_tokenizer.h"
+#include "engine/inference/generate_testing.h"
 #include "engine/worker/shared_state.h"
 
 static void done_generate(elm_worker *w, struct slot_ctx *sc, enum elm_done_reason reason,
@@ -97,6 +99,23 @@ static bool gen_should_stop(void *user)
     }
     g->n_sampled++;
     return wk_cancelled(g->w);
+}
+
+/* The reply test hook: $ELM_WORKER_TEST_REPLY_FILE's text, tokenized, is
+ * every reply (a known markdown reply for the UI tests).  false: unset or
+ * unreadable, the model samples. */
+static bool test_reply(const elm_tokenizer *tok, int32_t **ids, size_t *n)
+{
+    const char *path = getenv("ELM_WORKER_TEST_REPLY_FILE");
+    if (!path || !*path || !tok)
+        return false;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char buf[16384];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return elm_tokenize(tok, buf, len, false, ids, n) == ELM_OK;
 }
 
 static enum elm_done_reason done_reason_of(enum elm_stop_reason r)
@@ -225,7 +244,15 @@ void wk_do_generate(elm_worker *w)
     gp.user = &pace;
     struct elm_generate_result res;
     double t2 = now_sec();
-    elm_status fst = elm_generate(sc->ctx, sc->logits, &gp, &res, err, sizeof err);
+    int32_t *script = NULL;
+    size_t n_script = 0;
+    elm_status fst;
+    if (test_reply(gp.tokenizer, &script, &n_script))
+        fst = elm_generate_scripted(sc->ctx, sc->logits, &gp, script, n_script, &res, err,
+                                    sizeof err);
+    else
+        fst = elm_generate(sc->ctx, sc->logits, &gp, &res, err, sizeof err);
+    free(script);
     double t3 = now_sec();
     sc->logits_at = elm_ctx_n_past(sc->ctx);
     enum elm_done_reason reason = done_reason_of(res.reason);

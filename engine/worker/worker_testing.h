@@ -2,7 +2,9 @@
  * include it; the application never does).  Both are read at every use, so
  * they may be set at any time; the environment variables
  * ELM_WORKER_TEST_LOAD_DELAY_MS and ELM_WORKER_TEST_TOKEN_INTERVAL_MS set
- * them for every worker (the tmux tests drive the real binary with them). */
+ * them for every worker (the tmux tests drive the real binary with them).
+ * ELM_WORKER_TEST_REPLY_FILE makes every reply that file's text (tokenized;
+ * request_generate.c): a known markdown reply for the UI tests. */
 #ifndef ELMCHAT_ENGINE_WORKER_TESTING_H
 #define ELMCHAT_ENGINE_WORKER_TESTING_H
 

@@ -348,3 +348,14 @@ elm_status elm_detokenize(const elm_tokenizer *tok, const int32_t *ids, size_t n
     *len = k;
     return 0;
 }
+
+/* The fake vocabulary has no text to encode: the worker's reply test hook
+ * (ELM_WORKER_TEST_REPLY_FILE) is not exercised against it. */
+elm_status elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, bool add_bos,
+                        int32_t **ids, size_t *n_ids)
+{
+    (void)tok, (void)text, (void)len, (void)add_bos;
+    *ids = NULL;
+    *n_ids = 0;
+    return ELM_E_UNSUPPORTED;
+}

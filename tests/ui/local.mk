@@ -1,12 +1,19 @@
 # tests/ui/: the UI's tests.  Pure units (layout, wrapping, sanitizing) and
 # the tmux tests that drive the real binary in a pty.
-UI_UNIT_TESTS = tests/ui/test-ui-layout tests/ui/test-ui-text
+UI_UNIT_TESTS = tests/ui/test-ui-layout tests/ui/test-ui-text tests/ui/test-markdown
 check_PROGRAMS += $(UI_UNIT_TESTS)
 TESTS += $(UI_UNIT_TESTS)
 tests_ui_test_ui_layout_SOURCES = tests/ui/test-ui-layout.c
 tests_ui_test_ui_layout_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 tests_ui_test_ui_text_SOURCES = tests/ui/test-ui-text.c
 tests_ui_test_ui_text_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
+# Markdown re-render cost while a reply streams (by hand, not a test).
+check_PROGRAMS += tests/ui/bench-markdown
+tests_ui_bench_markdown_SOURCES = tests/ui/bench-markdown.c
+tests_ui_bench_markdown_LDADD = $(ELM_UI_LIBS)
+tests_ui_test_markdown_SOURCES = tests/ui/test-markdown.c
+tests_ui_test_markdown_CFLAGS = $(AM_CFLAGS) $(MD4C_CFLAGS)
+tests_ui_test_markdown_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 
 # tmux drives the real binary (random-weight model) in a pty; skipped when
 # tmux is missing.  tests/lib/ui-tmux.sh holds the shared helpers; replies
@@ -18,6 +25,6 @@ UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-
 	tests/ui/test-ui-conv.sh tests/ui/test-ui-context.sh tests/ui/test-ui-gguf.sh \
 	tests/ui/test-ui-multi.sh tests/ui/test-ui-load.sh tests/ui/test-ui-latency.sh \
 	tests/ui/test-ui-guide.sh tests/ui/test-ui-queue.sh tests/ui/test-ui-role.sh \
-	tests/ui/test-ui-editor.sh tests/ui/test-ui-vi.sh
+	tests/ui/test-ui-editor.sh tests/ui/test-ui-vi.sh tests/ui/test-ui-markdown.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 TESTS += $(UI_TMUX_TESTS)

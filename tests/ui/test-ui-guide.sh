@@ -23,6 +23,9 @@ ok '! ui_screen | grep -qi "noise"' "no noise banner"
 ui_keys 'What does the word good mean?' Enter
 ok 'ui_wait "good (adjective):" 20' "the small model defines the word"
 ok 'ui_wait "idle" 20' "and ends its reply"
+ui_keys '/info' Enter
+ok 'ui_wait "first token after" 5 && ui_screen | grep -q "speed: prefill [0-9.]* t/s, decode [0-9.]* t/s; first token after [0-9]* ms"' \
+   "/info shows the reply's prefill and decode speed and its time to first token"
 
 if [ -d "$top_srcdir/models/guide-large-instruct" ]; then
     ui_keys '/model guide-l' Tab
