@@ -10,6 +10,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/code_blocks.h"
 #include "src/roles.h"
 #include "src/store.h"
 #include "src/xalloc.h"
@@ -178,6 +179,90 @@ static size_t find_exchange(struct chat *c, const struct session *s, const char 
             chat_notice(c, true, "nothing to %s yet", verb);
     }
     return idx;
+}
+
+/* /copy [N|reply|#M] [FILE]: code block N of the last reply (default:
+ * its last), the whole reply, or user message #M; to FILE, else the
+ * clipboard through the view (OSC 52). */
+static void copy_command(struct chat *c, struct conv *v, const char *arg)
+{
+    char what_arg[64] = "", file[4096] = "";
+    if (arg)
+        sscanf(arg, "%63s %4095[^\n]", what_arg, file);
+    const struct session *s = v->s;
+    char *owned = NULL;
+    const char *text = NULL;
+    char what[160];
+    if (what_arg[0] == '#') {
+        size_t i = find_exchange(c, s, what_arg + 1, "copy");
+        if (i == SIZE_MAX)
+            return;
+        text = s->msgs[i].content;
+        snprintf(what, sizeof what, "your message %s", what_arg);
+    } else {
+        size_t r = SIZE_MAX;
+        for (size_t i = s->n_msgs; i-- > 0;)
+            if (s->msgs[i].role == ROLE_ASSISTANT) {
+                r = i;
+                break;
+            }
+        if (r == SIZE_MAX) {
+            chat_notice(c, true, "no reply to copy yet");
+            return;
+        }
+        const char *reply = s->msgs[r].content ? s->msgs[r].content : "";
+        if (strcmp(what_arg, "reply") == 0) {
+            text = reply;
+            snprintf(what, sizeof what, "the last reply");
+        } else {
+            char *end;
+            long n = what_arg[0] ? strtol(what_arg, &end, 10) : 0;
+            if (what_arg[0] && (*end || n < 1)) {
+                chat_notice(c, true, "/copy [N|reply|#M] [FILE]: N is a code block (1 = the first)");
+                return;
+            }
+            struct code_block *blocks;
+            size_t nb = code_blocks_find(reply, strlen(reply), &blocks);
+            if (nb == 0 || (size_t)n > nb) {
+                if (nb)
+                    chat_notice(c, true, "the last reply has code blocks 1 to %zu", nb);
+                else
+                    chat_notice(c, true, "the last reply has no code block (/copy reply copies "
+                                         "all of it)");
+                code_blocks_free(blocks, nb);
+                return;
+            }
+            size_t k = n ? (size_t)n : nb;
+            owned = x_strdup(blocks[k - 1].text);
+            text = owned;
+            snprintf(what, sizeof what, "code block %zu%s%s", k, blocks[k - 1].lang[0] ? " " : "",
+                     blocks[k - 1].lang);
+            code_blocks_free(blocks, nb);
+        }
+    }
+    size_t len = text ? strlen(text) : 0;
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    if (len && text[len - 1] != '\n')
+        lines++;
+    char err[1024];
+    if (file[0]) {
+        if (store_write_atomic(file, text ? text : "", len, err, sizeof err) != 0)
+            chat_notice(c, true, "%s", err);
+        else
+            chat_notice(c, false, "wrote %s to %s (%zu line%s, %zu bytes)", what, file, lines,
+                        lines == 1 ? "" : "s", len);
+    } else if (c->view.copy && c->view.copy(c->view.user, text ? text : "", len, what)) {
+        chat_notice(c, false, "copied %s (%zu line%s, %zu bytes) to the clipboard (OSC 52; if "
+                              "the terminal ignores it: /copy %s FILE)",
+                    what, lines, lines == 1 ? "" : "s", len, what_arg[0] ? what_arg : "N");
+    } else {
+        chat_notice(c, true, "this terminal cannot take the clipboard (OSC 52): /copy %s FILE "
+                             "writes it to a file",
+                    what_arg[0] ? what_arg : "N");
+    }
+    free(owned);
 }
 
 /* /pin [N], /unpin [N]. */
@@ -466,6 +551,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         if (busy_refuse(c))
             break;
         edit_command(c, v, cmd->arg);
+        break;
+    case CMD_COPY:
+        copy_command(c, v, cmd->arg);
         break;
     }
 }

@@ -72,6 +72,9 @@ struct chat_view {
     void (*session_list_toggled)(void *user);
     /* The input line gets this text (a refused message, /undo, /edit). */
     void (*input_replaced)(void *user, const char *text);
+    /* /copy: text for the system clipboard (what: a short description for
+     * the notice); false when the terminal cannot take it. */
+    bool (*copy)(void *user, const char *text, size_t len, const char *what);
     /* /set markdown on|off: the replies' markdown rendered or shown raw. */
     void (*markdown_changed)(void *user, bool on);
     /* A submitted line worth keeping in the input history. */

@@ -2,7 +2,7 @@
 # the chat controller and its slash commands.
 # Knows the engine's public API only; includes nothing from ui/ or cli/.
 noinst_LIBRARIES += src/libcore.a
-src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
+src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(MD4C_CFLAGS)
 # The build tree's prompts/ (VPATH: the source tree's) for a program run uninstalled.
 src_libcore_a_CPPFLAGS = $(AM_CPPFLAGS) -DELMCHAT_SRCDIR=\"$(abs_top_srcdir)\" \
 	-DELMCHAT_BUILDDIR=\"$(abs_top_builddir)\"
@@ -23,6 +23,7 @@ src_libcore_a_SOURCES = \
 	src/template_find.c \
 	src/template_render.c \
 	src/roles.c src/roles.h \
+	src/code_blocks.c src/code_blocks.h \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
 	src/conversation.c src/conversation.h \

@@ -29,6 +29,7 @@ enum cmd_id {
     CMD_UNPIN,
     CMD_EDIT,
     CMD_ROLE,
+    CMD_COPY,
 };
 
 /* What an argument completes to. */

@@ -9,6 +9,7 @@
 
 #include "src/template.h"
 #include "ui/input.h"
+#include "ui/screen.h"
 
 static enum tr_role tr_role_of(enum chat_role r)
 {
@@ -91,6 +92,12 @@ static void on_input_replaced(void *user, const char *text)
     input_set_text(text);
 }
 
+static bool on_copy(void *user, const char *text, size_t len, const char *what)
+{
+    (void)user, (void)what;
+    return screen_clipboard(text, len);
+}
+
 static void on_markdown_changed(void *user, bool on)
 {
     struct tui_view *v = user;
@@ -122,6 +129,7 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
         .input_replaced = on_input_replaced,
         .line_remembered = on_line_remembered,
         .markdown_changed = on_markdown_changed,
+        .copy = on_copy,
     };
     v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
 }

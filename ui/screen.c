@@ -14,6 +14,8 @@
 #include <term.h>
 #include <unistd.h>
 
+#include "src/strbuf.h"
+
 static SCREEN *scr;
 static bool visual;       /* between newterm and endwin (ulfalizer's rule) */
 static int saved_stderr = -1;
@@ -225,4 +227,55 @@ void screen_suspend(void)
     sigaction(SIGTSTP, &old, NULL);
     /* Continued. */
     screen_resume();
+}
+
+static void base64(struct sbuf *out, const unsigned char *s, size_t n)
+{
+    static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
+                     (i + 2 < n ? s[i + 2] : 0);
+        char q[4] = {b64_digits[v >> 18 & 63], b64_digits[v >> 12 & 63], i + 1 < n ? b64_digits[v >> 6 & 63] : '=',
+                     i + 2 < n ? b64_digits[v & 63] : '='};
+        sbuf_add(out, q, 4);
+    }
+}
+
+static bool write_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        s += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+bool screen_clipboard(const char *text, size_t len)
+{
+    const char *term = getenv("TERM");
+    /* the Linux console has no clipboard sequence */
+    if (!visual || (term && strcmp(term, "linux") == 0))
+        return false;
+    struct sbuf b64 = {0};
+    base64(&b64, (const unsigned char *)text, len);
+    struct sbuf seq = {0};
+    sbuf_add(&seq, "\033]52;c;", 7);
+    sbuf_add(&seq, b64.data, b64.len);
+    sbuf_add(&seq, "\a", 1);
+    if (getenv("TMUX")) {
+        /* tmux takes the plain one with set-clipboard on; the wrapped one
+         * reaches the outer terminal with allow-passthrough on */
+        sbuf_add(&seq, "\033Ptmux;\033\033]52;c;", 14);
+        sbuf_add(&seq, b64.data, b64.len);
+        sbuf_add(&seq, "\a\033\\", 3);
+    }
+    bool ok = write_all(STDOUT_FILENO, seq.data, seq.len);
+    sbuf_fini(&seq);
+    sbuf_fini(&b64);
+    return ok;
 }

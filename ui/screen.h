@@ -44,6 +44,9 @@ void screen_suspend(void);
 /* The terminal back to the shell's modes (another program runs in it), and
  * curses back afterwards, the screen redrawn. */
 void screen_pause(void);
+/* Put text on the terminal's clipboard (OSC 52; inside tmux also wrapped for
+ * its passthrough).  false when this terminal cannot take it. */
+bool screen_clipboard(const char *text, size_t len);
 void screen_resume(void);
 /* Bracketed paste mode on/off (readline's prep function would do it). */
 void screen_bracketed_paste(bool on);
