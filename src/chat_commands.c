@@ -31,7 +31,8 @@ static void show_help(struct chat *c)
         "Ctrl-C clear the line · Ctrl-D (empty line) quit\n"
         "PgUp/PgDn scroll · Ctrl-Home/Ctrl-End (or Home/End on an empty line) top/bottom\n"
         "Alt-S or F2 session list · Ctrl-L redraw · Ctrl-Z suspend · '//' sends a '/'\n"
-        "Ctrl-X Ctrl-E edit the message in $EDITOR · replies render markdown (/set markdown "
+        "Ctrl-F search (/find) · Ctrl-X Ctrl-E edit the message in $EDITOR\n"
+        "Replies render markdown (/set markdown "
         "off: as written); your messages stay plain";
     sbuf_add(&b, keys, strlen(keys));
     chat_info_msg(c, false, b.data);
@@ -555,6 +556,19 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     case CMD_COPY:
         copy_command(c, v, cmd->arg);
         break;
+    case CMD_FIND: {
+        const char *q = cmd->arg && *cmd->arg ? cmd->arg : NULL;
+        size_t n = c->view.find ? c->view.find(c->view.user, q) : 0;
+        if (!q)
+            chat_notice(c, false, "search off");
+        else if (n)
+            chat_notice(c, false, "find '%s': %zu matching line%s · Ctrl-F older · Ctrl-B newer · "
+                                  "Esc leaves",
+                        q, n, n == 1 ? "" : "s");
+        else
+            chat_notice(c, true, "find '%s': not in this conversation", q);
+        break;
+    }
     }
 }
 

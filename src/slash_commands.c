@@ -28,6 +28,8 @@ const struct cmd_info cmd_table[] = {
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
     {"export", CMD_EXPORT, ARG_FILE, 1, "/export FILE", "write the conversation as Markdown"},
+    {"find", CMD_FIND, ARG_TEXT, 0, "/find [TEXT]",
+     "search the whole conversation (Ctrl-F next, Ctrl-B previous, Esc leaves)"},
     {"copy", CMD_COPY, ARG_TEXT, 0, "/copy [N|reply|#M] [FILE]",
      "copy code block N (default: the last) of the last reply, the reply, or your message #M"},
     {"retry", CMD_RETRY, ARG_NONE, -1, "/retry", "regenerate the last reply"},

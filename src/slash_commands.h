@@ -30,6 +30,7 @@ enum cmd_id {
     CMD_EDIT,
     CMD_ROLE,
     CMD_COPY,
+    CMD_FIND,
 };
 
 /* What an argument completes to. */

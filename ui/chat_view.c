@@ -92,6 +92,14 @@ static void on_input_replaced(void *user, const char *text)
     input_set_text(text);
 }
 
+static size_t on_find(void *user, const char *query)
+{
+    struct tui_view *v = user;
+    size_t n = transcript_search(&v->tr, query, v->height);
+    v->changed = true;
+    return n;
+}
+
 static bool on_copy(void *user, const char *text, size_t len, const char *what)
 {
     (void)user, (void)what;
@@ -130,6 +138,7 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
         .line_remembered = on_line_remembered,
         .markdown_changed = on_markdown_changed,
         .copy = on_copy,
+        .find = on_find,
     };
     v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
 }

@@ -20,6 +20,7 @@ struct tui_view {
     char **session_list;         /* its names (owned) */
     size_t n_session_list;
     bool changed;                /* the transcript or the list needs drawing */
+    int height;                  /* the transcript's rows (scrolling to a match) */
 };
 
 /* An empty view for chat (not yet initialised: chat_init reports into it)

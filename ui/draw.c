@@ -124,6 +124,26 @@ static WINDOW *erased(void *vwin, int *h, int *wd)
     return w;
 }
 
+/* The search's matches on line li (row y), drawn over in reverse video;
+ * the current match's line in bold too. */
+static void highlight_matches(WINDOW *w, const struct transcript *t, size_t li, int y, int wd)
+{
+    const struct tr_line *l = &t->lines[li];
+    const char *s = transcript_line_text(t, l) + l->off;
+    size_t qn = strlen(t->search), from = 0, at;
+    int a = A_REVERSE | (li == t->search_line ? A_BOLD : 0);
+    while ((at = transcript_search_find(t, s, l->len, from)) != SIZE_MAX) {
+        int col = u8_width(s, at);
+        if (col >= wd)
+            break;
+        wmove(w, y, col);
+        wattrset(w, a);
+        put_text(w, s + at, qn, wd - col);
+        wattrset(w, A_NORMAL);
+        from = at + qn;
+    }
+}
+
 void draw_transcript(void *vwin, struct transcript *t, const char *assistant_label)
 {
     int h, wd;
@@ -163,6 +183,8 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
             put_text(w, m->text.data + l->off, l->len, wd);
             wattrset(w, A_NORMAL);
         }
+        if (l->kind == TRL_BODY && t->search)
+            highlight_matches(w, t, first + (size_t)y, y, wd);
     }
     /* A scrolled view says so in its last row. */
     if (t->scroll > 0 && h > 0) {

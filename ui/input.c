@@ -282,6 +282,27 @@ static int fn_newline(int count, int key)
     return rl_insert_text(count > 1 ? "\n" : "\n") >= 0 ? 0 : 1;
 }
 
+/* Ctrl-F / Ctrl-B search on an empty line, move the cursor otherwise. */
+static int fn_find(int count, int key)
+{
+    if (rl_end == 0)
+        return act(IA_FIND_NEXT);
+    return rl_forward_char(count, key);
+}
+
+static int fn_find_previous(int count, int key)
+{
+    if (rl_end == 0)
+        return act(IA_FIND_PREV);
+    return rl_backward_char(count, key);
+}
+
+static int fn_find_previous_key(int count, int key)
+{
+    (void)count, (void)key;
+    return act(IA_FIND_PREV);
+}
+
 static int fn_edit_external(int count, int key)
 {
     (void)count, (void)key;
@@ -408,6 +429,8 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     rl_add_defun("elmchat-redraw", fn_redraw, -1);
     rl_add_defun("elmchat-newline", fn_newline, -1);
     rl_add_defun("elmchat-edit-external", fn_edit_external, -1);
+    rl_add_defun("elmchat-find", fn_find, -1);
+    rl_add_defun("elmchat-find-previous", fn_find_previous, -1);
 
     /* Defaults, bound before ~/.inputrc is read so that it can override. */
     bind("\\e[5~", fn_scroll_up);
@@ -426,6 +449,9 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     bind("\\e[8~", fn_end);
     bind("\\C-g", fn_cancel);
     bind("\\C-x\\C-e", fn_edit_external);
+    bind("\\C-f", fn_find);
+    bind("\\C-b", fn_find_previous);
+    bind("\\e[Z", fn_find_previous_key);
     /* vi mode: Esc is readline's there, so Ctrl-G is the way to cancel */
     rl_bind_keyseq_in_map("\\C-g", fn_cancel, vi_insertion_keymap);
     rl_bind_keyseq_in_map("\\C-g", fn_cancel, vi_movement_keymap);

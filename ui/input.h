@@ -24,6 +24,8 @@ enum input_action {
     IA_TOGGLE_SESSIONS,/* elmchat-toggle-sessions: Alt-s, F2 */
     IA_REDRAW,         /* elmchat-redraw: Ctrl-L */
     IA_EDIT_EXTERNAL,  /* elmchat-edit-external: Ctrl-X Ctrl-E ($VISUAL / $EDITOR) */
+    IA_FIND_NEXT,      /* elmchat-find: Ctrl-F on an empty line */
+    IA_FIND_PREV,      /* elmchat-find-previous: Ctrl-B on an empty line, Shift-Tab */
 };
 
 struct input_hooks {

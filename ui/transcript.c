@@ -97,6 +97,7 @@ static void msg_fini(struct tr_msg *m)
 
 void transcript_fini(struct transcript *t)
 {
+    free(t->search);
     for (size_t i = 0; i < t->n_msgs; i++)
         msg_fini(&t->msgs[i]);
     free(t->msgs);
@@ -336,4 +337,98 @@ size_t transcript_first_visible(const struct transcript *t, int height)
     size_t s = t->scroll > max ? max : t->scroll;
     size_t h = height > 0 ? (size_t)height : 0;
     return t->n_lines > s + h ? t->n_lines - s - h : 0;
+}
+
+/* ------------------------------------------------------------------ search */
+
+static int fold(int ch, bool on)
+{
+    return on && ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
+}
+
+size_t transcript_search_find(const struct transcript *t, const char *s, size_t n, size_t from)
+{
+    const char *q = t->search;
+    size_t qn = q ? strlen(q) : 0;
+    if (!qn || n < qn)
+        return SIZE_MAX;
+    for (size_t i = from; i + qn <= n; i++) {
+        size_t k = 0;
+        while (k < qn && fold((unsigned char)s[i + k], t->search_fold) == (unsigned char)q[k])
+            k++;
+        if (k == qn)
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+static bool line_matches(const struct transcript *t, size_t li)
+{
+    const struct tr_line *l = &t->lines[li];
+    if (l->kind != TRL_BODY)
+        return false;
+    return transcript_search_find(t, transcript_line_text(t, l) + l->off, l->len, 0) != SIZE_MAX;
+}
+
+/* Scroll so that line li is in view (kept where it is when it already is). */
+static void show_line(struct transcript *t, size_t li, int height)
+{
+    size_t h = height > 0 ? (size_t)height : 1;
+    size_t first = transcript_first_visible(t, height);
+    if (li >= first && li < first + h)
+        return;
+    size_t bottom = li + h / 2 + 1; /* li a little above the middle */
+    t->scroll = bottom < t->n_lines ? t->n_lines - bottom : 0;
+}
+
+size_t transcript_search(struct transcript *t, const char *query, int height)
+{
+    free(t->search);
+    t->search = NULL;
+    t->search_line = SIZE_MAX;
+    if (!query || !*query)
+        return 0;
+    t->search = x_strdup(query);
+    t->search_fold = true;
+    for (const char *p = query; *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            t->search_fold = false; /* capitals: the case counts */
+    size_t n = 0;
+    for (size_t i = t->n_lines; i-- > 0;) {
+        if (!line_matches(t, i))
+            continue;
+        if (t->search_line == SIZE_MAX)
+            t->search_line = i;
+        n++;
+    }
+    if (t->search_line != SIZE_MAX)
+        show_line(t, t->search_line, height);
+    return n;
+}
+
+bool transcript_search_step(struct transcript *t, int dir, int height, size_t *index,
+                            size_t *count)
+{
+    *index = *count = 0;
+    if (!t->search || !t->n_lines)
+        return false;
+    size_t start = t->search_line < t->n_lines ? t->search_line : t->n_lines - 1;
+    size_t found = SIZE_MAX;
+    for (size_t k = 1; k <= t->n_lines && found == SIZE_MAX; k++) {
+        size_t i = dir > 0 ? (start + t->n_lines - k) % t->n_lines : (start + k) % t->n_lines;
+        if (line_matches(t, i))
+            found = i;
+    }
+    if (found == SIZE_MAX)
+        return false;
+    t->search_line = found;
+    /* counted from the newest: the first Ctrl-F after /find is match 2 */
+    for (size_t i = t->n_lines; i-- > 0;)
+        if (line_matches(t, i)) {
+            (*count)++;
+            if (i >= found)
+                (*index)++;
+        }
+    show_line(t, found, height);
+    return true;
 }

@@ -58,6 +58,11 @@ struct transcript {
     int width;             /* columns the cache was wrapped for (0: none) */
     size_t scroll;         /* lines between the view's bottom and the end */
     bool markdown;         /* assistant messages render their markdown */
+    /* search (/find, Ctrl-F): the query (owned, NULL: none), case folded
+     * unless it has capitals, the current match's line (SIZE_MAX: none) */
+    char *search;
+    bool search_fold;
+    size_t search_line;
 };
 
 void transcript_init(struct transcript *t);
@@ -82,6 +87,18 @@ const char *transcript_line_text(const struct transcript *t, const struct tr_lin
 /* Re-wrap everything for a new width (no-op when unchanged).  Keeps the
  * message at the top of a scrolled view in view. */
 void transcript_set_width(struct transcript *t, int width, int height);
+
+/* Search every message (those out of context too) for query, line by
+ * line; the current match becomes the newest and is scrolled into view.
+ * Returns the number of matching lines.  NULL or "": search off. */
+size_t transcript_search(struct transcript *t, const char *query, int height);
+/* The next older (dir > 0) or newer (dir < 0) matching line, wrapping
+ * around; scrolled into view.  *index / *count: its place among them. */
+bool transcript_search_step(struct transcript *t, int dir, int height, size_t *index,
+                            size_t *count);
+/* Where query occurs in n bytes of text from *from on: its offset, or
+ * SIZE_MAX.  (For drawing the highlights.) */
+size_t transcript_search_find(const struct transcript *t, const char *s, size_t n, size_t from);
 
 /* Scrolling, for a view of height rows.  delta > 0 scrolls back (up). */
 void transcript_scroll(struct transcript *t, long delta, int height);

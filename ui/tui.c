@@ -121,6 +121,7 @@ static void relayout(struct tui *t)
     }
     input_set_window(t->w_input, LINES);
     transcript_set_width(&t->view.tr, t->layout.transcript.w, t->layout.transcript.h);
+    t->view.height = t->layout.transcript.h;
     t->full_redraw = true;
 }
 
@@ -174,9 +175,38 @@ static void fatal_hook(void)
 
 /* --------------------------------------------------------------- callbacks */
 
+/* Ctrl-F (dir 1: older) / Ctrl-B (-1: newer) while searching. */
+static void find_step(struct tui *t, int dir)
+{
+    size_t i, n;
+    if (transcript_search_step(&t->view.tr, dir, t->layout.transcript.h, &i, &n))
+        chat_notice(&t->chat, false, "find '%s': line %zu of %zu · Ctrl-F older · Ctrl-B newer · "
+                                     "Esc leaves",
+                    t->view.tr.search, i, n);
+    else
+        chat_notice(&t->chat, true, "find '%s': not in this conversation", t->view.tr.search);
+    t->view.changed = true;
+}
+
+/* Esc on an empty line while searching: the search ends. */
+static bool find_leave(struct tui *t)
+{
+    if (!t->view.tr.search || !input_line_empty())
+        return false;
+    transcript_search(&t->view.tr, NULL, t->layout.transcript.h);
+    chat_notice(&t->chat, false, "search off");
+    t->view.changed = true;
+    return true;
+}
+
 static void on_line(char *line, void *user)
 {
     struct tui *t = user;
+    if (line && !*line && t->view.tr.search) { /* Enter: the next match */
+        free(line);
+        find_step(t, 1);
+        return;
+    }
     chat_submit(&t->chat, line);
 }
 
@@ -216,8 +246,8 @@ static void on_action(enum input_action a, void *user)
         transcript_scroll_end(&t->view.tr);
         break;
     case IA_CANCEL:
-        /* Esc: a queued message comes back first, then the reply stops */
-        if (input_line_empty() && chat_unqueue(&t->chat))
+        /* Esc: the search ends, a queued message comes back, the reply stops */
+        if (find_leave(t) || (input_line_empty() && chat_unqueue(&t->chat)))
             break;
         if (chat_generating(&t->chat))
             chat_cancel(&t->chat);
@@ -231,6 +261,16 @@ static void on_action(enum input_action a, void *user)
     case IA_REDRAW:
         clearok(curscr, TRUE);
         t->full_redraw = true;
+        break;
+    case IA_FIND_NEXT:
+        if (t->view.tr.search)
+            find_step(t, 1);
+        else
+            input_set_text("/find "); /* the search prompt */
+        break;
+    case IA_FIND_PREV:
+        if (t->view.tr.search)
+            find_step(t, -1);
         break;
     case IA_EDIT_EXTERNAL: {
         /* the edited text comes back into the input line, not sent */
@@ -434,13 +474,13 @@ static int run(struct tui *t)
                 size_t len = (size_t)n;
                 /* In vi mode Esc is readline's (to command mode): Ctrl-C
                  * stops the reply there. */
-                bool esc = chat_generating(&t->chat) && !input_vi_mode() &&
-                           trailing_escape(buf, len, tty);
+                bool esc = (chat_generating(&t->chat) || t->view.tr.search) &&
+                           !input_vi_mode() && trailing_escape(buf, len, tty);
                 if (esc)
                     len--;
                 if (len)
                     input_feed(buf, len);
-                if (esc && !(input_line_empty() && chat_unqueue(&t->chat)))
+                if (esc && !find_leave(t) && !(input_line_empty() && chat_unqueue(&t->chat)))
                     chat_cancel(&t->chat);
             }
         }
