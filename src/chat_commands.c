@@ -31,7 +31,8 @@ static void show_help(struct chat *c)
         "Ctrl-C clear the line · Ctrl-D (empty line) quit\n"
         "PgUp/PgDn scroll · Ctrl-Home/Ctrl-End (or Home/End on an empty line) top/bottom\n"
         "Alt-S or F2 session list · Ctrl-L redraw · Ctrl-Z suspend · '//' sends a '/'\n"
-        "Ctrl-F search (/find) · Ctrl-X Ctrl-E edit the message in $EDITOR\n"
+        "Ctrl-F search (/find) · Alt-Up/Alt-Down select a message (c copy, e edit, r retry, p pin)\n"
+        "Ctrl-X Ctrl-E edit the message in $EDITOR\n"
         "Replies render markdown (/set markdown "
         "off: as written); your messages stay plain";
     sbuf_add(&b, keys, strlen(keys));

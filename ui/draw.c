@@ -156,7 +156,7 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
         const struct tr_msg *m = &t->msgs[l->msg];
         wmove(w, y, 0);
         if (l->kind == TRL_HEADER) {
-            int a = screen_attr(role_attr(m->role));
+            int a = screen_attr(role_attr(m->role)) | (l->msg == t->selected ? A_REVERSE : 0);
             wattrset(w, a);
             char *label = sanitize_dup(role_label(m, assistant_label), strlen(role_label(m, assistant_label)), NULL);
             int used = put_text(w, label, strlen(label), wd);

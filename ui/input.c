@@ -303,6 +303,18 @@ static int fn_find_previous_key(int count, int key)
     return act(IA_FIND_PREV);
 }
 
+static int fn_select_previous(int count, int key)
+{
+    (void)count, (void)key;
+    return act(IA_SELECT_PREV);
+}
+
+static int fn_select_next(int count, int key)
+{
+    (void)count, (void)key;
+    return act(IA_SELECT_NEXT);
+}
+
 static int fn_edit_external(int count, int key)
 {
     (void)count, (void)key;
@@ -430,6 +442,8 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     rl_add_defun("elmchat-newline", fn_newline, -1);
     rl_add_defun("elmchat-edit-external", fn_edit_external, -1);
     rl_add_defun("elmchat-find", fn_find, -1);
+    rl_add_defun("elmchat-select-previous", fn_select_previous, -1);
+    rl_add_defun("elmchat-select-next", fn_select_next, -1);
     rl_add_defun("elmchat-find-previous", fn_find_previous, -1);
 
     /* Defaults, bound before ~/.inputrc is read so that it can override. */
@@ -450,6 +464,8 @@ void input_init(void *w, const struct input_hooks *h, const char *hist)
     bind("\\C-g", fn_cancel);
     bind("\\C-x\\C-e", fn_edit_external);
     bind("\\C-f", fn_find);
+    bind("\\e[1;3A", fn_select_previous);
+    bind("\\e[1;3B", fn_select_next);
     bind("\\C-b", fn_find_previous);
     bind("\\e[Z", fn_find_previous_key);
     /* vi mode: Esc is readline's there, so Ctrl-G is the way to cancel */

@@ -26,6 +26,8 @@ enum input_action {
     IA_EDIT_EXTERNAL,  /* elmchat-edit-external: Ctrl-X Ctrl-E ($VISUAL / $EDITOR) */
     IA_FIND_NEXT,      /* elmchat-find: Ctrl-F on an empty line */
     IA_FIND_PREV,      /* elmchat-find-previous: Ctrl-B on an empty line, Shift-Tab */
+    IA_SELECT_PREV,    /* elmchat-select-previous: Alt-Up (an earlier message) */
+    IA_SELECT_NEXT,    /* elmchat-select-next: Alt-Down */
 };
 
 struct input_hooks {

@@ -11,6 +11,7 @@ ui_libui_a_SOURCES = \
 	ui/screen.c ui/screen.h \
 	ui/external_editor.c ui/external_editor.h \
 	ui/markdown.c ui/markdown.h \
+	ui/message_actions.c ui/message_actions.h \
 	ui/input.c ui/input.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h

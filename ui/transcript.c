@@ -86,6 +86,7 @@ bool wrap_next(struct wrap_iter *it, size_t *off, size_t *len, int *cols)
 void transcript_init(struct transcript *t)
 {
     memset(t, 0, sizeof *t);
+    t->selected = SIZE_MAX;
 }
 
 static void msg_fini(struct tr_msg *m)
@@ -247,6 +248,8 @@ void transcript_truncate(struct transcript *t, size_t n)
     for (size_t i = n; i < t->n_msgs; i++)
         msg_fini(&t->msgs[i]);
     t->n_msgs = n;
+    if (t->selected != SIZE_MAX && t->selected >= n)
+        t->selected = SIZE_MAX;
     keep_view(t, old);
 }
 
@@ -431,4 +434,33 @@ bool transcript_search_step(struct transcript *t, int dir, int height, size_t *i
         }
     show_line(t, found, height);
     return true;
+}
+
+/* --------------------------------------------------------------- selection */
+
+static bool selectable(const struct tr_msg *m)
+{
+    return m->role == TR_USER || m->role == TR_ASSISTANT;
+}
+
+size_t transcript_select_step(struct transcript *t, int dir, int height)
+{
+    size_t i = t->selected;
+    for (;;) {
+        if (dir < 0)
+            i = i == SIZE_MAX ? t->n_msgs : i;
+        if (dir < 0 && i == 0)
+            return t->selected; /* the oldest stays selected */
+        i = dir < 0 ? i - 1 : (i == SIZE_MAX ? SIZE_MAX : i + 1);
+        if (i == SIZE_MAX || i >= t->n_msgs) {
+            t->selected = SIZE_MAX;
+            t->scroll = 0;
+            return SIZE_MAX;
+        }
+        if (selectable(&t->msgs[i]))
+            break;
+    }
+    t->selected = i;
+    show_line(t, t->msgs[i].first_line, height);
+    return i;
 }

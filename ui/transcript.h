@@ -63,6 +63,7 @@ struct transcript {
     char *search;
     bool search_fold;
     size_t search_line;
+    size_t selected;       /* the selected message (Alt-Up/Down), SIZE_MAX: none */
 };
 
 void transcript_init(struct transcript *t);
@@ -99,6 +100,11 @@ bool transcript_search_step(struct transcript *t, int dir, int height, size_t *i
 /* Where query occurs in n bytes of text from *from on: its offset, or
  * SIZE_MAX.  (For drawing the highlights.) */
 size_t transcript_search_find(const struct transcript *t, const char *s, size_t n, size_t from);
+
+/* Move the selection to the previous (dir < 0) or next user or assistant
+ * message, scrolled into view; from none, Alt-Up starts at the newest.
+ * Past the newest: none again.  Returns the selected index or SIZE_MAX. */
+size_t transcript_select_step(struct transcript *t, int dir, int height);
 
 /* Scrolling, for a view of height rows.  delta > 0 scrolls back (up). */
 void transcript_scroll(struct transcript *t, long delta, int height);

@@ -33,6 +33,7 @@
 #include "ui/external_editor.h"
 #include "ui/input.h"
 #include "ui/layout.h"
+#include "ui/message_actions.h"
 #include "ui/screen.h"
 
 /* How far the worker and its compute threads sit below the UI thread
@@ -262,6 +263,15 @@ static void on_action(enum input_action a, void *user)
         clearok(curscr, TRUE);
         t->full_redraw = true;
         break;
+    case IA_SELECT_PREV:
+    case IA_SELECT_NEXT:
+        if (transcript_select_step(&t->view.tr, a == IA_SELECT_PREV ? -1 : 1,
+                                   t->layout.transcript.h) != SIZE_MAX)
+            message_actions_hint(&t->chat, &t->view.tr);
+        else
+            chat_notice(&t->chat, false, "no message selected");
+        t->view.changed = true;
+        break;
     case IA_FIND_NEXT:
         if (t->view.tr.search)
             find_step(t, 1);
@@ -472,9 +482,25 @@ static int run(struct tui *t)
                 if (t->latency_log)
                     t->key_time = chat_now();
                 size_t len = (size_t)n;
+                /* A message is selected: its action keys, Esc ends it, any
+                 * other key ends it and types as usual. */
+                if (t->view.tr.selected != SIZE_MAX && input_line_empty()) {
+                    bool select_key = len >= 6 && memcmp(buf, "\033[1;3", 5) == 0 &&
+                                      (buf[5] == 'A' || buf[5] == 'B');
+                    if (len == 1 && message_action(&t->chat, &t->view.tr, buf[0])) {
+                        len = 0;
+                    } else if (!select_key) {
+                        t->view.tr.selected = SIZE_MAX;
+                        if (len == 1 && buf[0] == '\033' && trailing_escape(buf, len, tty)) {
+                            chat_notice(&t->chat, false, "selection off");
+                            len = 0;
+                        }
+                    }
+                    t->view.changed = true;
+                }
                 /* In vi mode Esc is readline's (to command mode): Ctrl-C
                  * stops the reply there. */
-                bool esc = (chat_generating(&t->chat) || t->view.tr.search) &&
+                bool esc = len > 0 && (chat_generating(&t->chat) || t->view.tr.search) &&
                            !input_vi_mode() && trailing_escape(buf, len, tty);
                 if (esc)
                     len--;

@@ -1,0 +1,118 @@
+/* message_actions.c: a selected message's actions are the slash commands
+ * that already exist (/copy, /edit, /pin, /unpin), given the message's
+ * exchange number; "retry from here" is /edit with the same text sent. */
+#include "config.h"
+
+#include "ui/message_actions.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/xalloc.h"
+#include "ui/input.h"
+#include "ui/screen.h"
+
+/* The user message of the exchange the message i belongs to (NULL: none). */
+static const struct tr_msg *user_of(const struct transcript *t, size_t i)
+{
+    for (size_t k = i + 1; k-- > 0;)
+        if (t->msgs[k].role == TR_USER)
+            return &t->msgs[k];
+    return NULL;
+}
+
+/* After a command drew the transcript again: the same session message
+ * selected (by its ref), wherever it is now. */
+static void reselect(struct transcript *t, enum tr_role role, int ref)
+{
+    t->selected = SIZE_MAX;
+    for (size_t i = 0; i < t->n_msgs; i++)
+        if (t->msgs[i].role == role && t->msgs[i].ref == ref)
+            t->selected = i;
+}
+
+static int exchange_of(const struct transcript *t, size_t i)
+{
+    const struct tr_msg *u = user_of(t, i);
+    return u ? u->exchange : 0;
+}
+
+static bool pinned(const struct transcript *t, size_t i)
+{
+    const struct tr_msg *u = user_of(t, i);
+    return u && u->pinned;
+}
+
+void message_actions_hint(struct chat *c, const struct transcript *t)
+{
+    if (t->selected == SIZE_MAX)
+        return;
+    const struct tr_msg *m = &t->msgs[t->selected];
+    int x = exchange_of(t, t->selected);
+    chat_notice(c, false, "selected: %s%s%d · c copy · e edit · r retry from here · p %s · Esc",
+                m->role == TR_USER ? "your message #" : "the reply to #", "", x,
+                pinned(t, t->selected) ? "unpin" : "pin");
+}
+
+/* The command with its exchange number, e.g. "/edit 3". */
+static void run(struct chat *c, const char *command, int n)
+{
+    char line[64];
+    snprintf(line, sizeof line, "%s %d", command, n);
+    chat_submit(c, x_strdup(line));
+}
+
+bool message_action(struct chat *c, struct transcript *t, int key)
+{
+    if (t->selected == SIZE_MAX)
+        return false;
+    const struct tr_msg *m = &t->msgs[t->selected];
+    int x = exchange_of(t, t->selected);
+    if (x <= 0 && key != 'c')
+        return false;
+    switch (key) {
+    case 'c':
+        if (m->role == TR_USER) {
+            enum tr_role role = m->role;
+            int ref = m->ref;
+            char line[32];
+            snprintf(line, sizeof line, "/copy #%d", x);
+            chat_submit(c, x_strdup(line));
+            reselect(t, role, ref);
+        } else if (screen_clipboard(m->text.data ? m->text.data : "", m->text.len)) {
+            chat_notice(c, false, "copied the reply to #%d (%zu bytes) to the clipboard (OSC 52)",
+                        x, m->text.len);
+        } else {
+            chat_notice(c, true, "this terminal cannot take the clipboard (OSC 52)");
+        }
+        return true;
+    case 'e':
+        t->selected = SIZE_MAX;
+        run(c, "/edit", x);
+        return true;
+    case 'r': {
+        /* the exchange's message sent again: what followed it goes */
+        t->selected = SIZE_MAX;
+        run(c, "/edit", x);
+        char *text = input_text();
+        input_clear_line(); /* sent from here, not from the input line */
+        if (*text)
+            chat_submit(c, text);
+        else
+            free(text);
+        return true;
+    }
+    case 'p': {
+        /* the transcript is drawn again with the mark: the selection stays */
+        enum tr_role role = m->role;
+        int ref = m->ref;
+        run(c, pinned(t, t->selected) ? "/unpin" : "/pin", x);
+        reselect(t, role, ref);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
