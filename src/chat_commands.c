@@ -557,6 +557,23 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     case CMD_COPY:
         copy_command(c, v, cmd->arg);
         break;
+    case CMD_RENAME: {
+        char old[256];
+        snprintf(old, sizeof old, "%s", v->s->name);
+        if (chat_rename_session(c, v, cmd->arg, err, sizeof err)) {
+            chat_changed(c);
+            chat_notice(c, false, "renamed '%s' to '%s'", old, v->s->name);
+        } else {
+            chat_notice(c, true, "%s", err);
+        }
+        break;
+    }
+    case CMD_DELETE:
+        if (chat_delete_session(c, cmd->arg, err, sizeof err))
+            chat_notice(c, false, "deleted session '%s' (its file and cache snapshot)", cmd->arg);
+        else
+            chat_notice(c, true, "%s", err);
+        break;
     case CMD_FIND: {
         const char *q = cmd->arg && *cmd->arg ? cmd->arg : NULL;
         size_t n = c->view.find ? c->view.find(c->view.user, q) : 0;

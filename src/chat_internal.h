@@ -59,6 +59,13 @@ void chat_conv_free(struct conv *v);
 const char *chat_wanted_template(const struct chat *c, const struct conv *v);
 struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t err_size);
 struct session *chat_session_load(const char *name, bool create, char *err, size_t err_size);
+/* /rename NEW: v's file and snapshot under the new name, the old ones
+ * removed.  /delete NAME: a session other than the open one, its file,
+ * snapshot and (when open in the background) its conversation and cache.
+ * false with err filled. */
+bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
+                         size_t err_size);
+bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size);
 struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
                                size_t err_size);
 char *chat_auto_session_name(void);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
@@ -325,4 +326,100 @@ char **chat_names(struct chat *c, enum cmd_arg_kind kind)
     if (v)
         qsort(v, n, sizeof *v, cmp_str);
     return v;
+}
+
+/* ------------------------------------------------------ rename and delete */
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0;
+}
+
+bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
+                         size_t err_size)
+{
+    char *new_path = session_path_for(name);
+    if (!new_path) {
+        snprintf(err, err_size, "'%s' is not a session name", name);
+        return false;
+    }
+    if (chat_conv_find(c, name) || file_exists(new_path)) {
+        snprintf(err, err_size, "a session '%s' exists already", name);
+        free(new_path);
+        return false;
+    }
+    free(new_path);
+    char *old_name = v->s->name;
+    char *old_path = session_path_for(old_name);
+    char *old_kv = kvcache_path_for(old_name);
+    v->s->name = x_strdup(name);
+    v->dirty = true;
+    bool ok = chat_save_conv(c, v, true); /* the file and its snapshot, under the new name */
+    if (ok) {
+        if (old_path)
+            unlink(old_path);
+        if (old_kv)
+            kvcache_remove(old_kv);
+        free(old_name);
+    } else {
+        free(v->s->name);
+        v->s->name = old_name;
+        snprintf(err, err_size, "not renamed: the session could not be saved as '%s'", name);
+    }
+    free(old_path);
+    free(old_kv);
+    chat_session_list_changed(c);
+    return ok;
+}
+
+bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size)
+{
+    if (c->cur && strcmp(c->cur->s->name, name) == 0) {
+        snprintf(err, err_size, "'%s' is the open conversation: /switch to another first", name);
+        return false;
+    }
+    char *path = session_path_for(name);
+    if (!path) {
+        snprintf(err, err_size, "'%s' is not a session name", name);
+        return false;
+    }
+    struct conv *v = chat_conv_find(c, name);
+    if (v && (v == c->gen_conv || v == c->prefill_conv)) {
+        snprintf(err, err_size, "'%s' is busy: try again when the reply ends", name);
+        free(path);
+        return false;
+    }
+    bool had_file = file_exists(path);
+    if (!v && !had_file) {
+        snprintf(err, err_size, "no session '%s'", name);
+        free(path);
+        return false;
+    }
+    if (v) {
+        /* its cache goes from the worker, the conversation from the chat */
+        struct elm_request req = elm_request_default(ELM_REQ_FREE_CTX);
+        req.slot = v->slot;
+        chat_post(c, &req);
+        if (c->queued_conv == v)
+            c->queued_conv = NULL;
+        if (c->edit_conv == v)
+            c->edit_conv = NULL;
+        for (size_t i = 0; i < c->n_convs; i++)
+            if (c->convs[i] == v) {
+                memmove(&c->convs[i], &c->convs[i + 1], (c->n_convs - i - 1) * sizeof *c->convs);
+                c->n_convs--;
+                break;
+            }
+        chat_conv_free(v);
+    }
+    if (had_file)
+        unlink(path);
+    char *kv = kvcache_path_for(name);
+    if (kv)
+        kvcache_remove(kv);
+    free(kv);
+    free(path);
+    chat_session_list_changed(c);
+    return true;
 }

@@ -31,6 +31,8 @@ enum cmd_id {
     CMD_ROLE,
     CMD_COPY,
     CMD_FIND,
+    CMD_RENAME,
+    CMD_DELETE,
 };
 
 /* What an argument completes to. */

@@ -157,11 +157,17 @@ void tui_view_toggle_sessions(struct tui_view *v)
 {
     v->show_sessions = !v->show_sessions;
     tui_view_refresh_sessions(v);
+    if (v->show_sessions)
+        session_list_focus(&v->list, v->session_list, v->n_session_list,
+                           chat_session_name(v->chat));
+    else
+        v->list.focused = false;
 }
 
 void tui_view_fini(struct tui_view *v)
 {
     strv_free(v->session_list);
+    session_list_fini(&v->list);
     transcript_fini(&v->tr);
     memset(v, 0, sizeof *v);
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "src/chat_controller.h"
+#include "ui/session_list.h"
 #include "ui/transcript.h"
 
 struct tui_view {
@@ -19,6 +20,7 @@ struct tui_view {
     bool show_sessions;          /* the session list window is open */
     char **session_list;         /* its names (owned) */
     size_t n_session_list;
+    struct session_list list;    /* its keys (session_list.h) */
     bool changed;                /* the transcript or the list needs drawing */
     int height;                  /* the transcript's rows (scrolling to a match) */
 };

@@ -10,6 +10,7 @@
 
 #include "ui/sanitize.h"
 #include "ui/screen.h"
+#include "ui/session_list.h"
 
 /* Draw n bytes of sanitized UTF-8 at the cursor, at most max_cols columns. */
 static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
@@ -372,7 +373,8 @@ void draw_status(void *vwin, const struct chat_status *s)
     wnoutrefresh(w);
 }
 
-void draw_sessions(void *vwin, char *const *names, size_t n, const char *current)
+void draw_sessions(void *vwin, char *const *names, size_t n, const char *current,
+                   const struct session_list *l)
 {
     int h, wd;
     WINDOW *w = erased(vwin, &h, &wd);
@@ -382,16 +384,38 @@ void draw_sessions(void *vwin, char *const *names, size_t n, const char *current
     for (int y = 0; y < h; y++)
         mvwaddch(w, y, 0, ACS_VLINE);
     wattrset(w, A_BOLD);
-    mvwaddstr(w, 0, 2, "sessions");
+    char title[96];
+    snprintf(title, sizeof title, "sessions%s%s", l->filter[0] || l->filtering ? " /" : "",
+             l->filter);
+    wmove(w, 0, 2);
+    char *tt = sanitize_dup(title, strlen(title), NULL);
+    put_text(w, tt, strlen(tt), wd - 3);
+    free(tt);
     wattrset(w, A_NORMAL);
-    for (size_t i = 0; i < n && (int)i + 1 < h; i++) {
-        bool cur = current && strcmp(names[i], current) == 0;
-        wattrset(w, screen_attr(cur ? SA_LIST_CURRENT : SA_LIST));
-        wmove(w, (int)i + 1, 2);
-        char *t = sanitize_dup(names[i], strlen(names[i]), NULL);
+    size_t *kept = calloc(n + 1, sizeof *kept);
+    size_t m = kept ? session_list_kept(l, names, n, kept) : 0;
+    /* keep the chosen row in view */
+    size_t rows = h > 2 ? (size_t)h - 2 : 1, top = l->focused && l->sel >= rows ? l->sel - rows + 1 : 0;
+    for (size_t k = top; k < m && (int)(k - top) + 1 < h - (l->focused ? 1 : 0); k++) {
+        const char *name = names[kept[k]];
+        bool cur = current && strcmp(name, current) == 0;
+        int a = screen_attr(cur ? SA_LIST_CURRENT : SA_LIST);
+        if (l->focused && k == l->sel)
+            a = A_REVERSE | A_BOLD;
+        wattrset(w, a);
+        wmove(w, (int)(k - top) + 1, 2);
+        char *t = sanitize_dup(name, strlen(name), NULL);
         put_text(w, t, strlen(t), wd - 3);
         free(t);
         wattrset(w, A_NORMAL);
     }
+    if (l->focused && h > 2) {
+        wattrset(w, screen_attr(SA_MARK));
+        wmove(w, h - 1, 2);
+        const char *keys = "↑↓ Enter r d / Esc";
+        put_text(w, keys, strlen(keys), wd - 3);
+        wattrset(w, A_NORMAL);
+    }
+    free(kept);
     wnoutrefresh(w);
 }

@@ -13,7 +13,11 @@
 /* win: the curses WINDOW (void * keeps curses out of this header). */
 void draw_transcript(void *win, struct transcript *t, const char *assistant_label);
 void draw_status(void *win, const struct chat_status *s);
-void draw_sessions(void *win, char *const *names, size_t n, const char *current);
+struct session_list;
+/* The session list; with the keyboard on it (l->focused) the chosen row
+ * highlighted and the filter in the title. */
+void draw_sessions(void *win, char *const *names, size_t n, const char *current,
+                   const struct session_list *l);
 
 /* The status text for a width (pure; for tests): fills buf, returns the
  * column where the warning part starts (or -1). */

@@ -12,6 +12,7 @@ ui_libui_a_SOURCES = \
 	ui/external_editor.c ui/external_editor.h \
 	ui/markdown.c ui/markdown.h \
 	ui/message_actions.c ui/message_actions.h \
+	ui/session_list.c ui/session_list.h \
 	ui/input.c ui/input.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h

@@ -149,7 +149,7 @@ static void draw(struct tui *t)
         draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(&t->chat));
         if (t->w_sessions)
             draw_sessions(t->w_sessions, t->view.session_list, t->view.n_session_list,
-                          chat_session_name(&t->chat));
+                          chat_session_name(&t->chat), &t->view.list);
     }
     draw_status(t->w_status, &st);
     input_draw(st.busy);
@@ -405,6 +405,25 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
 /* A lone ESC at the end of what was read (nothing follows within a
  * moment) stops a reply.  Otherwise ESC belongs to readline (Alt keys,
  * arrows, vi mode). */
+/* The bytes of the first key in buf: a CSI or SS3 sequence, an Alt-key,
+ * a UTF-8 character or one byte. */
+static size_t key_length(const char *buf, size_t n)
+{
+    if (n >= 3 && buf[0] == '\033' && buf[1] == 'O')
+        return 3;
+    if (n >= 2 && buf[0] == '\033' && buf[1] == '[') {
+        size_t i = 2;
+        while (i < n && !((unsigned char)buf[i] >= 0x40 && (unsigned char)buf[i] <= 0x7e))
+            i++;
+        return i < n ? i + 1 : n;
+    }
+    if (n >= 2 && buf[0] == '\033')
+        return 2;
+    unsigned char c = (unsigned char)buf[0];
+    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return k <= n ? k : n;
+}
+
 static bool trailing_escape(const char *buf, size_t n, int fd)
 {
     if (n == 0 || buf[n - 1] != '\033' || (n >= 2 && buf[n - 2] == '\033'))
@@ -482,6 +501,25 @@ static int run(struct tui *t)
                 if (t->latency_log)
                     t->key_time = chat_now();
                 size_t len = (size_t)n;
+                /* The session list has the keyboard (Alt-S, F2): one key at
+                 * a time, the rest typed as usual once it lets go. */
+                size_t off = 0;
+                while (off < len && t->view.show_sessions && t->view.list.focused &&
+                       input_line_empty()) {
+                    size_t k = key_length(buf + off, len - off);
+                    if (k == 1 && buf[off] == '\033' && off + 1 == len &&
+                        !trailing_escape(buf, len, tty))
+                        break; /* an Alt prefix still coming */
+                    if (!session_list_key(&t->view.list, &t->chat, t->view.session_list,
+                                          t->view.n_session_list, buf + off, k))
+                        break;
+                    off += k;
+                    t->view.changed = true;
+                }
+                if (off) {
+                    memmove(buf, buf + off, len - off);
+                    len -= off;
+                }
                 /* A message is selected: its action keys, Esc ends it, any
                  * other key ends it and types as usual. */
                 if (t->view.tr.selected != SIZE_MAX && input_line_empty()) {

@@ -1,0 +1,56 @@
+#!/bin/sh
+# test-ui-session-list.sh: the session list driven by keys.  F2 opens it
+# with the keyboard on it; Down/Up choose, Enter switches; / filters by
+# name; d asks, y deletes (file and all); r renames through /rename; Esc
+# leaves.  Also /rename and /delete typed.
+. "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
+ui_init
+sessions="$UI_DIR/data/elmchat/sessions"
+
+ui_start 120 24 -s alpha -n 2
+ok 'ui_wait "idle" 20' "the model loads"
+for s in alpha beta gamma; do
+    [ "$s" = alpha ] || ui_keys "/new $s" Enter
+    ui_keys "hello from $s" Enter
+    ui_until "ui_screen | grep -q 'hello from $s'" 10
+    ui_wait "[interrupted]" 10 >/dev/null
+    ui_wait idle 10 >/dev/null
+done
+ui_keys '/save' Enter
+ok 'ui_until "[ -f $sessions/alpha.yaml ] && [ -f $sessions/beta.yaml ] && [ -f $sessions/gamma.yaml ]" 10' \
+   "three saved sessions"
+ui_keys F2
+ok 'ui_wait "↑↓ Enter r d / Esc" 5' "F2 opens the list with the keyboard on it"
+ui_keys Up Up
+ui_keys Enter
+ok 'ui_wait "session '"'"'alpha'"'"'" 5' "Up Up Enter switches to alpha"
+ui_keys F2 F2
+ok 'ui_wait "↑↓ Enter r d / Esc" 5' "opened again"
+ui_keys / g a m Enter
+ok 'ui_wait "sessions /gam" 5' "/ filters by name"
+ok '! ui_screen | grep -q "beta"' "... beta is filtered out"
+ui_keys Escape
+sleep 0.3
+ui_keys F2 F2
+ui_keys Down d
+ok 'ui_wait "delete session '"'"'beta'"'"'" 5' "d asks first"
+ui_keys n
+ok 'ui_wait "kept '"'"'beta'"'"'" 5 && [ -f "$sessions/beta.yaml" ]' "any other key keeps it"
+ui_keys d y
+ok 'ui_wait "deleted session '"'"'beta'"'"'" 5' "y deletes it"
+ok '[ ! -f "$sessions/beta.yaml" ]' "... its file is gone"
+ok 'ui_until "! ui_screen | grep -q \"beta\"" 5' "... and it left the list"
+ui_keys r
+ok 'ui_wait "> /rename" 5' "r starts /rename on the chosen session"
+ui_keys 'omega' Enter
+ok 'ui_wait "to '"'"'omega'"'"'" 5 && [ -f "$sessions/omega.yaml" ]' "renamed, with its file"
+ui_keys '/delete alpha' Enter
+ok 'ui_wait "deleted session '"'"'alpha'"'"'" 5 && [ ! -f "$sessions/alpha.yaml" ]' \
+   "/delete NAME typed: a session in the background"
+ui_keys '/delete omega' Enter
+ok 'ui_wait "is the open conversation" 5' "the open one is refused"
+ui_keys '/delete nosuch' Enter
+ok 'ui_wait "no session '"'"'nosuch'"'"'" 5' "/delete of nothing says so"
+ui_keys '/quit' Enter
+ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
+ui_done
