@@ -534,6 +534,23 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         chat_notice(c, false, "removed the last exchange (its message is back in the input)");
         break;
     }
+    case CMD_REMOVE: {
+        if (busy_refuse(c))
+            break;
+        size_t i = find_exchange(c, v->s, cmd->arg, "remove");
+        if (i == SIZE_MAX)
+            break;
+        int rc = conversation_remove_exchange(&v->cv, i, err, sizeof err);
+        if (rc && rc != CONV_FULL) {
+            chat_notice(c, true, "%s", err);
+            break;
+        }
+        v->dirty = true;
+        chat_show_conv(c);
+        chat_save_conv(c, v, true);
+        chat_notice(c, false, "removed exchange %s", cmd->arg ? cmd->arg : "(the last)");
+        break;
+    }
     case CMD_CLEAR:
         if (busy_refuse(c))
             break;

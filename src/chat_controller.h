@@ -190,6 +190,9 @@ bool chat_quit_requested(const struct chat *c);
 bool chat_has_notice(const struct chat *c);
 /* The current session's name (NULL: none). */
 const char *chat_session_name(const struct chat *c);
+/* Does session name's saved file hold text (case-insensitive)?  (The
+ * session list's filter.) */
+bool chat_session_mentions(const char *name, const char *text);
 /* The label of the model's replies: the model's name. */
 const char *chat_model_label(const struct chat *c);
 /* The current session's last request: tokens reused from the worker's

@@ -5,6 +5,7 @@
  * a model is ready, so a resumed conversation starts from its cache. */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "src/roles.h"
 #include "src/kvcache_store.h"
 #include "src/paths.h"
+#include "src/store.h"
 #include "src/xalloc.h"
 
 struct conv *chat_conv_find(struct chat *c, const char *name)
@@ -422,4 +424,23 @@ bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err
     free(path);
     chat_session_list_changed(c);
     return true;
+}
+
+bool chat_session_mentions(const char *name, const char *text)
+{
+    char *path = session_path_for(name);
+    char *data = NULL, err[256];
+    size_t len = 0, tn = strlen(text);
+    bool hit = false;
+    if (path && tn && store_read_file(path, 16u << 20, &data, &len, err, sizeof err) == 0) {
+        for (size_t i = 0; !hit && i + tn <= len; i++) {
+            size_t k = 0;
+            while (k < tn && tolower((unsigned char)data[i + k]) == tolower((unsigned char)text[k]))
+                k++;
+            hit = k == tn;
+        }
+    }
+    free(data);
+    free(path);
+    return hit;
 }

@@ -712,6 +712,29 @@ int conversation_undo(struct conversation *cv, char **text, char *err, size_t er
     return 0;
 }
 
+int conversation_remove_exchange(struct conversation *cv, size_t i, char *err, size_t err_size)
+{
+    int rc = ensure_rendered(cv, err, err_size);
+    if (rc)
+        return rc;
+    struct session *s = cv->s;
+    if (cv->in_reply || i >= s->n_msgs || s->msgs[i].role != ROLE_USER) {
+        snprintf(err, err_size, cv->in_reply ? "a reply is in progress" : "not a user message");
+        return ELM_E_INVALID;
+    }
+    size_t end = i + 1;
+    while (end < s->n_msgs && s->msgs[end].role != ROLE_USER)
+        end++;
+    if (end == s->n_msgs && !rewind_to(cv, SNAP_MSG(i), i)) {
+        session_truncate(s, i); /* the last exchange: as /undo */
+        return rebuild(cv, false, err, err_size);
+    }
+    if (end == s->n_msgs)
+        return 0;
+    session_remove(s, i, end - i);
+    return rebuild(cv, false, err, err_size);
+}
+
 int conversation_edit(struct conversation *cv, size_t i, const char *text, int reserve,
                       struct conv_plan *plan, char *err, size_t err_size)
 {

@@ -181,6 +181,10 @@ int conversation_edit(struct conversation *cv, size_t i, const char *text, int r
                       struct conv_plan *plan, char *err, size_t err_size);
 /* /clear: drop every message (keeps the system span). */
 void conversation_clear(struct conversation *cv);
+/* Remove the exchange whose user message is session message i (it and the
+ * replies up to the next user message); the sequence is rendered again
+ * (the cache keeps the prefix before it). */
+int conversation_remove_exchange(struct conversation *cv, size_t i, char *err, size_t err_size);
 /* /pin: pin or unpin the turn holding message i (the user message and its
  * reply).  ELM_E_INVALID when i is out of range. */
 int conversation_pin(struct conversation *cv, size_t i, bool pinned);

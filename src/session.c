@@ -186,6 +186,18 @@ void session_truncate(struct session *s, size_t n_keep)
         message_fini(&s->msgs[--s->n_msgs]);
 }
 
+void session_remove(struct session *s, size_t i, size_t n)
+{
+    if (i >= s->n_msgs)
+        return;
+    if (n > s->n_msgs - i)
+        n = s->n_msgs - i;
+    for (size_t k = i; k < i + n; k++)
+        message_fini(&s->msgs[k]);
+    memmove(&s->msgs[i], &s->msgs[i + n], (s->n_msgs - i - n) * sizeof *s->msgs);
+    s->n_msgs -= n;
+}
+
 struct template_msg *session_template_msgs(const struct session *s, bool in_context_only,
                                            size_t *n)
 {

@@ -64,6 +64,8 @@ struct message *session_append(struct session *s, enum role role, const char *co
 void session_set_content(struct session *s, size_t i, const char *content);
 /* Drop messages [i, n_msgs) (undo, edit, retry). */
 void session_truncate(struct session *s, size_t n_keep);
+/* Remove messages [i, i + n) (the later ones move up). */
+void session_remove(struct session *s, size_t i, size_t n);
 
 /* Save to path atomically (temp file in the same folder, fsync, rename,
  * fsync the folder, mode 0600); sets s->updated to now first.  Invalid UTF-8

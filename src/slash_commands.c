@@ -37,6 +37,8 @@ const struct cmd_info cmd_table[] = {
      "copy code block N (default: the last) of the last reply, the reply, or your message #M"},
     {"retry", CMD_RETRY, ARG_NONE, -1, "/retry", "regenerate the last reply"},
     {"undo", CMD_UNDO, ARG_NONE, -1, "/undo", "remove the last exchange"},
+    {"remove", CMD_REMOVE, ARG_TEXT, 0, "/remove [N]",
+     "remove exchange N (default: the last) from the conversation"},
     {"edit", CMD_EDIT, ARG_TEXT, 0, "/edit [N]",
      "edit your message N (default: the last): sending it replaces it and what followed"},
     {"pin", CMD_PIN, ARG_TEXT, 0, "/pin [N]",

@@ -33,6 +33,7 @@ enum cmd_id {
     CMD_FIND,
     CMD_RENAME,
     CMD_DELETE,
+    CMD_REMOVE,
 };
 
 /* What an argument completes to. */

@@ -51,7 +51,8 @@ void message_actions_hint(struct chat *c, const struct transcript *t)
         return;
     const struct tr_msg *m = &t->msgs[t->selected];
     int x = exchange_of(t, t->selected);
-    chat_notice(c, false, "selected: %s%s%d · c copy · e edit · r retry from here · p %s · Esc",
+    chat_notice(c, false, "selected: %s%s%d · c copy · e edit · r retry from here · p %s · "
+                          "d remove · Esc",
                 m->role == TR_USER ? "your message #" : "the reply to #", "", x,
                 pinned(t, t->selected) ? "unpin" : "pin");
 }
@@ -64,10 +65,24 @@ static void run(struct chat *c, const char *command, int n)
     chat_submit(c, x_strdup(line));
 }
 
+/* d asked about this exchange: y removes it (0: nothing asked). */
+static int asked_remove;
+
 bool message_action(struct chat *c, struct transcript *t, int key)
 {
     if (t->selected == SIZE_MAX)
         return false;
+    if (asked_remove) {
+        int n = asked_remove;
+        asked_remove = 0;
+        if (key == 'y') {
+            t->selected = SIZE_MAX;
+            run(c, "/remove", n);
+        } else {
+            chat_notice(c, false, "exchange #%d kept", n);
+        }
+        return true;
+    }
     const struct tr_msg *m = &t->msgs[t->selected];
     int x = exchange_of(t, t->selected);
     if (x <= 0 && key != 'c')
@@ -104,6 +119,12 @@ bool message_action(struct chat *c, struct transcript *t, int key)
             free(text);
         return true;
     }
+    case 'd':
+        asked_remove = x;
+        chat_notice(c, false, "remove exchange #%d (your message and its reply)? y removes it, "
+                              "any other key keeps it",
+                    x);
+        return true;
     case 'p': {
         /* the transcript is drawn again with the mark: the selection stays */
         enum tr_role role = m->role;

@@ -11,7 +11,7 @@
 
 /* Say in the status bar what is selected and which keys apply. */
 void message_actions_hint(struct chat *c, const struct transcript *t);
-/* key (c, e, r, p) on the selected message; false when it is none of
+/* key (c, e, r, p, d then y) on the selected message; false when it is none of
  * them (the selection ends and the key is typed as usual). */
 bool message_action(struct chat *c, struct transcript *t, int key);
 

@@ -32,7 +32,7 @@ size_t session_list_kept(const struct session_list *l, char *const *names, size_
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        if (keeps(l->filter, names[i]))
+        if (keeps(l->filter, names[i]) || (*l->filter && chat_session_mentions(names[i], l->filter)))
             kept[m++] = i;
     return m;
 }

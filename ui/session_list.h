@@ -1,6 +1,6 @@
 /* session_list.h: the session list driven by keys (Alt-S or F2 opens it
  * with the keyboard on it): Up/Down choose, Enter switches, r renames,
- * d deletes (after y), / filters by name, Esc leaves.  The commands are
+ * d deletes (after y), / filters by name or content, Esc leaves.  The commands are
  * the chat's (/switch, /rename, /delete).  UI thread only. */
 #ifndef ELMCHAT_UI_SESSION_LIST_H
 #define ELMCHAT_UI_SESSION_LIST_H

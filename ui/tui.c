@@ -522,19 +522,29 @@ static int run(struct tui *t)
                 }
                 /* A message is selected: its action keys, Esc ends it, any
                  * other key ends it and types as usual. */
-                if (t->view.tr.selected != SIZE_MAX && input_line_empty()) {
-                    bool select_key = len >= 6 && memcmp(buf, "\033[1;3", 5) == 0 &&
-                                      (buf[5] == 'A' || buf[5] == 'B');
-                    if (len == 1 && message_action(&t->chat, &t->view.tr, buf[0])) {
-                        len = 0;
-                    } else if (!select_key) {
-                        t->view.tr.selected = SIZE_MAX;
-                        if (len == 1 && buf[0] == '\033' && trailing_escape(buf, len, tty)) {
-                            chat_notice(&t->chat, false, "selection off");
-                            len = 0;
-                        }
-                    }
+                off = 0;
+                while (off < len && t->view.tr.selected != SIZE_MAX && input_line_empty()) {
+                    size_t k = key_length(buf + off, len - off);
+                    bool select_key = k == 6 && memcmp(buf + off, "\033[1;3", 5) == 0 &&
+                                      (buf[off + 5] == 'A' || buf[off + 5] == 'B');
+                    if (select_key)
+                        break; /* readline's binding moves the selection */
                     t->view.changed = true;
+                    if (k == 1 && message_action(&t->chat, &t->view.tr, buf[off])) {
+                        off += k;
+                        continue;
+                    }
+                    t->view.tr.selected = SIZE_MAX;
+                    if (k == 1 && buf[off] == '\033' && off + 1 == len &&
+                        trailing_escape(buf, len, tty)) {
+                        chat_notice(&t->chat, false, "selection off");
+                        off += k;
+                    }
+                    break;
+                }
+                if (off) {
+                    memmove(buf, buf + off, len - off);
+                    len -= off;
                 }
                 /* In vi mode Esc is readline's (to command mode): Ctrl-C
                  * stops the reply there. */

@@ -33,6 +33,16 @@ ui_keys e
 ok 'ui_wait "> second question" 5 && ui_wait "editing #2" 5' "e edits it (/edit 2)"
 ui_keys C-u Enter
 ok 'ui_wait "edit cancelled" 5' "(an empty line cancels the edit)"
+ui_keys M-Up M-Up M-Up M-Up
+ok 'ui_wait "selected: your message #2" 5' "exchange 2 again"
+ui_keys d
+ok 'ui_wait "remove exchange #2" 5' "d asks first"
+ui_keys n
+ok 'ui_wait "exchange #2 kept" 5' "any other key keeps it"
+ui_keys d y
+ok 'ui_wait "removed exchange 2" 5 && ! ui_screen | grep -q "second question"' \
+   "d y removes exchange 2 from the middle"
+ok 'ui_screen | grep -q "first question" && ui_screen | grep -q "third question"' "the others stay"
 ui_keys M-Up M-Up M-Up M-Up M-Up M-Up
 ok 'ui_wait "selected: your message #1" 5' "up to the first message"
 ui_keys r

@@ -32,6 +32,12 @@ ok '! ui_screen | grep -q "beta"' "... beta is filtered out"
 ui_keys Escape
 sleep 0.3
 ui_keys F2 F2
+ui_keys / f r o m ' ' b e t Enter
+ok 'ui_wait "sessions /from bet" 5 && ui_screen | grep -q "│ beta" && ! ui_screen | grep -q "│ gamma"' \
+   "/ filters by content too (beta said \"hello from beta\")"
+ui_keys Escape
+sleep 0.3
+ui_keys F2 F2
 ui_keys Down d
 ok 'ui_wait "delete session '"'"'beta'"'"'" 5' "d asks first"
 ui_keys n
