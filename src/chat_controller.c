@@ -321,6 +321,8 @@ bool chat_unqueue(struct chat *c)
     free(c->queued);
     c->queued = NULL;
     c->queued_conv = NULL;
+    if (c->view.queued_changed)
+        c->view.queued_changed(c->view.user, NULL);
     chat_notice(c, false, "unqueued: the message is back in the input line");
     chat_changed(c);
     return true;
@@ -341,6 +343,8 @@ static void send_queued(struct chat *c)
     bool same = c->queued_conv == c->cur;
     c->queued = NULL;
     c->queued_conv = NULL;
+    if (c->view.queued_changed)
+        c->view.queued_changed(c->view.user, NULL);
     if (!same) {
         chat_put_input(c, line);
         chat_notice(c, false, "the queued message is back in the input line (another "
@@ -427,6 +431,8 @@ void chat_submit(struct chat *c, char *line)
         }
         c->queued = line;
         c->queued_conv = c->cur;
+        if (c->view.queued_changed)
+            c->view.queued_changed(c->view.user, line + start);
         chat_notice(c, false, "queued: sent when the %s (Esc on an empty line takes it back)",
                     c->generating ? "reply ends" : "model is ready");
         chat_changed(c);

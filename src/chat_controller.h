@@ -75,6 +75,8 @@ struct chat_view {
     /* /copy: text for the system clipboard (what: a short description for
      * the notice); false when the terminal cannot take it. */
     bool (*copy)(void *user, const char *text, size_t len, const char *what);
+    /* The message typed ahead (NULL: none any more), to show as queued. */
+    void (*queued_changed)(void *user, const char *text);
     /* /find TEXT (NULL: search off): the number of matching lines. */
     size_t (*find)(void *user, const char *query);
     /* /set markdown on|off: the replies' markdown rendered or shown raw. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "src/template.h"
+#include "src/xalloc.h"
 #include "ui/input.h"
 #include "ui/screen.h"
 
@@ -23,22 +24,54 @@ static enum tr_role tr_role_of(enum chat_role r)
     return TR_INFO;
 }
 
+/* A queued message is drawn last, dimmed: taken off before anything is
+ * added and put back after. */
+static void queued_detach(struct tui_view *v)
+{
+    if (v->queued_msg != SIZE_MAX && v->queued_msg < v->tr.n_msgs)
+        transcript_truncate(&v->tr, v->queued_msg);
+    v->queued_msg = SIZE_MAX;
+}
+
+static void queued_attach(struct tui_view *v)
+{
+    if (!v->queued_text || v->queued_msg != SIZE_MAX)
+        return;
+    v->queued_msg = transcript_add(&v->tr, TR_USER, v->queued_text, strlen(v->queued_text), -1);
+    v->tr.msgs[v->queued_msg].queued = true;
+}
+
+static void on_queued_changed(void *user, const char *text)
+{
+    struct tui_view *v = user;
+    queued_detach(v);
+    free(v->queued_text);
+    v->queued_text = text ? x_strdup(text) : NULL;
+    queued_attach(v);
+    transcript_scroll_end(&v->tr);
+    v->changed = true;
+}
+
 static void on_cleared(void *user)
 {
     struct tui_view *v = user;
     transcript_clear(&v->tr);
+    v->queued_msg = SIZE_MAX;
+    queued_attach(v);
     v->changed = true;
 }
 
 static void on_message_added(void *user, const struct chat_message *m)
 {
     struct tui_view *v = user;
+    queued_detach(v);
     size_t k = transcript_add(&v->tr, tr_role_of(m->role), m->text, strlen(m->text), m->ref);
     struct tr_msg *t = &v->tr.msgs[k];
     t->interrupted = m->interrupted;
     t->out_of_context = m->out_of_context;
     t->pinned = m->pinned;
     t->exchange = m->exchange;
+    queued_attach(v);
     transcript_scroll_end(&v->tr);
     v->changed = true;
 }
@@ -46,7 +79,9 @@ static void on_message_added(void *user, const struct chat_message *m)
 static void on_reply_started(void *user, int ref)
 {
     struct tui_view *v = user;
+    queued_detach(v);
     v->reply_msg = transcript_begin(&v->tr, TR_ASSISTANT, ref);
+    queued_attach(v);
     transcript_scroll_end(&v->tr);
     v->changed = true;
 }
@@ -61,12 +96,14 @@ static void on_reply_text(void *user, const char *text, size_t n)
 static void on_reply_finished(void *user, bool interrupted, const char *final_text, int ref)
 {
     struct tui_view *v = user;
+    queued_detach(v);
     if (final_text && v->reply_msg < v->tr.n_msgs) {
         transcript_truncate(&v->tr, v->reply_msg);
         transcript_add(&v->tr, TR_ASSISTANT, final_text, strlen(final_text), ref);
     } else {
         transcript_finish(&v->tr, v->reply_msg, interrupted);
     }
+    queued_attach(v);
     v->changed = true;
 }
 
@@ -139,8 +176,10 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
         .markdown_changed = on_markdown_changed,
         .copy = on_copy,
         .find = on_find,
+        .queued_changed = on_queued_changed,
     };
     v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
+    v->queued_msg = SIZE_MAX;
 }
 
 void tui_view_refresh_sessions(struct tui_view *v)
@@ -168,6 +207,7 @@ void tui_view_fini(struct tui_view *v)
 {
     strv_free(v->session_list);
     session_list_fini(&v->list);
+    free(v->queued_text);
     transcript_fini(&v->tr);
     memset(v, 0, sizeof *v);
 }

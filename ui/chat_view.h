@@ -21,6 +21,8 @@ struct tui_view {
     char **session_list;         /* its names (owned) */
     size_t n_session_list;
     struct session_list list;    /* its keys (session_list.h) */
+    char *queued_text;           /* the message typed ahead (owned), NULL */
+    size_t queued_msg;           /* its transcript message, SIZE_MAX: none */
     bool changed;                /* the transcript or the list needs drawing */
     int height;                  /* the transcript's rows (scrolling to a match) */
 };

@@ -164,7 +164,7 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
             free(label);
             wattrset(w, screen_attr(SA_MARK));
             char mark[96];
-            snprintf(mark, sizeof mark, "%s%s%s",
+            snprintf(mark, sizeof mark, "%s%s%s%s", m->queued ? " (queued: sent when the reply ends)" : "",
                      m->streaming ? " …" : m->interrupted ? " [interrupted]" : "",
                      m->pinned ? " [pinned]" : "", m->out_of_context ? " [out of context]" : "");
             if (m->exchange > 0) {
@@ -177,7 +177,8 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
         } else if (l->kind == TRL_BODY && m->markdown) {
             put_md_line(w, &m->md, l->off, l->len, wd);
         } else if (l->kind == TRL_BODY) {
-            int a = m->role == TR_INFO ? screen_attr(SA_INFO)
+            int a = m->queued              ? (int)A_DIM
+                    : m->role == TR_INFO ? screen_attr(SA_INFO)
                     : m->role == TR_ERROR ? screen_attr(SA_ERROR)
                                           : (int)A_NORMAL;
             wattrset(w, a);

@@ -440,7 +440,7 @@ bool transcript_search_step(struct transcript *t, int dir, int height, size_t *i
 
 static bool selectable(const struct tr_msg *m)
 {
-    return m->role == TR_USER || m->role == TR_ASSISTANT;
+    return (m->role == TR_USER || m->role == TR_ASSISTANT) && !m->queued;
 }
 
 size_t transcript_select_step(struct transcript *t, int dir, int height)

@@ -44,6 +44,7 @@ struct tr_msg {
     struct sbuf pending;   /* raw bytes not yet sanitizable (streaming) */
     bool streaming, interrupted, out_of_context, pinned;
     bool markdown;         /* drawn from md (laid out for the width), not text */
+    bool queued;           /* a message typed ahead, not sent yet: dimmed */
     struct md_out md;
     int exchange;          /* user messages: the exchange number shown (0: none) */
     int ref;               /* caller's tag (e.g. the session message index) */

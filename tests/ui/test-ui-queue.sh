@@ -16,6 +16,8 @@ ok 'ui_wait_generated 2 10' "a reply streams"
 ui_keys 'second question' Enter
 ok 'ui_wait "queued: sent when the reply ends" 5' "Enter during the reply queues the message"
 ok 'ui_wait "1 queued" 5' "the status bar shows it"
+ok 'ui_screen | grep -q "^you (queued: sent when the reply ends)"' \
+   "the transcript shows it last, marked queued"
 ok 'ui_screen | grep -q "generating"' "the reply goes on"
 ui_keys 'third one' Enter
 ok 'ui_wait "already queued" 5' "a second message is refused"
@@ -25,6 +27,7 @@ ok 'ui_until "! ui_screen | grep -q \"^> third one\"" 5' "(the input cleared by 
 ui_keys Escape
 ok 'ui_wait "unqueued" 5' "Esc on an empty line takes the queued message back"
 ok 'ui_screen | grep -q "^> second question"' "... into the input line"
+ok '! ui_screen | grep -q "(queued"' "... and out of the transcript"
 ok 'ui_screen | grep -q "generating"' "and does not stop the reply"
 ui_keys Enter
 ok 'ui_wait "1 queued" 5' "queued again"
