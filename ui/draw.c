@@ -44,7 +44,7 @@ static int md_curses_attr(uint16_t a)
     if (a & (MD_A_LINK | MD_A_HEADING))
         c |= A_UNDERLINE;
     if (a & (MD_A_DIM | MD_A_STRIKE))
-        c |= A_DIM;
+        c |= screen_attr(SA_MD_DIM);
     return c;
 }
 

@@ -78,6 +78,7 @@ static void setup_attrs(void)
     /* markdown without colour: bold / underline / reverse only */
     attrs[SA_CODE] = A_BOLD;
     attrs[SA_MD_MARKER] = A_BOLD;
+    attrs[SA_MD_DIM] = A_NORMAL;
     if (!color)
         return;
     start_color();
@@ -104,6 +105,7 @@ static void setup_attrs(void)
     init_pair(9, COLOR_YELLOW, bg);
     attrs[SA_CODE] = COLOR_PAIR(9);
     attrs[SA_MD_MARKER] = COLOR_PAIR(1);
+    attrs[SA_MD_DIM] = A_DIM;
 }
 
 bool screen_init(char *err, size_t err_size)

@@ -23,6 +23,7 @@ enum screen_attr {
     SA_MARK,        /* "interrupted", "out of context" */
     SA_CODE,        /* markdown: code blocks and inline code */
     SA_MD_MARKER,   /* markdown: bullets, numbers, quote bars, "[N] lang" */
+    SA_MD_DIM,      /* markdown: a link's URL, frames, rules (plain without colour) */
     SA_COUNT
 };
 

@@ -4,7 +4,7 @@
 # renders: no markdown syntax left, bullets, the numbered code blocks with
 # their language, the table aligned, the URL after the link's text; the
 # attributes (capture-pane -e: bold heading); /set markdown off and --raw
-# show the source.
+# show the source; NO_COLOR keeps bold and underline only.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 cat > "$UI_DIR/reply.md" <<'EOS'
@@ -59,6 +59,16 @@ sleep 0.3
 
 ui_start 80 40 -s md --raw
 ok 'ui_wait "idle" 20 && ui_wait "# Plan" 5' "--raw: the saved reply shows as written"
+ui_keys '/quit' Enter
+ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
+ui_tmux kill-server
+sleep 0.3
+
+UI_ENV="NO_COLOR=1"
+ui_start 80 40 -s md
+ok 'ui_wait "idle" 20 && ui_wait "[1] python" 5' "NO_COLOR: the reply renders"
+ok '! screen_e | grep -q "\[3[0-7]m" && screen_e | grep -q "\[1mbold"' \
+   "... with bold, and no colour at all"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ui_done
