@@ -29,20 +29,6 @@ static const char *editor_command(void)
     return e && *e ? e : "vi";
 }
 
-static bool write_all(int fd, const char *s, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        s += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 /* The editor's wait status, -1 when it could not start.  The command goes
  * through the environment ($ELMCHAT_EDITOR), never into the shell's text. */
 static int run_editor(const char *editor, const char *path)
@@ -79,8 +65,12 @@ bool external_edit(const char *text, char **out, char *err, size_t err_size)
         free(path);
         return false;
     }
-    bool ok = write_all(fd, text, strlen(text)) && (!*text || write_all(fd, "\n", 1));
-    close(fd);
+    FILE *f = fdopen(fd, "w");
+    bool ok = f && fputs(text, f) >= 0 && (!*text || fputc('\n', f) != EOF);
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    else
+        close(fd);
     if (!ok) {
         snprintf(err, err_size, "%s: cannot write: %s", path, strerror(errno));
         unlink(path);
