@@ -504,9 +504,19 @@ static int run(struct tui *t)
                 /* The session list has the keyboard (Alt-S, F2): one key at
                  * a time, the rest typed as usual once it lets go. */
                 size_t off = 0;
-                while (off < len && t->view.show_sessions && t->view.list.focused &&
-                       input_line_empty()) {
+                while (off < len && input_line_empty()) {
                     size_t k = key_length(buf + off, len - off);
+                    /* F2 / Alt-S here too, so that the keys after it in the
+                     * same read go where it sent the keyboard */
+                    if ((k == 3 && memcmp(buf + off, "\033OQ", 3) == 0) ||
+                        (k == 2 && memcmp(buf + off, "\033s", 2) == 0)) {
+                        tui_view_toggle_sessions(&t->view);
+                        relayout(t);
+                        off += k;
+                        continue;
+                    }
+                    if (!t->view.show_sessions || !t->view.list.focused)
+                        break;
                     if (k == 1 && buf[off] == '\033' && off + 1 == len &&
                         !trailing_escape(buf, len, tty))
                         break; /* an Alt prefix still coming */

@@ -37,8 +37,7 @@ ok 'ui_wait "sessions /from bet" 5 && ui_screen | grep -q "│ beta" && ! ui_scr
    "/ filters by content too (beta said \"hello from beta\")"
 ui_keys Escape
 sleep 0.3
-ui_keys F2 F2
-ui_keys Down d
+ui_keys F2 F2 Down d # one write: the keys after F2 go to the list it opened
 ok 'ui_wait "delete session '"'"'beta'"'"'" 5' "d asks first"
 ui_keys n
 ok 'ui_wait "kept '"'"'beta'"'"'" 5 && [ -f "$sessions/beta.yaml" ]' "any other key keeps it"
