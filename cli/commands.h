@@ -14,5 +14,6 @@ int cmd_logits(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_sessions(int argc, char **argv);
 
 #endif

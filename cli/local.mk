@@ -11,6 +11,7 @@ cli_libcli_a_SOURCES = \
 	cli/cmd_tokenize.c \
 	cli/cmd_quantize.c \
 	cli/cmd_info.c \
+	cli/cmd_sessions.c \
 	cli/cmd_logits.c \
 	cli/cmd_generate.c \
 	cli/cmd_bench.c \

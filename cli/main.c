@@ -24,6 +24,7 @@ static const struct command {
     {"generate", cmd_generate, "new token ids for a token list"},
     {"quantize", cmd_quantize, "write a GGUF file from a model"},
     {"info", cmd_info, "model configuration and per-layer shapes"},
+    {"sessions", cmd_sessions, "list the saved conversations, or --grep them"},
 };
 
 static void print_help(FILE *f)

@@ -20,3 +20,7 @@ TESTS += tests/cli/test-bench-chat.sh
 dist_check_SCRIPTS += tests/cli/test-guide-models.sh
 TESTS += tests/cli/test-guide-models.sh
 EXTRA_DIST += tests/data/guide/small.tsv
+
+# elmchat sessions [--grep TEXT] on a folder of session files.
+dist_check_SCRIPTS += tests/cli/test-sessions.sh
+TESTS += tests/cli/test-sessions.sh
