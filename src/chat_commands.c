@@ -78,10 +78,15 @@ static void show_info(struct chat *c)
     if (c->ttft_ms > 0)
         ADD("; first token after %.0f ms", c->ttft_ms);
     ADD("\n");
-    ADD("sampling: temperature %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g, seed %llu, "
-        "max-tokens %d",
+    char window[48];
+    if (p.repeat_last_n < 0)
+        snprintf(window, sizeof window, "the whole sequence");
+    else
+        snprintf(window, sizeof window, "the last %d tokens", p.repeat_last_n);
+    ADD("sampling: temperature %g, top-k %d, top-p %g, min-p %g, repeat-penalty %g over %s, "
+        "seed %llu, max-tokens %d",
         (double)p.temperature, p.top_k, (double)p.top_p, (double)p.min_p,
-        (double)p.repeat_penalty, (unsigned long long)p.seed, max_tokens);
+        (double)p.repeat_penalty, window, (unsigned long long)p.seed, max_tokens);
 #undef ADD
     free(spath);
     chat_info_msg(c, false, buf);
@@ -495,6 +500,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             break;
         case PARAM_MAX_TOKENS:
             sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = (int)cmd->ivalue;
+            break;
+        case PARAM_REPEAT_LAST_N:
+            sp->set |= SAMPLING_REPEAT_LAST_N, sp->p.repeat_last_n = (int)cmd->ivalue;
             break;
         case PARAM_MARKDOWN:
             break;

@@ -57,6 +57,7 @@ enum cmd_param {
     PARAM_SEED,
     PARAM_MAX_TOKENS,
     PARAM_MARKDOWN, /* a display setting: on or off (ivalue 1 or 0) */
+    PARAM_REPEAT_LAST_N,
 };
 
 struct cmd_info {

@@ -83,6 +83,15 @@ int main(void)
     cmd_fini(&c);
     is_int(parse("/set max-tokens 64", &c, &start, err), CMD_OK, "max-tokens");
     cmd_fini(&c);
+    is_int(parse("/set repeat-last-n 64", &c, &start, err), CMD_OK, "repeat-last-n");
+    ok(c.param == PARAM_REPEAT_LAST_N && c.ivalue == 64, "repeat-last-n value");
+    cmd_fini(&c);
+    is_int(parse("/set repeat_last_n -1", &c, &start, err), CMD_OK, "repeat_last_n -1: the whole sequence");
+    ok(c.ivalue == -1, "... -1 kept");
+    cmd_fini(&c);
+    is_int(parse("/set repeat-last-n -2", &c, &start, err), CMD_ERROR, "repeat-last-n -2 refused");
+    ok(strstr(err, "-1 the whole sequence") != NULL, "... with the range: %s", err);
+    is_int(parse("/set markdown maybe", &c, &start, err), CMD_ERROR, "markdown takes on or off");
     is_int(parse("/set top-p 1.5", &c, &start, err), CMD_ERROR, "top-p out of range");
     ok(strstr(err, "top-p") && strstr(err, "0 to 1"), "range hint: %s", err);
     is_int(parse("/set min-p x", &c, &start, err), CMD_ERROR, "non-number");
