@@ -111,6 +111,18 @@ char *paths_shipped_dir(const char *sub)
     return x_asprintf("%s/%s", PKGDATADIR, sub);
 }
 
+char *paths_find_in(char *const *dirs, const char *name, const char *suffix)
+{
+    for (size_t d = 0; dirs[d]; d++) {
+        char *path = x_asprintf("%s/%s%s", dirs[d], name, suffix);
+        struct stat st;
+        if (stat(path, &st) == 0)
+            return path;
+        free(path);
+    }
+    return NULL;
+}
+
 static int cmp_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -23,6 +23,8 @@ char *paths_exe_dir(void);
  * tree's when this program is the build tree's (a VPATH build has them
  * there only), else $(pkgdatadir)/SUB.  Owned. */
 char *paths_shipped_dir(const char *sub);
+/* The first dirs[i]/NAME+suffix that exists (owned), NULL when none. */
+char *paths_find_in(char *const *dirs, const char *name, const char *suffix);
 /* The names of the files NAME+suffix (NAME not starting with '.') in the
  * folders dirs[] (NULL-terminated; missing ones are skipped): each once,
  * sorted, NULL-terminated; free each and the vector. */

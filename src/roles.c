@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "src/paths.h"
 #include "src/template.h"
@@ -97,19 +96,13 @@ struct role_preset *role_load(const char *name_or_path, char *err, size_t err_si
     }
     char **dirs = role_search_dirs();
     struct role_preset *r = NULL;
-    bool found = false;
-    for (char **dp = dirs; *dp && !found; dp++) {
-        char *path = x_asprintf("%s/%s.yaml", *dp, name_or_path);
-        struct stat st;
-        if (stat(path, &st) == 0) {
-            found = true;
-            r = load_file(path, err, err_size);
-        }
-        free(path);
-    }
-    if (!found)
+    char *path = paths_find_in(dirs, name_or_path, ".yaml");
+    if (path)
+        r = load_file(path, err, err_size);
+    else
         snprintf(err, err_size, "no role '%s' (looked in %s and %s; /role lists them)",
                  name_or_path, dirs[0], dirs[1]);
+    free(path);
     strv_free(dirs);
     return r;
 }

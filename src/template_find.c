@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "src/paths.h"
 #include "src/xalloc.h"
@@ -55,17 +54,11 @@ struct template *template_load(const char *name_or_path, char *err, size_t err_s
     }
     char **dirs = template_search_dirs();
     struct template *tpl = NULL;
-    bool found = false;
-    for (char **d = dirs; *d && !found; d++) {
-        char *path = x_asprintf("%s/%s.yaml", *d, name_or_path);
-        struct stat st;
-        if (stat(path, &st) == 0) {
-            found = true;
-            tpl = template_load_file(path, err, err_size);
-        }
+    char *path = paths_find_in(dirs, name_or_path, ".yaml");
+    if (path) {
+        tpl = template_load_file(path, err, err_size);
         free(path);
-    }
-    if (!found) {
+    } else {
         int n = snprintf(err, err_size, "template '%s' not found (looked in", name_or_path);
         for (char **d = dirs; *d && n >= 0 && (size_t)n < err_size; d++)
             n += snprintf(err + n, err_size - (size_t)n, " %s", *d);
