@@ -53,19 +53,9 @@ void sampling_apply(const struct sampling *s, struct elm_sampler_params *p, int 
 struct sampling sampling_from_model(const struct elm_model_sampling *m)
 {
     struct sampling s = {0};
-    static const struct {
-        unsigned from, to;
-    } bits[] = {
-        {ELM_SAMPLING_TEMPERATURE, SAMPLING_TEMPERATURE},
-        {ELM_SAMPLING_TOP_K, SAMPLING_TOP_K},
-        {ELM_SAMPLING_TOP_P, SAMPLING_TOP_P},
-        {ELM_SAMPLING_MIN_P, SAMPLING_MIN_P},
-        {ELM_SAMPLING_REPEAT_PENALTY, SAMPLING_REPEAT_PENALTY},
-        {ELM_SAMPLING_REPEAT_LAST_N, SAMPLING_REPEAT_LAST_N},
-    };
-    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
-        if (m->set & bits[i].from)
-            s.set |= bits[i].to;
+    /* the same bits (template.h) */
+    s.set = m->set & (SAMPLING_TEMPERATURE | SAMPLING_TOP_K | SAMPLING_TOP_P | SAMPLING_MIN_P |
+                      SAMPLING_REPEAT_PENALTY | SAMPLING_REPEAT_LAST_N);
     s.p.temperature = m->temperature;
     s.p.top_k = m->top_k;
     s.p.top_p = m->top_p;

@@ -65,14 +65,15 @@ bool role_parse(const char *s, enum role *out);
 
 /* ---------------------------------------------------- sampling defaults */
 
-/* Sampling parameters a template or config may set; `set` says which. */
+/* Sampling parameters a template or config may set; `set` says which.
+ * The six a model can bring are the engine's own bits (elm.h). */
 enum {
-    SAMPLING_TEMPERATURE = 1u << 0,
-    SAMPLING_TOP_K = 1u << 1,
-    SAMPLING_TOP_P = 1u << 2,
-    SAMPLING_MIN_P = 1u << 3,
-    SAMPLING_REPEAT_PENALTY = 1u << 4,
-    SAMPLING_REPEAT_LAST_N = 1u << 5,
+    SAMPLING_TEMPERATURE = ELM_SAMPLING_TEMPERATURE,
+    SAMPLING_TOP_K = ELM_SAMPLING_TOP_K,
+    SAMPLING_TOP_P = ELM_SAMPLING_TOP_P,
+    SAMPLING_MIN_P = ELM_SAMPLING_MIN_P,
+    SAMPLING_REPEAT_PENALTY = ELM_SAMPLING_REPEAT_PENALTY,
+    SAMPLING_REPEAT_LAST_N = ELM_SAMPLING_REPEAT_LAST_N,
     SAMPLING_SEED = 1u << 6,
     SAMPLING_MAX_TOKENS = 1u << 7,
 };
