@@ -258,9 +258,6 @@ static void emit_plain_line(struct mdr *r, const char *s, size_t n, uint16_t att
 static void flush_code(struct mdr *r)
 {
     struct md_out *o = r->out;
-    o->code = x_reallocarray(o->code, o->n_code + 1, sizeof *o->code);
-    o->code[o->n_code].lang = x_strdup(r->lang);
-    o->code[o->n_code].text = x_strdup(r->code.data ? r->code.data : "");
     o->n_code++;
     char head[80];
     int hn = snprintf(head, sizeof head, "[%zu]%s%s", o->n_code, r->lang[0] ? " " : "", r->lang);
@@ -624,19 +621,8 @@ void md_out_init(struct md_out *o)
     memset(o, 0, sizeof *o);
 }
 
-static void clear_code(struct md_out *o)
-{
-    for (size_t i = 0; i < o->n_code; i++) {
-        free(o->code[i].lang);
-        free(o->code[i].text);
-    }
-    o->n_code = 0;
-}
-
 void md_out_fini(struct md_out *o)
 {
-    clear_code(o);
-    free(o->code);
     free(o->spans);
     sbuf_fini(&o->text);
     memset(o, 0, sizeof *o);
@@ -644,7 +630,7 @@ void md_out_fini(struct md_out *o)
 
 void md_render(const char *src, size_t n, int width, struct md_out *out)
 {
-    clear_code(out);
+    out->n_code = 0;
     out->n_spans = 0;
     out->text.len = 0;
     sbuf_add(&out->text, "", 0);

@@ -2,8 +2,8 @@
  * width: display lines joined by '\n', each at most width columns, with
  * attribute spans over them.  Headings, emphasis, inline code, nested and
  * numbered lists, block quotes, links (text, then the URL dimmed), rules,
- * fenced code blocks (numbered "[N] lang", framed, long lines broken, never
- * re-flowed), GFM tables (aligned, or one "header: value" line per cell
+ * fenced code blocks (numbered "[N] lang" as src/code_blocks.c counts them,
+ * framed, long lines broken, never re-flowed), GFM tables (aligned, or one "header: value" line per cell
  * when too wide).  Pure: no curses.  Any thread. */
 #ifndef ELMCHAT_UI_MARKDOWN_H
 #define ELMCHAT_UI_MARKDOWN_H
@@ -31,17 +31,11 @@ struct md_span {
     uint16_t attr;     /* enum md_attr bits */
 };
 
-struct md_code_block {
-    char *lang; /* "" when none */
-    char *text; /* the code as written, lines ending in '\n' */
-};
-
 struct md_out {
     struct sbuf text;
     struct md_span *spans;
     size_t n_spans, cap_spans;
-    struct md_code_block *code;
-    size_t n_code;
+    size_t n_code; /* code blocks laid out ("[N]"; /copy N finds them: src/code_blocks.h) */
 };
 
 void md_out_init(struct md_out *o);
