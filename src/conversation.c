@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/session_tree.h"
 #include "src/xalloc.h"
 
 #define NO_POS ((size_t)-1)
@@ -534,9 +535,23 @@ int conversation_model_changed(struct conversation *cv, int n_ctx, char *err, si
     return apply_policy(cv, 0, err, err_size);
 }
 
+/* What becomes of the messages a rewind takes off the path. */
+enum rewind_mode {
+    REWIND_DELETE, /* gone, with the branches that grow from them (undo, clear) */
+    REWIND_KEEP,   /* kept as another branch (edit, retry, fork) */
+};
+
+static void cut_path(struct session *s, size_t n_keep, enum rewind_mode mode)
+{
+    if (mode == REWIND_KEEP)
+        session_stash(s, n_keep);
+    else
+        session_truncate(s, n_keep);
+}
+
 /* Back to snapshot slot k (SNAP_SYS or SNAP_MSG(i)): tokens, renderer;
- * the session keeps its first n_msgs messages. */
-static bool rewind_to(struct conversation *cv, size_t slot, size_t n_msgs)
+ * the session keeps its first n_msgs messages on the path. */
+static bool rewind_to(struct conversation *cv, size_t slot, size_t n_msgs, enum rewind_mode mode)
 {
     struct conv_snap *sn = &cv->snaps[slot];
     if (sn->n_tokens == NO_POS || sn->n_tokens > cv->tokens.n)
@@ -552,7 +567,7 @@ static bool rewind_to(struct conversation *cv, size_t slot, size_t n_msgs)
         cv->spans[i].start = cv->spans[i].end = NO_POS;
     }
     snap_clear(&cv->snaps[reply_slot(cv)]);
-    session_truncate(cv->s, n_msgs);
+    cut_path(cv->s, n_msgs, mode);
     cv->in_reply = cv->r.state == TEMPLATE_IN_REPLY;
     cv->reply_gen = cv->tokens.n;
     return true;
@@ -598,7 +613,7 @@ int conversation_user_turn(struct conversation *cv, const char *text, int reserv
         cv->s->msgs[cv->s->n_msgs - 1].role == ROLE_USER) {
         /* a user message whose reply never came: answer the new one instead
          * of leaving a dangling generation prompt in the middle */
-        rewind_to(cv, SNAP_MSG(cv->s->n_msgs - 1), cv->s->n_msgs);
+        rewind_to(cv, SNAP_MSG(cv->s->n_msgs - 1), cv->s->n_msgs, REWIND_DELETE);
         cv->spans[cv->s->n_msgs - 1].end = cv->tokens.n;
         /* rewind_to restored the state before that message: render it again */
         size_t i = cv->s->n_msgs - 1;
@@ -629,7 +644,7 @@ int conversation_user_turn(struct conversation *cv, const char *text, int reserv
     }
     if (rc) {
         set_err(err, err_size, "cannot render the message", rc);
-        rewind_to(cv, SNAP_MSG(n_msgs), n_msgs);
+        rewind_to(cv, SNAP_MSG(n_msgs), n_msgs, REWIND_DELETE);
         return rc;
     }
     reserve = cap_reserve(cv, reserve);
@@ -637,7 +652,7 @@ int conversation_user_turn(struct conversation *cv, const char *text, int reserv
     if (rc) {
         /* nothing of this turn stays (apply_policy restored what it dropped) */
         size_t i = cv->s->n_msgs - 1;
-        if (!rewind_to(cv, SNAP_MSG(i), i)) {
+        if (!rewind_to(cv, SNAP_MSG(i), i, REWIND_DELETE)) {
             session_truncate(cv->s, i);
             rebuild(cv, false, NULL, 0);
         }
@@ -662,8 +677,8 @@ int conversation_retry(struct conversation *cv, int reserve, struct conv_plan *p
         size_t u = n - 1;
         while (u > 0 && s->msgs[u - 1].role == ROLE_ASSISTANT)
             u--;
-        if (!rewind_to(cv, SNAP_MSG(u), u)) {
-            session_truncate(s, u);
+        if (!rewind_to(cv, SNAP_MSG(u), u, REWIND_KEEP)) {
+            session_stash(s, u);
             rc = rebuild(cv, true, err, err_size);
             if (rc)
                 return rc;
@@ -703,7 +718,7 @@ int conversation_undo(struct conversation *cv, char **text, char *err, size_t er
     u--;
     if (text)
         *text = x_strdup(s->msgs[u].content);
-    if (!rewind_to(cv, SNAP_MSG(u), u)) {
+    if (!rewind_to(cv, SNAP_MSG(u), u, REWIND_DELETE)) {
         session_truncate(s, u);
         rc = rebuild(cv, false, err, err_size);
         if (rc)
@@ -725,7 +740,7 @@ int conversation_remove_exchange(struct conversation *cv, size_t i, char *err, s
     size_t end = i + 1;
     while (end < s->n_msgs && s->msgs[end].role != ROLE_USER)
         end++;
-    if (end == s->n_msgs && !rewind_to(cv, SNAP_MSG(i), i)) {
+    if (end == s->n_msgs && !rewind_to(cv, SNAP_MSG(i), i, REWIND_DELETE)) {
         session_truncate(s, i); /* the last exchange: as /undo */
         return rebuild(cv, false, err, err_size);
     }
@@ -748,10 +763,16 @@ int conversation_edit(struct conversation *cv, size_t i, const char *text, int r
     }
     enum role role = s->msgs[i].role;
     bool pinned = s->msgs[i].pinned;
+    if (role == ROLE_USER && i + 1 < s->n_msgs && !s->msgs[i].out_of_context &&
+        strcmp(s->msgs[i].content, text) == 0) {
+        /* sent again as it was: another reply to the same message */
+        rc = conversation_fork(cv, i, err, err_size);
+        return rc ? rc : conversation_retry(cv, reserve, plan, err, err_size);
+    }
     if (role == ROLE_USER) {
-        if (!rewind_to(cv, SNAP_MSG(i), i)) {
+        if (!rewind_to(cv, SNAP_MSG(i), i, REWIND_KEEP)) {
             /* an out-of-context message: it comes back into context */
-            session_truncate(s, i);
+            session_stash(s, i);
             rc = rebuild(cv, false, err, err_size);
             if (rc)
                 return rc;
@@ -762,8 +783,8 @@ int conversation_edit(struct conversation *cv, size_t i, const char *text, int r
         return rc;
     }
     /* a reply: rendered from the new text, nothing generated */
-    if (!rewind_to(cv, SNAP_MSG(i), i)) {
-        session_truncate(s, i);
+    if (!rewind_to(cv, SNAP_MSG(i), i, REWIND_KEEP)) {
+        session_stash(s, i);
         rc = rebuild(cv, true, err, err_size);
         if (rc)
             return rc;
@@ -796,12 +817,100 @@ int conversation_edit(struct conversation *cv, size_t i, const char *text, int r
     return 0;
 }
 
+int conversation_fork(struct conversation *cv, size_t i, char *err, size_t err_size)
+{
+    int rc = ensure_rendered(cv, err, err_size);
+    if (rc)
+        return rc;
+    struct session *s = cv->s;
+    if (i >= s->n_msgs) {
+        snprintf(err, err_size, "no message %zu", i + 1);
+        return ELM_E_INVALID;
+    }
+    if (i + 1 == s->n_msgs)
+        return 0;
+    if (!rewind_to(cv, SNAP_MSG(i + 1), i + 1, REWIND_KEEP)) {
+        session_stash(s, i + 1);
+        rc = rebuild(cv, s->msgs[i].role == ROLE_USER, err, err_size);
+    }
+    return rc;
+}
+
+/* The path changed from message first on (session_select): those
+ * messages come back into context and the sequence is rendered again (the
+ * messages before keep their ids, so the worker's common prefix finds
+ * them). */
+static int path_changed(struct conversation *cv, size_t first, struct conv_plan *plan, char *err,
+                        size_t err_size)
+{
+    struct session *s = cv->s;
+    int rc = 0;
+    if (first < s->n_msgs || cv->in_reply) {
+        for (size_t k = first; k < s->n_msgs; k++)
+            s->msgs[k].out_of_context = false;
+        bool answer = s->n_msgs > 0 && s->msgs[s->n_msgs - 1].role == ROLE_USER;
+        rc = rebuild(cv, answer, err, err_size);
+        if (!rc)
+            rc = apply_policy(cv, 0, err, err_size);
+    }
+    if (plan)
+        conversation_plan(cv, plan);
+    return rc;
+}
+
+int conversation_select(struct conversation *cv, uint32_t id, struct conv_plan *plan, char *err,
+                        size_t err_size)
+{
+    int rc = ensure_rendered(cv, err, err_size);
+    if (rc)
+        return rc;
+    size_t first = session_select(cv->s, id);
+    if (first == SIZE_MAX) {
+        snprintf(err, err_size, "no message with id %u in this session", id);
+        return ELM_E_INVALID;
+    }
+    if (first == cv->s->n_msgs && !cv->in_reply) {
+        if (plan)
+            conversation_plan(cv, plan);
+        return 0;
+    }
+    return path_changed(cv, first, plan, err, err_size);
+}
+
+int conversation_branch(struct conversation *cv, size_t i, size_t k, struct conv_plan *plan,
+                        char *err, size_t err_size)
+{
+    int rc = ensure_rendered(cv, err, err_size);
+    if (rc)
+        return rc;
+    size_t at, n;
+    session_siblings(cv->s, i, &at, &n);
+    if (n == 0) {
+        snprintf(err, err_size, "no message %zu", i + 1);
+        return ELM_E_INVALID;
+    }
+    if (k < 1 || k > n) {
+        snprintf(err, err_size, n == 1 ? "this message has no other version"
+                                       : "this message has versions 1 to %zu", n);
+        return ELM_E_INVALID;
+    }
+    size_t first = session_branch(cv->s, i, k);
+    if (first == cv->s->n_msgs && k == at) {
+        if (plan)
+            conversation_plan(cv, plan);
+        return 0;
+    }
+    return path_changed(cv, first, plan, err, err_size);
+}
+
 void conversation_clear(struct conversation *cv)
 {
-    if (!cv->rendered || !rewind_to(cv, SNAP_SYS, 0)) {
+    if (!cv->rendered || !rewind_to(cv, SNAP_SYS, 0, REWIND_DELETE)) {
         session_truncate(cv->s, 0);
         rebuild(cv, false, NULL, 0);
     }
+    uint32_t root = 0; /* every other branch too */
+    session_forget_branches_of(cv->s, &root, 1);
 }
 
 int conversation_pin(struct conversation *cv, size_t i, bool pinned)

@@ -167,7 +167,8 @@ int conversation_user_turn(struct conversation *cv, const char *text, int reserv
  * when there is no user message to answer. */
 int conversation_retry(struct conversation *cv, int reserve, struct conv_plan *plan, char *err,
                        size_t err_size);
-/* /undo: drop the last user message and everything after it.  *text (may
+/* /undo: delete the last user message and everything after it (with the
+ * branches that grow from them; its other versions stay).  *text (may
  * be NULL) receives that message's content (owned), to give it back to the
  * input line.  ELM_E_INVALID when there is no user message. */
 int conversation_undo(struct conversation *cv, char **text, char *err, size_t err_size);
@@ -179,7 +180,25 @@ int conversation_undo(struct conversation *cv, char **text, char *err, size_t er
  * other actions, a failed edit (CONV_FULL...) leaves messages i.. removed. */
 int conversation_edit(struct conversation *cv, size_t i, const char *text, int reserve,
                       struct conv_plan *plan, char *err, size_t err_size);
-/* /clear: drop every message (keeps the system span). */
+/* The tree (session_tree.h): /edit and /retry keep what they replace as
+ * another branch.  A user message sent again with the same text is a
+ * retry from it (another reply, the message itself kept).
+ * /fork: keep the path up to message i, what followed becomes another
+ * branch; the next message sent (or /retry after a user message) starts
+ * the new one.  Nothing to compute: the cache holds the prefix. */
+int conversation_fork(struct conversation *cv, size_t i, char *err, size_t err_size);
+/* Switch path message i to its k-th version (1-based, session_branch), or
+ * make the path run through message id (session_select, /tree): the
+ * sequence is rendered again and plan says what the worker will compute
+ * (the tokens after the common prefix of the two paths; post
+ * conversation_prefill_request).  ELM_E_INVALID when there is no such
+ * version or message.  On a tokenizer failure the session is on the new
+ * path but the sequence is not rendered (conversation_render). */
+int conversation_branch(struct conversation *cv, size_t i, size_t k, struct conv_plan *plan,
+                        char *err, size_t err_size);
+int conversation_select(struct conversation *cv, uint32_t id, struct conv_plan *plan, char *err,
+                        size_t err_size);
+/* /clear: drop every message and every branch (keeps the system span). */
 void conversation_clear(struct conversation *cv);
 /* Remove the exchange whose user message is session message i (it and the
  * replies up to the next user message); the sequence is rendered again

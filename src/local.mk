@@ -26,6 +26,7 @@ src_libcore_a_SOURCES = \
 	src/code_blocks.c src/code_blocks.h \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
+	src/session_tree.c src/session_tree.h \
 	src/conversation.c src/conversation.h \
 	src/kvcache_store.c src/kvcache_store.h \
 	src/slash_commands.c src/slash_commands.h \

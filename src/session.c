@@ -12,6 +12,7 @@
 #include <yaml.h>
 
 #include "src/paths.h"
+#include "src/session_tree.h"
 #include "src/store.h"
 #include "src/utf8.h"
 #include "src/xalloc.h"
@@ -135,7 +136,7 @@ struct session *session_new(const char *name)
     return s;
 }
 
-static void message_fini(struct message *m)
+void session_message_fini(struct message *m)
 {
     free(m->content);
     extra_free(m->extra);
@@ -147,8 +148,11 @@ void session_free(struct session *s)
     if (!s)
         return;
     for (size_t i = 0; i < s->n_msgs; i++)
-        message_fini(&s->msgs[i]);
+        session_message_fini(&s->msgs[i]);
     free(s->msgs);
+    for (size_t i = 0; i < s->n_alts; i++)
+        session_message_fini(&s->alts[i]);
+    free(s->alts);
     free(s->name);
     free(s->model);
     free(s->template_name);
@@ -169,6 +173,8 @@ struct message *session_append(struct session *s, enum role role, const char *co
     m->role = role;
     m->content = x_strdup(content ? content : "");
     m->time = time(NULL);
+    m->id = session_new_id(s);
+    m->parent = s->n_msgs > 1 ? s->msgs[s->n_msgs - 2].id : 0;
     return m;
 }
 
@@ -182,18 +188,41 @@ void session_set_content(struct session *s, size_t i, const char *content)
 
 void session_truncate(struct session *s, size_t n_keep)
 {
+    if (n_keep >= s->n_msgs)
+        return;
+    size_t n = s->n_msgs - n_keep;
+    uint32_t *ids = x_malloc(n * sizeof *ids);
+    for (size_t k = 0; k < n; k++)
+        ids[k] = s->msgs[n_keep + k].id;
+    session_forget_branches_of(s, ids, n);
+    free(ids);
     while (s->n_msgs > n_keep)
-        message_fini(&s->msgs[--s->n_msgs]);
+        session_message_fini(&s->msgs[--s->n_msgs]);
 }
 
 void session_remove(struct session *s, size_t i, size_t n)
 {
-    if (i >= s->n_msgs)
+    if (i >= s->n_msgs || n == 0)
         return;
     if (n > s->n_msgs - i)
         n = s->n_msgs - i;
+    uint32_t before = s->msgs[i].parent, last = s->msgs[i + n - 1].id;
+    /* what follows the last removed message (the path and its alternatives)
+     * now follows the message before the first */
+    for (size_t j = 0; j < s->n_alts; j++)
+        if (s->alts[j].parent == last)
+            s->alts[j].parent = before;
+    if (i + n < s->n_msgs)
+        s->msgs[i + n].parent = before;
+    if (n > 1) {
+        uint32_t *ids = x_malloc((n - 1) * sizeof *ids);
+        for (size_t k = 0; k + 1 < n; k++)
+            ids[k] = s->msgs[i + k].id;
+        session_forget_branches_of(s, ids, n - 1);
+        free(ids);
+    }
     for (size_t k = i; k < i + n; k++)
-        message_fini(&s->msgs[k]);
+        session_message_fini(&s->msgs[k]);
     memmove(&s->msgs[i], &s->msgs[i + n], (s->n_msgs - i - n) * sizeof *s->msgs);
     s->n_msgs -= n;
 }
@@ -398,6 +427,48 @@ static void emit_sampling(yaml_emitter_t *e, const struct sampling *s)
     emit_map_end(e);
 }
 
+/* One message of messages: or branches: (those say their parent). */
+static void emit_message(yaml_emitter_t *e, const struct message *m, bool with_parent)
+{
+    emit_map_start(e, false);
+    emit_str(e, "role");
+    emit_plain(e, role_name(m->role));
+    emit_long(e, "id", m->id);
+    if (with_parent)
+        emit_long(e, "parent", m->parent);
+    if (m->time)
+        emit_time(e, "time", m->time);
+    if (m->interrupted)
+        emit_bool(e, "interrupted", true);
+    if (m->out_of_context)
+        emit_bool(e, "out_of_context", true);
+    if (m->pinned)
+        emit_bool(e, "pinned", true);
+    emit_extra(e, m->extra);
+    emit_str(e, "content");
+    emit_text(e, m->content);
+    emit_map_end(e);
+}
+
+static void emit_messages(yaml_emitter_t *e, const struct message *msgs, size_t n,
+                          bool with_parent)
+{
+    yaml_event_t ev;
+    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+    emit(e, &ev);
+    for (size_t i = 0; i < n; i++)
+        emit_message(e, &msgs[i], with_parent);
+    yaml_sequence_end_event_initialize(&ev);
+    emit(e, &ev);
+}
+
+static int by_stamp(const void *a, const void *b)
+{
+    uint64_t x = (*(const struct message *const *)a)->stamp;
+    uint64_t y = (*(const struct message *const *)b)->stamp;
+    return (x > y) - (x < y);
+}
+
 char *session_to_yaml(const struct session *s, size_t *len)
 {
     yaml_emitter_t e;
@@ -441,28 +512,21 @@ char *session_to_yaml(const struct session *s, size_t *len)
     emit_extra(&e, s->extra);
 
     emit_str(&e, "messages");
-    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
-    emit(&e, &ev);
-    for (size_t i = 0; i < s->n_msgs; i++) {
-        const struct message *m = &s->msgs[i];
-        emit_map_start(&e, false);
-        emit_str(&e, "role");
-        emit_plain(&e, role_name(m->role));
-        if (m->time)
-            emit_time(&e, "time", m->time);
-        if (m->interrupted)
-            emit_bool(&e, "interrupted", true);
-        if (m->out_of_context)
-            emit_bool(&e, "out_of_context", true);
-        if (m->pinned)
-            emit_bool(&e, "pinned", true);
-        emit_extra(&e, m->extra);
-        emit_str(&e, "content");
-        emit_text(&e, m->content);
-        emit_map_end(&e);
+    emit_messages(&e, s->msgs, s->n_msgs, false);
+    if (s->n_alts) {
+        /* by stamp, so that a reload knows which branch was left last */
+        const struct message **alts = x_malloc(s->n_alts * sizeof *alts);
+        for (size_t j = 0; j < s->n_alts; j++)
+            alts[j] = &s->alts[j];
+        qsort(alts, s->n_alts, sizeof *alts, by_stamp);
+        struct message *sorted = x_malloc(s->n_alts * sizeof *sorted);
+        for (size_t j = 0; j < s->n_alts; j++)
+            sorted[j] = *alts[j];
+        emit_str(&e, "branches");
+        emit_messages(&e, sorted, s->n_alts, true);
+        free(sorted);
+        free(alts);
     }
-    yaml_sequence_end_event_initialize(&ev);
-    emit(&e, &ev);
     /* Last: a file cut short anywhere lacks it (see session.h). */
     emit_bool(&e, "end", true);
 
@@ -510,21 +574,26 @@ static bool get_time(struct ydoc *d, yaml_node_t *n, const char *what, time_t *o
     return true;
 }
 
-static bool load_message(struct ydoc *d, yaml_node_t *n, struct session *s, size_t index,
-                         size_t *budget)
+#define ID_MAX 2147483647L
+
+/* messages[index] (list "messages", the path) or branches[index] into m. */
+static bool load_message(struct ydoc *d, yaml_node_t *n, struct message *m, const char *list,
+                         size_t index, size_t *budget, bool *have_id, bool *have_parent)
 {
     char what[64];
-    snprintf(what, sizeof what, "messages[%zu]", index);
+    snprintf(what, sizeof what, "%s[%zu]", list, index);
     if (!ydoc_expect(d, n, YAML_MAPPING_NODE, what) || !ydoc_check_keys(d, n))
         return false;
-    struct message *m = session_append(s, ROLE_USER, "");
-    m->time = 0;
+    m->role = ROLE_USER;
+    m->content = x_strdup("");
     bool have_role = false, have_content = false;
+    *have_id = *have_parent = false;
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
         const char *key = ydoc_key(d, p);
         yaml_node_t *v = ydoc_node(d, p->value);
-        snprintf(what, sizeof what, "messages[%zu].%s", index, key);
+        snprintf(what, sizeof what, "%s[%zu].%s", list, index, key);
         bool okay = true;
+        long x;
         if (strcmp(key, "role") == 0) {
             const char *r;
             okay = ydoc_str(d, v, what, &r, NULL);
@@ -539,6 +608,12 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct session *s, size
                 m->content = c;
                 have_content = true;
             }
+        } else if (strcmp(key, "id") == 0) {
+            okay = *have_id = ydoc_int(d, v, what, 1, ID_MAX, &x);
+            m->id = (uint32_t)x;
+        } else if (strcmp(key, "parent") == 0) {
+            okay = *have_parent = ydoc_int(d, v, what, 0, ID_MAX, &x);
+            m->parent = (uint32_t)x;
         } else if (strcmp(key, "time") == 0) {
             okay = get_time(d, v, what, &m->time);
         } else if (strcmp(key, "interrupted") == 0) {
@@ -554,10 +629,86 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct session *s, size
             return false;
     }
     if (!have_role)
-        return ydoc_fail(d, n, "messages[%zu]: missing key 'role'", index);
+        return ydoc_fail(d, n, "%s[%zu]: missing key 'role'", list, index);
     if (!have_content)
-        return ydoc_fail(d, n, "messages[%zu]: missing key 'content'", index);
+        return ydoc_fail(d, n, "%s[%zu]: missing key 'content'", list, index);
     return true;
+}
+
+/* Room for one more path message, zeroed. */
+static struct message *path_append(struct session *s)
+{
+    if (s->n_msgs == s->cap_msgs) {
+        s->cap_msgs = s->cap_msgs ? 2 * s->cap_msgs : 16;
+        s->msgs = x_reallocarray(s->msgs, s->cap_msgs, sizeof *s->msgs);
+    }
+    struct message *m = &s->msgs[s->n_msgs++];
+    memset(m, 0, sizeof *m);
+    return m;
+}
+
+/* messages: (the current path; ids given or not, parents implied) then
+ * branches: (each with its id and parent), then the tree's checks. */
+static bool load_tree(struct ydoc *d, struct session *s, yaml_node_t *msgs, yaml_node_t *branches,
+                      size_t *budget)
+{
+    if (!ydoc_expect(d, msgs, YAML_SEQUENCE_NODE, "messages"))
+        return false;
+    bool *given = x_calloc((size_t)(msgs->data.sequence.items.top - msgs->data.sequence.items.start) + 1,
+                           sizeof *given);
+    bool okay = true;
+    for (yaml_node_item_t *it = msgs->data.sequence.items.start;
+         okay && it < msgs->data.sequence.items.top; it++) {
+        size_t i = (size_t)(it - msgs->data.sequence.items.start);
+        bool have_parent;
+        yaml_node_t *n = ydoc_node(d, *it);
+        okay = load_message(d, n, path_append(s), "messages", i, budget, &given[i], &have_parent);
+        uint32_t want = i ? s->msgs[i - 1].id : 0;
+        if (okay && have_parent && given[i] && i > 0 && !given[i - 1])
+            okay = ydoc_fail(d, n, "messages[%zu]: a parent, but the message before has no id", i);
+        else if (okay && have_parent && (i == 0 || given[i - 1]) && s->msgs[i].parent != want)
+            okay = ydoc_fail(d, n,
+                             "messages[%zu]: parent %u, but the current path's message before it "
+                             "is %u (messages lists one path, in order; other branches go under "
+                             "'branches')",
+                             i, s->msgs[i].parent, want);
+        if (okay && given[i] && s->msgs[i].id > s->next_id)
+            s->next_id = s->msgs[i].id;
+    }
+    if (okay && branches) {
+        okay = ydoc_expect(d, branches, YAML_SEQUENCE_NODE, "branches");
+        for (yaml_node_item_t *it = branches->data.sequence.items.start;
+             okay && it < branches->data.sequence.items.top; it++) {
+            size_t j = (size_t)(it - branches->data.sequence.items.start);
+            yaml_node_t *n = ydoc_node(d, *it);
+            bool have_id, have_parent;
+            struct message *m = session_alt_append(s);
+            okay = load_message(d, n, m, "branches", j, budget, &have_id, &have_parent);
+            if (okay && !have_id)
+                okay = ydoc_fail(d, n, "branches[%zu]: missing key 'id'", j);
+            if (okay && !have_parent)
+                okay = ydoc_fail(d, n, "branches[%zu]: missing key 'parent'", j);
+            m->stamp = ++s->stamp; /* the file lists them as they left the path */
+            if (okay && m->id > s->next_id)
+                s->next_id = m->id;
+        }
+    }
+    /* Ids for path messages written without one (format 1), then the
+     * implied parents. */
+    for (size_t i = 0; okay && i < s->n_msgs; i++) {
+        if (!given[i])
+            s->msgs[i].id = session_new_id(s);
+        s->msgs[i].parent = i ? s->msgs[i - 1].id : 0;
+    }
+    free(given);
+    struct session_tree_fault f;
+    if (okay && !session_tree_valid(s, &f)) {
+        yaml_node_t *list = f.in_branches ? branches : msgs;
+        okay = ydoc_fail(d, ydoc_node(d, list->data.sequence.items.start[f.index]),
+                         "%s[%zu]: %s; the file was not changed", f.in_branches ? "branches" : "messages",
+                         f.index, f.what);
+    }
+    return okay;
 }
 
 static bool load_session(struct ydoc *d, struct session *s)
@@ -566,7 +717,7 @@ static bool load_session(struct ydoc *d, struct session *s)
     if (!ydoc_check_keys(d, root))
         return false;
     size_t budget = EXTRA_MAX_NODES;
-    yaml_node_t *version = NULL, *end = NULL, *msgs = NULL;
+    yaml_node_t *version = NULL, *end = NULL, *msgs = NULL, *branches = NULL;
     bool have_name = false;
     /* The version first: a newer file is refused before anything else. */
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
@@ -615,11 +766,8 @@ static bool load_session(struct ydoc *d, struct session *s)
             okay = sampling_load(d, n, &s->sampling);
         } else if (strcmp(key, "messages") == 0) {
             msgs = n;
-            okay = ydoc_expect(d, n, YAML_SEQUENCE_NODE, "messages");
-            for (yaml_node_item_t *it = n->data.sequence.items.start;
-                 okay && it < n->data.sequence.items.top; it++)
-                okay = load_message(d, ydoc_node(d, *it), s,
-                                    (size_t)(it - n->data.sequence.items.start), &budget);
+        } else if (strcmp(key, "branches") == 0 && v >= 2) {
+            branches = n;
         } else if (strcmp(key, "end") == 0) {
             end = n;
             bool t;
@@ -638,6 +786,8 @@ static bool load_session(struct ydoc *d, struct session *s)
         return ydoc_fail(d, root, "missing key 'name'");
     if (!msgs)
         return ydoc_fail(d, root, "missing key 'messages'");
+    if (!load_tree(d, s, msgs, branches, &budget))
+        return false;
     if (!end)
         return ydoc_fail(d, NULL,
                          "the file is cut short (no final 'end: true'); it was not changed");

@@ -24,7 +24,7 @@
 
 #include "src/template.h"
 
-#define SESSION_FORMAT_VERSION 1
+#define SESSION_FORMAT_VERSION 2 /* 2: the tree (branches:, id:) */
 #define SESSION_MAX_FILE_SIZE (256 * 1024 * 1024)
 
 struct session_extra; /* unknown keys kept for the next save (opaque) */
@@ -36,6 +36,9 @@ struct message {
     bool interrupted;    /* the reply was cancelled or cut by max tokens */
     bool out_of_context; /* evicted from the KV cache by the context policy */
     bool pinned;         /* never evicted */
+    uint32_t id;         /* unique in the session, > 0 (session_tree.h) */
+    uint32_t parent;     /* the message before it on its branch; 0: the first */
+    uint64_t stamp;      /* other branches: when it left the current path */
     struct session_extra *extra; /* owned; NULL when none */
 };
 
@@ -48,8 +51,12 @@ struct session {
     char *system;         /* system prompt; owned, may be NULL (template default) */
     char *role;           /* the role preset the system prompt came from; owned, may be NULL */
     struct sampling sampling; /* parameters set for this conversation */
-    struct message *msgs; /* owned array */
+    struct message *msgs; /* owned array: the current path (session_tree.h) */
     size_t n_msgs, cap_msgs;
+    struct message *alts; /* owned array: the other branches' messages */
+    size_t n_alts, cap_alts;
+    uint32_t next_id;     /* the highest id given */
+    uint64_t stamp;       /* the last stamp given */
     struct session_extra *extra; /* owned; unknown top-level keys */
 };
 
@@ -60,11 +67,16 @@ void session_free(struct session *s);
 /* Append a message (content copied); returns it (borrowed, valid until the
  * next append/remove).  time = now. */
 struct message *session_append(struct session *s, enum role role, const char *content);
+/* Free what a message owns (its content, its unknown keys). */
+void session_message_fini(struct message *m);
 /* Replace the content of message i (copied). */
 void session_set_content(struct session *s, size_t i, const char *content);
-/* Drop messages [i, n_msgs) (undo, edit, retry). */
+/* Delete path messages [n_keep, n_msgs) and the branches that grow from
+ * them (undo, clear; an edit or a retry keeps them: session_stash). */
 void session_truncate(struct session *s, size_t n_keep);
-/* Remove messages [i, i + n) (the later ones move up). */
+/* Remove path messages [i, i + n) (the later ones move up and follow
+ * message i - 1); the branches that grow inside them go too, those after
+ * the last one follow message i - 1 as well. */
 void session_remove(struct session *s, size_t i, size_t n);
 
 /* Save to path atomically (temp file in the same folder, fsync, rename,

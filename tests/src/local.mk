@@ -1,7 +1,8 @@
 # tests/src/: the application's tests (src/, no curses): templates,
 # sessions, the store and config.yaml, conversations and KV reuse, slash
 # commands, option parsing, the chat controller.
-SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-conversation \
+SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-session-tree \
+	tests/src/test-conversation \
 	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller
 check_PROGRAMS += $(SRC_TESTS)
 TESTS += $(SRC_TESTS)
@@ -14,6 +15,9 @@ EXTRA_DIST += tests/data/templates/goldens.json tests/reference/template_goldens
 
 tests_src_test_session_SOURCES = tests/src/test-session.c
 tests_src_test_session_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+tests_src_test_session_tree_SOURCES = tests/src/test-session-tree.c
+tests_src_test_session_tree_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 # The real engine on the bundled demo checkpoint (or one made by
 # tests/lib/gen-checkpoint at check time).

@@ -30,7 +30,9 @@
 #include "engine/elm.h"
 #include "src/conversation.h"
 #include "src/kvcache_store.h"
+#include "src/macros.h"
 #include "src/session.h"
+#include "src/session_tree.h"
 #include "src/template.h"
 #include "src/xalloc.h"
 #include "tests/lib/tap.h"
@@ -269,6 +271,119 @@ static void test_reuse_and_edits(void)
     ok(s->n_msgs == 0 && cv.tokens.n == cv.system_end, "clear keeps the system span");
 
     idvec_fini(&whole);
+    free(logits);
+    elm_ctx_free(ctx);
+    conversation_fini(&cv);
+    session_free(s);
+}
+
+/* Send the sequence (as the controller's prefill does) and say what it cost. */
+static int prefill(struct conversation *cv, elm_ctx *ctx, float *logits)
+{
+    int c = sync_ctx(ctx, &cv->tokens, logits);
+    conversation_set_cached(cv, elm_ctx_n_past(ctx));
+    return c;
+}
+
+/* A reply of n ids after a user turn, an edit or a retry. */
+static void reply(struct conversation *cv, elm_ctx *ctx, float *logits, const char *text, int n)
+{
+    sync_ctx(ctx, &cv->tokens, logits);
+    struct elm_sampler_params sp = elm_sampler_default_params();
+    enum template_end how = generate(cv, ctx, logits, n, &sp, false, NULL);
+    if (conversation_reply_end(cv, how, text, false, err, sizeof err))
+        bail_out("reply end: %s", err);
+    conversation_set_cached(cv, elm_ctx_n_past(ctx));
+}
+
+/* Three versions of the second user message (two edits), a second reply
+ * to one of them (retry), a fork: each switch computes exactly the tokens
+ * after the common prefix of the two paths, and gives the logits a fresh
+ * prefill of the new path gives. */
+static void test_branches(void)
+{
+    struct session *s = session_new("branches");
+    struct conversation cv;
+    conversation_init(&cv, s, tpl, tok, 2048, NULL);
+    conversation_render(&cv, err, sizeof err);
+    elm_ctx *ctx = new_ctx(model);
+    float *logits = x_malloc((size_t)n_vocab * sizeof *logits);
+    turn(&cv, ctx, logits, "What does cat mean?", 8);
+    turn(&cv, ctx, logits, "And dog?", 8);
+    struct conv_plan plan;
+    const char *versions[] = {"And dog?", "And bird?", "And a much longer word, like elephant?"};
+    for (int v = 1; v < 3; v++) {
+        if (conversation_edit(&cv, 2, versions[v], 8, &plan, err, sizeof err) != 0)
+            bail_out("edit: %s", err);
+        reply(&cv, ctx, logits, "(edited)", 8);
+    }
+    size_t k, n;
+    session_siblings(s, 2, &k, &n);
+    ok(s->n_msgs == 4 && k == 3 && n == 3 && s->n_alts == 4,
+       "two edits keep the old versions: message 3 is %zu/%zu, %zu on other branches", k, n,
+       s->n_alts);
+    size_t fork_at = cv.spans[2].start;
+
+    struct idvec before = {0};
+    const size_t order[] = {1, 2, 3, 1, 3};
+    for (size_t t = 0; t < ARRAY_LEN(order); t++) {
+        idvec_clear(&before);
+        idvec_append(&before, cv.tokens.v, cv.tokens.n);
+        int rc = conversation_branch(&cv, 2, order[t], &plan, err, sizeof err);
+        int c = prefill(&cv, ctx, logits);
+        size_t lcp = conv_common_prefix(before.v, before.n, cv.tokens.v, cv.tokens.n);
+        ok(rc == 0 && strcmp(s->msgs[2].content, versions[order[t] - 1]) == 0 &&
+               c == plan.n_compute && (size_t)c == cv.tokens.n - lcp && lcp >= fork_at,
+           "switch to version %zu: computed %d == plan %d == the %zu ids after the common "
+           "prefix %zu (>= the fork point %zu)",
+           order[t], c, plan.n_compute, cv.tokens.n - lcp, lcp, fork_at);
+        logits_match(ctx, &cv.tokens, logits, "after the switch");
+    }
+    /* The path renders as the whole-conversation renderer renders it. */
+    size_t n_tm;
+    struct template_msg *tm = session_template_msgs(s, true, &n_tm);
+    struct idvec whole = {0};
+    template_render_conversation(tpl, tok, s->system, tm, n_tm, false, &whole);
+    free(tm);
+    size_t tail = cv.tokens.n - fork_at;
+    ok(whole.n >= tail && memcmp(whole.v + whole.n - tail, cv.tokens.v + fork_at,
+                                 tail * sizeof *whole.v) == 0,
+       "a switched-to branch's ids are its text rendered whole");
+    idvec_fini(&whole);
+
+    /* /retry keeps the reply it replaces; switching back costs the reply. */
+    if (conversation_retry(&cv, 8, &plan, err, sizeof err) != 0)
+        bail_out("retry: %s", err);
+    reply(&cv, ctx, logits, "(retried)", 6);
+    session_siblings(s, 3, &k, &n);
+    ok(k == 2 && n == 2, "retry: the reply is version 2 of 2");
+    idvec_clear(&before);
+    idvec_append(&before, cv.tokens.v, cv.tokens.n);
+    size_t reply_gen = cv.spans[3].gen;
+    int rc = conversation_branch(&cv, 3, 1, &plan, err, sizeof err);
+    int c = prefill(&cv, ctx, logits);
+    size_t lcp = conv_common_prefix(before.v, before.n, cv.tokens.v, cv.tokens.n);
+    ok(rc == 0 && c == plan.n_compute && (size_t)c == cv.tokens.n - lcp && lcp >= reply_gen,
+       "back to reply 1: computed %d, only the reply (common prefix %zu >= its start %zu)", c,
+       lcp, reply_gen);
+    logits_match(ctx, &cv.tokens, logits, "back to reply 1");
+
+    /* /fork after the first reply: nothing to compute, the next message is
+     * a fourth version of message 3. */
+    rc = conversation_fork(&cv, 1, err, sizeof err);
+    ok(rc == 0 && s->n_msgs == 2 && cv.tokens.n == fork_at,
+       "fork after message 2: the path ends there (%zu ids)", cv.tokens.n);
+    rc = conversation_user_turn(&cv, "And owl?", 8, &plan, err, sizeof err);
+    c = prefill(&cv, ctx, logits);
+    session_siblings(s, 2, &k, &n);
+    ok(rc == 0 && k == 4 && n == 4 && c == plan.n_compute && (size_t)c <= cv.tokens.n - fork_at,
+       "the message after the fork is version 4 of 4 and computes only its turn (%d <= %zu)", c,
+       cv.tokens.n - fork_at);
+    logits_match(ctx, &cv.tokens, logits, "after the fork");
+    rc = conversation_branch(&cv, 2, 9, &plan, err, sizeof err);
+    ok(rc == ELM_E_INVALID && strstr(err, "versions 1 to 4"), "no version 9: %s", err);
+
+    idvec_fini(&before);
     free(logits);
     elm_ctx_free(ctx);
     conversation_fini(&cv);
@@ -602,6 +717,7 @@ int main(void)
 
     test_load_render();
     test_reuse_and_edits();
+    test_branches();
     test_snapshots();
     test_eviction();
 

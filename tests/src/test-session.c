@@ -192,7 +192,7 @@ static void test_file(void)
     session_free(t);
     size_t len;
     char *text = read_text(path, &len);
-    ok(text && strstr(text, "elmchat_session: 1\n") == text, "the file starts with the version");
+    ok(text && strstr(text, "elmchat_session: 2\n") == text, "the file starts with the version");
     ok(text && strstr(text, "  content: |-\n    What is 2+2?\n"),
        "content is a literal block scalar");
     ok(text && len > 10 && strcmp(text + len - 10, "end: true\n") == 0, "the file ends with end");
@@ -241,8 +241,8 @@ static void bad(const char *text, const char *want, const char *what)
 
 static void test_bad(void)
 {
-    bad("elmchat_session: 2\nname: x\nmessages: []\nend: true\n",
-        "s.yaml:1:18: session format version 2 is newer than this elmchat reads (1)",
+    bad("elmchat_session: 3\nname: x\nmessages: []\nend: true\n",
+        "s.yaml:1:18: session format version 3 is newer than this elmchat reads (2)",
         "a newer format version");
     bad("name: x\nmessages: []\nend: true\n", "s.yaml:1:1: not an elmchat session",
         "no version");

@@ -1,0 +1,78 @@
+/* session_tree.h: a session is a tree of messages (docs/DESIGN.md,
+ * "Conversations as trees").
+ *
+ * Every message has an id (unique in its session, > 0) and a parent (the
+ * message it answers or follows; 0: the first message of a conversation).
+ * s->msgs is the current path, root first: what the transcript shows,
+ * what the conversation renders and the KV cache holds, so everything
+ * that reads a conversation sees a plain list.  The messages of the other
+ * branches are kept in s->alts, in no particular order; each carries a
+ * stamp that tells when it left the current path, so that coming back to
+ * a branch follows the path the user was last on.
+ *
+ * Siblings (the alternatives at one place of the path) are the messages
+ * with the same parent, numbered by id: the first written is 1.
+ *
+ * UI thread only (plain data, like session.h).
+ */
+#ifndef ELMCHAT_SRC_SESSION_TREE_H
+#define ELMCHAT_SRC_SESSION_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/session.h"
+
+/* Path message i's place among its siblings: *k of *n (1-based; *n == 1
+ * when it has none).  i out of range: 0 of 0. */
+void session_siblings(const struct session *s, size_t i, size_t *k, size_t *n);
+/* Messages of other branches that follow the path's last message (after
+ * a /fork): the next message sent will be their sibling. */
+size_t session_children_after_path(const struct session *s);
+
+/* Keep path[0, n_keep) and move the rest into the other branches (an edit,
+ * a retry, a fork: nothing is destroyed). */
+void session_stash(struct session *s, size_t n_keep);
+/* Make the path run through message id, then on through the children the
+ * user was last on.  Returns the first path index that changed (n_msgs
+ * when none did), or SIZE_MAX when no message has that id. */
+size_t session_select(struct session *s, uint32_t id);
+/* Path message i's k-th sibling (1-based) onto the path (session_select).
+ * SIZE_MAX when there is no such sibling. */
+size_t session_branch(struct session *s, size_t i, size_t k);
+
+/* The whole tree, one row per message, depth first (children by id). */
+struct session_tree_row {
+    const struct message *m; /* borrowed: valid until the session changes */
+    int depth;               /* branch points above it (a chain stays at one depth) */
+    bool on_path;
+    size_t path_index;       /* on_path: its index in s->msgs */
+    size_t k, n;             /* its place among its siblings (n == 1: none) */
+};
+/* Owned array of every message (*n rows). */
+struct session_tree_row *session_tree_rows(const struct session *s, size_t *n);
+/* The message with this id (path or other branches), NULL when none. */
+const struct message *session_find_id(const struct session *s, uint32_t id);
+
+/* ------------------------------------------------- for session.c itself */
+
+/* A new id (s->next_id + 1). */
+uint32_t session_new_id(struct session *s);
+/* Drop the other branches' messages that descend from any of ids[0, n)
+ * (the path messages being deleted). */
+void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n);
+/* Room for one more message in s->alts: returns it, zeroed. */
+struct message *session_alt_append(struct session *s);
+/* After loading: ids are unique, and every other-branch message's parent
+ * exists and leads to the root without a cycle.  false with the first
+ * message at fault (in_branches: s->alts[index], else s->msgs[index]) and
+ * what is wrong with it. */
+struct session_tree_fault {
+    bool in_branches;
+    size_t index;
+    char what[160];
+};
+bool session_tree_valid(const struct session *s, struct session_tree_fault *f);
+
+#endif

@@ -1,0 +1,273 @@
+/* test-session-tree.c: a session as a tree of messages (src/session_tree.h):
+ * stash (edit, retry, fork), switching, selecting, deleting, the rows of
+ * /tree, and the file format 2 (round trip, format 1 lists, damaged trees
+ * with each error message). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/session.h"
+#include "src/session_tree.h"
+#include "src/xalloc.h"
+#include "tests/lib/tap.h"
+
+static char err[1024];
+
+/* The path as "u:A a:B ..." (role initial, content). */
+static char *path_str(const struct session *s)
+{
+    char *out = x_strdup("");
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        char *n = x_asprintf("%s%s%c:%s", out, i ? " " : "", s->msgs[i].role == ROLE_USER ? 'u' : 'a',
+                             s->msgs[i].content);
+        free(out);
+        out = n;
+    }
+    return out;
+}
+
+static void is_path(const struct session *s, const char *want, const char *what)
+{
+    char *p = path_str(s);
+    is_str(p, want, "%s", what);
+    free(p);
+}
+
+/* Every path message's parent is the one before it. */
+static bool parents_consistent(const struct session *s)
+{
+    for (size_t i = 0; i < s->n_msgs; i++)
+        if (s->msgs[i].parent != (i ? s->msgs[i - 1].id : 0))
+            return false;
+    return true;
+}
+
+/* u:A a:B u:C a:D, then edits and retries through the session API as the
+ * conversation does them. */
+static struct session *three_versions(void)
+{
+    struct session *s = session_new("tree");
+    session_append(s, ROLE_USER, "A");
+    session_append(s, ROLE_ASSISTANT, "B");
+    session_append(s, ROLE_USER, "C");
+    session_append(s, ROLE_ASSISTANT, "D");
+    /* edit C -> C2 (sibling of C), reply D2 */
+    session_stash(s, 2);
+    session_append(s, ROLE_USER, "C2");
+    session_append(s, ROLE_ASSISTANT, "D2");
+    /* retry D2 -> D3 */
+    session_stash(s, 3);
+    session_append(s, ROLE_ASSISTANT, "D3");
+    /* edit C2 -> C3 */
+    session_stash(s, 2);
+    session_append(s, ROLE_USER, "C3");
+    session_append(s, ROLE_ASSISTANT, "E");
+    return s;
+}
+
+static void test_tree_ops(void)
+{
+    struct session *s = three_versions();
+    is_path(s, "u:A a:B u:C3 a:E", "the path after two edits and a retry");
+    is_int((long long)s->n_alts, 5, "five messages on other branches (C D C2 D2 D3)");
+    ok(parents_consistent(s), "the path's parents are consistent");
+    size_t k, n;
+    session_siblings(s, 2, &k, &n);
+    ok(k == 3 && n == 3, "message 3 is version 3 of 3 (%zu/%zu)", k, n);
+    session_siblings(s, 3, &k, &n);
+    ok(k == 1 && n == 1, "its reply has no other version");
+    session_siblings(s, 0, &k, &n);
+    ok(k == 1 && n == 1, "the first message has none");
+    session_siblings(s, 9, &k, &n);
+    ok(k == 0 && n == 0, "out of range: 0 of 0");
+
+    /* To version 2: the reply the user was last on there is D3. */
+    size_t first = session_branch(s, 2, 2);
+    is_int((long long)first, 2, "switching message 3 changes the path from index 2");
+    is_path(s, "u:A a:B u:C2 a:D3", "version 2 comes back with its last reply");
+    session_siblings(s, 3, &k, &n);
+    ok(k == 2 && n == 2, "its reply is version 2 of 2");
+    ok(parents_consistent(s), "parents consistent after a switch");
+    first = session_branch(s, 3, 1);
+    is_path(s, "u:A a:B u:C2 a:D2", "the first reply of version 2");
+    is_int((long long)first, 3, "from index 3");
+    first = session_branch(s, 2, 1);
+    is_path(s, "u:A a:B u:C a:D", "back to the original");
+    first = session_branch(s, 2, 3);
+    is_path(s, "u:A a:B u:C3 a:E", "and to version 3");
+    is_int((long long)session_branch(s, 2, 3), (long long)s->n_msgs, "the same version: nothing");
+    is_int((long long)session_branch(s, 2, 4), (long long)SIZE_MAX, "no version 4");
+    is_int((long long)session_branch(s, 2, 0), (long long)SIZE_MAX, "no version 0");
+    is_int((long long)(s->n_msgs + s->n_alts), 9, "no message lost or doubled by switching");
+
+    /* Select by id (what /tree does): D2's id. */
+    uint32_t d2 = 0;
+    for (size_t j = 0; j < s->n_alts; j++)
+        if (strcmp(s->alts[j].content, "D2") == 0)
+            d2 = s->alts[j].id;
+    first = session_select(s, d2);
+    is_path(s, "u:A a:B u:C2 a:D2", "select D2 by id");
+    is_int((long long)session_select(s, 99999), (long long)SIZE_MAX, "an unknown id");
+    is_int((long long)session_select(s, s->msgs[1].id), (long long)s->n_msgs,
+           "selecting a path message changes nothing");
+
+    /* Fork after B: the path ends there, the next message is a sibling of C. */
+    session_stash(s, 2);
+    is_path(s, "u:A a:B", "fork after message 2");
+    is_int((long long)session_children_after_path(s), 3, "three versions wait after it");
+    session_append(s, ROLE_USER, "F");
+    session_siblings(s, 2, &k, &n);
+    ok(k == 4 && n == 4, "the new message is version 4 of 4");
+
+    /* The rows of /tree. */
+    size_t nr;
+    struct session_tree_row *rows = session_tree_rows(s, &nr);
+    is_int((long long)nr, (long long)(s->n_msgs + s->n_alts), "one row per message");
+    char line[512] = "";
+    for (size_t i = 0; i < nr; i++) {
+        char one[32];
+        snprintf(one, sizeof one, "%s%d%s%s", i ? " " : "", rows[i].depth, rows[i].on_path ? "*" : "",
+                 rows[i].m->content);
+        strncat(line, one, sizeof line - strlen(line) - 1);
+    }
+    is_str(line, "0*A 0*B 1C 1D 1C2 2D2 2D3 1C3 1E 1*F",
+           "rows depth first, indented at branch points, the path marked");
+    ok(rows[2].k == 1 && rows[2].n == 4 && rows[9].k == 4, "rows carry their version k/n");
+    free(rows);
+
+    /* Deleting: /undo of F keeps the other versions; /clear's truncate(0)
+     * leaves none of the path's branches. */
+    session_truncate(s, 2);
+    is_int((long long)s->n_alts, 7, "truncating F keeps the seven other messages");
+    session_truncate(s, 1);
+    is_int((long long)s->n_alts, 0, "truncating B removes every branch that grows from it");
+    session_free(s);
+
+    /* Remove an exchange mid-path: what followed it follows the message before. */
+    s = session_new("rm");
+    session_append(s, ROLE_USER, "A");
+    session_append(s, ROLE_ASSISTANT, "B");
+    session_append(s, ROLE_USER, "C");
+    session_append(s, ROLE_ASSISTANT, "D");
+    session_stash(s, 3); /* retry D: D is another version */
+    session_append(s, ROLE_ASSISTANT, "D2");
+    session_append(s, ROLE_USER, "E");
+    session_append(s, ROLE_ASSISTANT, "G");
+    session_stash(s, 4); /* edit E */
+    session_append(s, ROLE_USER, "E2");
+    session_remove(s, 2, 2); /* C and D2 */
+    is_path(s, "u:A a:B u:E2", "remove exchange 2");
+    ok(parents_consistent(s), "parents consistent after a removal");
+    session_siblings(s, 2, &k, &n);
+    ok(n == 2 && k == 2, "E2's other version E now follows B too");
+    ok(session_find_id(s, 4) == NULL, "D (another reply inside the removed exchange) is gone");
+    session_free(s);
+}
+
+/* ------------------------------------------------------------- the file */
+
+static void test_file_round_trip(void)
+{
+    struct session *s = three_versions();
+    session_branch(s, 2, 2); /* on C2 D3: C3 E left last */
+    size_t len;
+    char *yaml = session_to_yaml(s, &len);
+    ok(strstr(yaml, "elmchat_session: 2\n") == yaml, "written as format 2");
+    ok(strstr(yaml, "\nbranches:\n") != NULL, "the other branches under branches:");
+    ok(strstr(yaml, "  id: 1\n") && strstr(yaml, "  parent: 2\n"), "ids and parents");
+    struct session *t = session_from_yaml(yaml, len, "t.yaml", err, sizeof err);
+    ok(t != NULL, "it loads (%s)", t ? "" : err);
+    if (t) {
+        is_path(t, "u:A a:B u:C2 a:D3", "the current path survives");
+        is_int((long long)t->n_alts, (long long)s->n_alts, "every other message survives");
+        ok(parents_consistent(t), "parents consistent");
+        size_t k, n;
+        session_siblings(t, 2, &k, &n);
+        ok(k == 2 && n == 3, "version 2 of 3 after the reload");
+        session_branch(t, 2, 3);
+        is_path(t, "u:A a:B u:C3 a:E", "version 3 still leads to its own reply");
+        session_branch(t, 2, 1);
+        is_path(t, "u:A a:B u:C a:D", "version 1 too");
+        /* a new message gets an id no other has */
+        struct message *m = session_append(t, ROLE_USER, "new");
+        ok(session_find_id(t, m->id) == m && m->id > 9, "a new message's id is new (%u)", m->id);
+        size_t len2;
+        char *again = session_to_yaml(t, &len2);
+        struct session *u = session_from_yaml(again, len2, "u.yaml", err, sizeof err);
+        ok(u && u->n_msgs == t->n_msgs && u->n_alts == t->n_alts, "a second round trip");
+        session_free(u);
+        free(again);
+    }
+    session_free(t);
+    free(yaml);
+    session_free(s);
+
+    /* Format 1: a list, loaded as one path with ids 1..n. */
+    const char *v1 = "elmchat_session: 1\nname: old\nmessages:\n- role: user\n  content: hi\n"
+                     "- role: assistant\n  content: hello\nend: true\n";
+    s = session_from_yaml(v1, strlen(v1), "v1.yaml", err, sizeof err);
+    ok(s && s->n_msgs == 2 && s->n_alts == 0 && s->msgs[0].id == 1 && s->msgs[1].id == 2 &&
+           s->msgs[1].parent == 1 && s->version == 1,
+       "a format 1 file loads as a single path (%s)", s ? "" : err);
+    if (s) {
+        char *y = session_to_yaml(s, &len);
+        ok(strstr(y, "elmchat_session: 2\n") == y && strstr(y, "  id: 2\n"),
+           "and is written back as format 2");
+        free(y);
+    }
+    session_free(s);
+}
+
+static void bad(const char *text, const char *want, const char *what)
+{
+    struct session *s = session_from_yaml(text, strlen(text), "s.yaml", err, sizeof err);
+    ok(!s, "%s: refused", what);
+    ok(strncmp(err, want, strlen(want)) == 0, "%s: '%s' starts with '%s'", what, err, want);
+    session_free(s);
+}
+
+#define HEAD "elmchat_session: 2\nname: x\nmessages:\n- role: user\n  id: 1\n  content: a\n"
+
+static void test_damaged(void)
+{
+    bad(HEAD "branches:\n- role: user\n  id: 2\n  parent: 7\n  content: b\nend: true\n",
+        "s.yaml:8:3: branches[0]: its parent 7 is not the id of any message; the file was not "
+        "changed",
+        "a parent that does not exist");
+    bad(HEAD "branches:\n- role: user\n  id: 2\n  parent: 3\n  content: b\n"
+             "- role: user\n  id: 3\n  parent: 2\n  content: c\nend: true\n",
+        "s.yaml:8:3: branches[0]: its parents form a cycle (id 2 never leads back to the first "
+        "message)",
+        "a cycle");
+    bad(HEAD "branches:\n- role: user\n  id: 3\n  parent: 4\n  content: b\n"
+             "- role: user\n  id: 4\n  parent: 9\n  content: c\nend: true\n",
+        "s.yaml:8:3: branches[0]: an ancestor's parent 9 is not the id of any message",
+        "an ancestor that does not exist");
+    bad(HEAD "branches:\n- role: user\n  id: 1\n  parent: 0\n  content: b\nend: true\n",
+        "s.yaml:8:3: branches[0]: id 1 is already the id of another message", "a duplicate id");
+    bad(HEAD "- role: user\n  id: 1\n  content: b\nend: true\n",
+        "s.yaml:7:3: messages[1]: id 1 is already the id of another message",
+        "a duplicate id on the path");
+    bad(HEAD "branches:\n- role: user\n  parent: 1\n  content: b\nend: true\n",
+        "s.yaml:8:3: branches[0]: missing key 'id'", "a branch message without id");
+    bad(HEAD "branches:\n- role: user\n  id: 2\n  content: b\nend: true\n",
+        "s.yaml:8:3: branches[0]: missing key 'parent'", "a branch message without parent");
+    bad(HEAD "- role: user\n  id: 2\n  parent: 5\n  content: b\nend: true\n",
+        "s.yaml:7:3: messages[1]: parent 5, but the current path's message before it is 1",
+        "a path message whose parent is not the one before");
+    bad(HEAD "branches:\n- role: user\n  id: 0\n  parent: 1\n  content: b\nend: true\n",
+        "s.yaml:9:7: branches[0].id: expected an integer from 1", "id 0");
+    bad(HEAD "branches: {}\nend: true\n", "s.yaml:7:11: branches: expected a list",
+        "branches not a list");
+}
+
+int main(void)
+{
+    plan_lazy();
+    test_tree_ops();
+    test_file_round_trip();
+    test_damaged();
+    return done_testing();
+}
