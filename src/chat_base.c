@@ -4,6 +4,7 @@
  * effect, and starting a reply.  It calls none of those parts. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/session_tree.h"
 #include "src/xalloc.h"
 
 /* ------------------------------------------------------------ the worker */
@@ -78,6 +80,46 @@ void chat_session_list_changed(struct chat *c)
 }
 
 
+bool chat_busy_refuse(struct chat *c)
+{
+    if (c->generating) {
+        chat_notice(c, true, "a reply is being generated: Esc or Ctrl-C stops it");
+        return true;
+    }
+    return false;
+}
+
+size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
+                          const char *verb)
+{
+    size_t want = 0;
+    if (arg) {
+        char *end;
+        errno = 0;
+        long k = strtol(arg, &end, 10);
+        if (errno || *end || k < 1) {
+            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
+            return SIZE_MAX;
+        }
+        want = (size_t)k;
+    }
+    size_t last = 0, idx = SIZE_MAX;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        if (s->msgs[i].role != ROLE_USER)
+            continue;
+        last++;
+        if (last == want || want == 0)
+            idx = i;
+    }
+    if (idx == SIZE_MAX) {
+        if (last)
+            chat_notice(c, true, "there is no exchange %zu (1 to %zu)", want, last);
+        else
+            chat_notice(c, true, "nothing to %s yet", verb);
+    }
+    return idx;
+}
+
 /* Exchange numbers (for /pin N): the k-th user message is exchange k. */
 size_t chat_exchange_of(const struct session *s, size_t i)
 {
@@ -91,7 +133,11 @@ size_t chat_exchange_of(const struct session *s, size_t i)
 struct chat_message chat_session_message(const struct session *s, size_t i)
 {
     const struct message *m = &s->msgs[i];
+    size_t k, n;
+    session_siblings(s, i, &k, &n);
     return (struct chat_message){
+        .version = (int)k,
+        .n_versions = (int)n,
         .role = m->role == ROLE_USER        ? CHAT_USER
                 : m->role == ROLE_ASSISTANT ? CHAT_ASSISTANT
                                             : CHAT_SYSTEM,
@@ -198,8 +244,13 @@ void chat_start_reply(struct chat *c)
     c->prefill_progress = 0;
     c->generating = true;
     c->gen_conv = v;
-    if (c->view.reply_started)
-        c->view.reply_started(c->view.user, (int)v->s->n_msgs);
+    if (c->view.reply_started) {
+        /* a retry: the reply is the newest of the versions after the path */
+        int n = (int)session_children_after_path(v->s) + 1;
+        struct chat_message m = {.role = CHAT_ASSISTANT, .text = "", .ref = (int)v->s->n_msgs,
+                                 .version = n, .n_versions = n};
+        c->view.reply_started(c->view.user, &m);
+    }
     post_generate(c, v);
     chat_changed(c);
 }

@@ -92,18 +92,9 @@ static void show_info(struct chat *c)
     chat_info_msg(c, false, buf);
 }
 
-static bool busy_refuse(struct chat *c)
-{
-    if (c->generating) {
-        chat_notice(c, true, "a reply is being generated: Esc or Ctrl-C stops it");
-        return true;
-    }
-    return false;
-}
-
 static bool ready_refuse(struct chat *c)
 {
-    if (busy_refuse(c))
+    if (chat_busy_refuse(c))
         return true;
     if (!c->model_ready) {
         chat_notice(c, true, c->model_loading ? "wait for the model to load" : "no model loaded");
@@ -154,39 +145,6 @@ static void list_roles(struct chat *c)
     strv_free(names);
 }
 
-/* The user message of exchange arg (N counts the exchanges, i.e. the user
- * messages, from 1; NULL: the last one): its session index, or SIZE_MAX
- * after saying why (verb names the command). */
-static size_t find_exchange(struct chat *c, const struct session *s, const char *arg,
-                            const char *verb)
-{
-    size_t want = 0;
-    if (arg) {
-        char *end;
-        errno = 0;
-        long k = strtol(arg, &end, 10);
-        if (errno || *end || k < 1) {
-            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
-            return SIZE_MAX;
-        }
-        want = (size_t)k;
-    }
-    size_t last = 0, idx = SIZE_MAX;
-    for (size_t i = 0; i < s->n_msgs; i++) {
-        if (s->msgs[i].role != ROLE_USER)
-            continue;
-        last++;
-        if (last == want || want == 0)
-            idx = i;
-    }
-    if (idx == SIZE_MAX) {
-        if (last)
-            chat_notice(c, true, "there is no exchange %zu (1 to %zu)", want, last);
-        else
-            chat_notice(c, true, "nothing to %s yet", verb);
-    }
-    return idx;
-}
 
 /* /copy [N|reply|#M] [FILE]: code block N of the last reply (default:
  * its last), the whole reply, or user message #M; to FILE, else the
@@ -201,7 +159,7 @@ static void copy_command(struct chat *c, struct conv *v, const char *arg)
     const char *text = NULL;
     char what[160];
     if (what_arg[0] == '#') {
-        size_t i = find_exchange(c, s, what_arg + 1, "copy");
+        size_t i = chat_find_exchange(c, s, what_arg + 1, "copy");
         if (i == SIZE_MAX)
             return;
         text = s->msgs[i].content;
@@ -276,7 +234,7 @@ static void copy_command(struct chat *c, struct conv *v, const char *arg)
 static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pin)
 {
     struct session *s = v->s;
-    size_t idx = find_exchange(c, s, arg, pin ? "pin" : "unpin");
+    size_t idx = chat_find_exchange(c, s, arg, pin ? "pin" : "unpin");
     if (idx == SIZE_MAX)
         return;
     size_t k = chat_exchange_of(s, idx);
@@ -298,7 +256,7 @@ static void pin_command(struct chat *c, struct conv *v, const char *arg, bool pi
  * edited text in its place. */
 static void edit_command(struct chat *c, struct conv *v, const char *arg)
 {
-    size_t idx = find_exchange(c, v->s, arg, "edit");
+    size_t idx = chat_find_exchange(c, v->s, arg, "edit");
     if (idx == SIZE_MAX)
         return;
     c->edit_conv = v;
@@ -306,7 +264,8 @@ static void edit_command(struct chat *c, struct conv *v, const char *arg)
     c->edit_exchange = (int)chat_exchange_of(v->s, idx);
     chat_put_input(c, v->s->msgs[idx].content);
     chat_notice(c, false,
-                "editing message #%d: Enter sends it in its place (what followed is dropped); "
+                "editing message #%d: Enter sends it as a new version (the old one stays: "
+                "/branch, /tree); "
                 "an empty line cancels",
                 c->edit_exchange);
 }
@@ -317,7 +276,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     struct conv *v = c->cur;
     /* commands that change which messages exist end an /edit */
     if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD ||
-        cmd->id == CMD_UNDO || cmd->id == CMD_CLEAR)
+        cmd->id == CMD_UNDO || cmd->id == CMD_CLEAR || cmd->id == CMD_FORK)
         c->edit_conv = NULL;
     switch (cmd->id) {
     case CMD_HELP:
@@ -334,7 +293,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             c->view.session_list_toggled(c->view.user);
         break;
     case CMD_NEW: {
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         if (cmd->arg && chat_conv_find(c, cmd->arg)) {
             chat_notice(c, true, "'%s' is already open: /switch %s", cmd->arg, cmd->arg);
@@ -358,7 +317,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     }
     case CMD_SWITCH:
     case CMD_LOAD: {
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         struct conv *nv = chat_open_session(c, cmd->arg, false, err, sizeof err);
         if (!nv) {
@@ -416,7 +375,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         break;
     }
     case CMD_TEMPLATE: {
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         struct template *t = template_load(cmd->arg, err, sizeof err);
         if (!t) {
@@ -444,7 +403,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         break;
     }
     case CMD_SYSTEM:
-        if (!busy_refuse(c) && set_system(c, v, cmd->arg)) {
+        if (!chat_busy_refuse(c) && set_system(c, v, cmd->arg)) {
             free(v->s->role); /* a prompt of one's own: no role any more */
             v->s->role = NULL;
             chat_notice(c, false, "system prompt set");
@@ -455,7 +414,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             list_roles(c);
             break;
         }
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         struct role_preset *r = role_load(cmd->arg, err, sizeof err);
         if (!r) {
@@ -526,7 +485,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         break;
     }
     case CMD_UNDO: {
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         char *text = NULL;
         int rc = conversation_undo(&v->cv, &text, err, sizeof err);
@@ -543,9 +502,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         break;
     }
     case CMD_REMOVE: {
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
-        size_t i = find_exchange(c, v->s, cmd->arg, "remove");
+        size_t i = chat_find_exchange(c, v->s, cmd->arg, "remove");
         if (i == SIZE_MAX)
             break;
         int rc = conversation_remove_exchange(&v->cv, i, err, sizeof err);
@@ -560,7 +519,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         break;
     }
     case CMD_CLEAR:
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         conversation_clear(&v->cv);
         v->dirty = true;
@@ -570,17 +529,29 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         break;
     case CMD_PIN:
     case CMD_UNPIN:
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         pin_command(c, v, cmd->arg, cmd->id == CMD_PIN);
         break;
     case CMD_EDIT:
-        if (busy_refuse(c))
+        if (chat_busy_refuse(c))
             break;
         edit_command(c, v, cmd->arg);
         break;
     case CMD_COPY:
         copy_command(c, v, cmd->arg);
+        break;
+    case CMD_FORK:
+        chat_fork_command(c, v, cmd->arg);
+        break;
+    case CMD_BRANCH:
+        chat_branch_command(c, v, cmd->arg);
+        break;
+    case CMD_TREE:
+        chat_tree_command(c);
+        break;
+    case CMD_READ:
+        chat_notice(c, true, "/read is not ready yet");
         break;
     case CMD_RENAME: {
         char old[256];

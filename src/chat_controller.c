@@ -199,6 +199,12 @@ static void on_done(struct chat *c, struct elm_event *ev)
                 chat_notice(c, false, "resumed from the KV snapshot: %d tokens reused, %d computed",
                             ev->n_reused, ev->n_prefilled);
         }
+        if (v && v->branch_note[0]) {
+            if (v == c->cur)
+                chat_notice(c, false, "%s: reused %d tokens from the cache, computed %d",
+                            v->branch_note, ev->n_reused, ev->n_prefilled);
+            v->branch_note[0] = '\0';
+        }
     }
 }
 

@@ -46,6 +46,7 @@ struct chat_message {
     const char *text;        /* raw UTF-8 (borrowed for the call) */
     int ref;                 /* its index in the session, -1 for other lines */
     int exchange;            /* user messages: the exchange number (/pin N), else 0 */
+    int version, n_versions; /* its place among its versions (/branch); n_versions 1: none */
     bool interrupted, out_of_context, pinned;
 };
 
@@ -61,7 +62,7 @@ struct chat_view {
      * text as it streams (raw bytes: a chunk may end inside a character),
      * then its end.  final_text non-NULL replaces what streamed (a reply
      * a stop string ended: shown as the session keeps it). */
-    void (*reply_started)(void *user, int ref);
+    void (*reply_started)(void *user, const struct chat_message *m);
     void (*reply_text)(void *user, const char *text, size_t n);
     void (*reply_finished)(void *user, bool interrupted, const char *final_text, int ref);
     /* Something chat_get_status or the accessors show changed. */
@@ -81,6 +82,9 @@ struct chat_view {
     size_t (*find)(void *user, const char *query);
     /* /set markdown on|off: the replies' markdown rendered or shown raw. */
     void (*markdown_changed)(void *user, bool on);
+    /* /tree: show the conversation's tree (chat_tree) and let the user
+     * pick a path (chat_select_message).  Without it /tree prints it. */
+    void (*tree_shown)(void *user);
     /* A submitted line worth keeping in the input history. */
     void (*line_remembered)(void *user, const char *line);
 };
@@ -200,6 +204,16 @@ const char *chat_model_label(const struct chat *c);
 /* The current session's last request: tokens reused from the worker's
  * cache and tokens computed. */
 void chat_last_request(const struct chat *c, int *reused, int *computed);
+
+/* The current conversation's tree (session_tree.h): owned rows whose
+ * messages are borrowed until the next chat call that changes it. */
+struct session_tree_row *chat_tree(struct chat *c, size_t *n);
+/* The exchange number of a path message (0: not a user message). */
+int chat_tree_exchange(const struct chat *c, const struct session_tree_row *r);
+/* Make the path run through message id (a /tree pick): rendered again,
+ * the cache prefilled, "reused R, computed C" said when it is.  false
+ * (and a notice) when refused (a reply is streaming) or unknown. */
+bool chat_select_message(struct chat *c, uint32_t id);
 
 /* What the controller is doing, for callers that wait on it (a bench, a
  * test): chat_wait_events, then look again. */

@@ -5,7 +5,8 @@
  *   chat_sessions.c    open conversations (one worker slot each), saving,
  *                      KV snapshots, session switches, name lists
  *   chat_model.c       model names, tokenizers, background loads, switches
- *   chat_commands.c    running the slash commands */
+ *   chat_commands.c    running the slash commands
+ *   chat_branches.c    the conversation's tree: /fork, /branch, /tree, picks */
 #ifndef ELMCHAT_SRC_CHAT_INTERNAL_H
 #define ELMCHAT_SRC_CHAT_INTERNAL_H
 
@@ -33,6 +34,7 @@ struct conv {
     int n_reused, n_computed;   /* the last request's cache use */
     int n_dropped_note;         /* messages evicted by the turn being answered */
     int edited_exchange;        /* the reply answers an /edit of this exchange */
+    char branch_note[96];       /* a branch switch's prefill is under way: what to say at its end */
 };
 
 /* chat_base.c: the worker (every request goes through here), the view,
@@ -44,6 +46,13 @@ void chat_show_conv(struct chat *c);
 void chat_put_input(struct chat *c, const char *text);
 void chat_session_list_changed(struct chat *c);
 size_t chat_exchange_of(const struct session *s, size_t i);
+/* A reply is streaming: say so (a notice) and refuse. */
+bool chat_busy_refuse(struct chat *c);
+/* The user message of exchange arg (N counts the exchanges, i.e. the user
+ * messages, from 1; NULL: the last one): its session index, or SIZE_MAX
+ * after saying why (verb names the command). */
+size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
+                          const char *verb);
 void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens);
 void chat_apply_cli_sampling(struct chat *c, struct session *s);
 int chat_reply_reserve(const struct chat *c);
@@ -73,6 +82,11 @@ bool chat_save_conv(struct chat *c, struct conv *v, bool quiet);
 void chat_post_prefill(struct chat *c, struct conv *v);
 void chat_try_snapshot(struct chat *c, struct conv *v);
 void chat_switch_to(struct chat *c, struct conv *v);
+
+/* chat_branches.c: /fork [N], /branch N [reply] [K], /tree */
+void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
+void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
+void chat_tree_command(struct chat *c);
 
 /* chat_model.c */
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,

@@ -34,6 +34,10 @@ enum cmd_id {
     CMD_RENAME,
     CMD_DELETE,
     CMD_REMOVE,
+    CMD_FORK,
+    CMD_BRANCH,
+    CMD_TREE,
+    CMD_READ,
 };
 
 /* What an argument completes to. */

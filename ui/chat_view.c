@@ -71,16 +71,20 @@ static void on_message_added(void *user, const struct chat_message *m)
     t->out_of_context = m->out_of_context;
     t->pinned = m->pinned;
     t->exchange = m->exchange;
+    t->version = m->version;
+    t->n_versions = m->n_versions;
     queued_attach(v);
     transcript_scroll_end(&v->tr);
     v->changed = true;
 }
 
-static void on_reply_started(void *user, int ref)
+static void on_reply_started(void *user, const struct chat_message *m)
 {
     struct tui_view *v = user;
     queued_detach(v);
-    v->reply_msg = transcript_begin(&v->tr, TR_ASSISTANT, ref);
+    v->reply_msg = transcript_begin(&v->tr, TR_ASSISTANT, m->ref);
+    v->tr.msgs[v->reply_msg].version = m->version;
+    v->tr.msgs[v->reply_msg].n_versions = m->n_versions;
     queued_attach(v);
     transcript_scroll_end(&v->tr);
     v->changed = true;
@@ -98,8 +102,11 @@ static void on_reply_finished(void *user, bool interrupted, const char *final_te
     struct tui_view *v = user;
     queued_detach(v);
     if (final_text && v->reply_msg < v->tr.n_msgs) {
+        int k = v->tr.msgs[v->reply_msg].version, n = v->tr.msgs[v->reply_msg].n_versions;
         transcript_truncate(&v->tr, v->reply_msg);
-        transcript_add(&v->tr, TR_ASSISTANT, final_text, strlen(final_text), ref);
+        size_t i = transcript_add(&v->tr, TR_ASSISTANT, final_text, strlen(final_text), ref);
+        v->tr.msgs[i].version = k;
+        v->tr.msgs[i].n_versions = n;
     } else {
         transcript_finish(&v->tr, v->reply_msg, interrupted);
     }
@@ -150,6 +157,13 @@ static void on_markdown_changed(void *user, bool on)
     v->changed = true;
 }
 
+static void on_tree_shown(void *user)
+{
+    struct tui_view *v = user;
+    tree_view_open(&v->tree, v->chat);
+    v->changed = true;
+}
+
 static void on_line_remembered(void *user, const char *line)
 {
     (void)user;
@@ -177,6 +191,7 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
         .copy = on_copy,
         .find = on_find,
         .queued_changed = on_queued_changed,
+        .tree_shown = on_tree_shown,
     };
     v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
     v->queued_msg = SIZE_MAX;

@@ -12,6 +12,7 @@
 #include "src/chat_controller.h"
 #include "ui/session_list.h"
 #include "ui/transcript.h"
+#include "ui/tree_view.h"
 
 struct tui_view {
     struct chat *chat;           /* for the session names */
@@ -21,6 +22,7 @@ struct tui_view {
     char **session_list;         /* its names (owned) */
     size_t n_session_list;
     struct session_list list;    /* its keys (session_list.h) */
+    struct tree_view tree;       /* /tree, drawn in the transcript's place */
     char *queued_text;           /* the message typed ahead (owned), NULL */
     size_t queued_msg;           /* its transcript message, SIZE_MAX: none */
     bool changed;                /* the transcript or the list needs drawing */

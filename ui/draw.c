@@ -11,6 +11,8 @@
 #include "ui/sanitize.h"
 #include "ui/screen.h"
 #include "ui/session_list.h"
+#include "ui/tree_view.h"
+#include "src/session_tree.h"
 
 /* Draw n bytes of sanitized UTF-8 at the cursor, at most max_cols columns. */
 static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
@@ -171,6 +173,11 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
                 char num[16];
                 snprintf(num, sizeof num, " #%d", m->exchange);
                 used += put_text(w, num, strlen(num), wd - used);
+            }
+            if (m->n_versions > 1) { /* other versions: Alt-Left/Right, /branch */
+                char ver[40];
+                snprintf(ver, sizeof ver, " < %d/%d >", m->version, m->n_versions);
+                used += put_text(w, ver, strlen(ver), wd - used);
             }
             put_text(w, mark, strlen(mark), wd - used);
             wattrset(w, A_NORMAL);
@@ -418,5 +425,51 @@ void draw_sessions(void *vwin, char *const *names, size_t n, const char *current
         wattrset(w, A_NORMAL);
     }
     free(kept);
+    wnoutrefresh(w);
+}
+
+void draw_tree(void *vwin, struct tree_view *tv, struct chat *c)
+{
+    int h, wd;
+    WINDOW *w = erased(vwin, &h, &wd);
+    if (!w)
+        return;
+    size_t n;
+    struct session_tree_row *rows = chat_tree(c, &n);
+    size_t at = tree_view_chosen(tv, rows, n);
+    size_t view = h > 1 ? (size_t)h - 1 : 1;
+    if (at < tv->top)
+        tv->top = at;
+    if (at >= tv->top + view)
+        tv->top = at - view + 1;
+    wattrset(w, A_BOLD);
+    wmove(w, 0, 0);
+    char title[160];
+    snprintf(title, sizeof title, "tree: %zu message%s · * the path shown · ↑↓ choose · Enter shows "
+                                  "that path · Esc closes",
+             n, n == 1 ? "" : "s");
+    put_text(w, title, strlen(title), wd);
+    for (size_t i = tv->top; i < n && (int)(i - tv->top) + 1 < h; i++) {
+        const struct session_tree_row *r = &rows[i];
+        int a = r->on_path ? A_BOLD : A_NORMAL;
+        if (i == at)
+            a = A_REVERSE | (r->on_path ? A_BOLD : 0);
+        wattrset(w, a);
+        wmove(w, (int)(i - tv->top) + 1, 0);
+        char head[96];
+        tree_view_row_head(c, r, head, sizeof head);
+        int used = put_text(w, r->on_path ? "* " : "  ", 2, wd);
+        used += put_text(w, head, strlen(head), wd - used);
+        /* the first line of the text */
+        const char *t = r->m->content;
+        size_t len = strcspn(t, "\n");
+        char *clean = sanitize_dup(t, len, NULL);
+        used += put_text(w, clean, strlen(clean), wd - used);
+        free(clean);
+        if (t[len] && used < wd)
+            put_text(w, " …", strlen(" …"), wd - used);
+        wattrset(w, A_NORMAL);
+    }
+    free(rows);
     wnoutrefresh(w);
 }

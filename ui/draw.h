@@ -19,6 +19,12 @@ struct session_list;
 void draw_sessions(void *win, char *const *names, size_t n, const char *current,
                    const struct session_list *l);
 
+struct tree_view;
+struct chat;
+/* /tree in the transcript's place: a title, one row per message (the path
+ * bold and marked, the chosen row reversed), kept in view. */
+void draw_tree(void *win, struct tree_view *tv, struct chat *c);
+
 /* The status text for a width (pure; for tests): fills buf, returns the
  * column where the warning part starts (or -1). */
 int status_format(const struct chat_status *s, int width, char *buf, size_t size);

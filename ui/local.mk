@@ -13,6 +13,7 @@ ui_libui_a_SOURCES = \
 	ui/markdown.c ui/markdown.h \
 	ui/message_actions.c ui/message_actions.h \
 	ui/session_list.c ui/session_list.h \
+	ui/tree_view.c ui/tree_view.h \
 	ui/input.c ui/input.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h

@@ -1,6 +1,7 @@
 /* message_actions.c: a selected message's actions are the slash commands
- * that already exist (/copy, /edit, /pin, /unpin), given the message's
- * exchange number; "retry from here" is /edit with the same text sent. */
+ * that already exist (/copy, /edit, /pin, /unpin, /branch), given the
+ * message's exchange number; "retry from here" is /edit with the same text
+ * sent (conversation.h: another reply to the same message). */
 #include "config.h"
 
 #include "ui/message_actions.h"
@@ -51,9 +52,12 @@ void message_actions_hint(struct chat *c, const struct transcript *t)
         return;
     const struct tr_msg *m = &t->msgs[t->selected];
     int x = exchange_of(t, t->selected);
-    chat_notice(c, false, "selected: %s%s%d · c copy · e edit · r retry from here · p %s · "
+    char ver[48] = "";
+    if (m->n_versions > 1)
+        snprintf(ver, sizeof ver, " (version %d/%d: Alt-Left/Right)", m->version, m->n_versions);
+    chat_notice(c, false, "selected: %s%d%s · c copy · e edit · r retry from here · p %s · "
                           "d remove · Esc",
-                m->role == TR_USER ? "your message #" : "the reply to #", "", x,
+                m->role == TR_USER ? "your message #" : "the reply to #", x, ver,
                 pinned(t, t->selected) ? "unpin" : "pin");
 }
 
@@ -68,10 +72,40 @@ static void run(struct chat *c, const char *command, int n)
 /* d asked about this exchange: y removes it (0: nothing asked). */
 static int asked_remove;
 
-bool message_action(struct chat *c, struct transcript *t, int key)
+/* Alt-Left (-1) / Alt-Right (+1): the previous or next version. */
+static bool other_version(struct chat *c, struct transcript *t, int dir)
+{
+    const struct tr_msg *m = &t->msgs[t->selected];
+    int x = exchange_of(t, t->selected);
+    if (m->n_versions <= 1) {
+        chat_notice(c, false, "this message has no other version (/edit and /retry make them)");
+        return true;
+    }
+    int k = m->version + dir;
+    if (k < 1 || k > m->n_versions) {
+        chat_notice(c, false, "version %d of %d: the %s one", m->version, m->n_versions,
+                    dir < 0 ? "first" : "last");
+        return true;
+    }
+    enum tr_role role = m->role;
+    int ref = m->ref;
+    char line[64];
+    snprintf(line, sizeof line, "/branch %d%s %d", x, role == TR_USER ? "" : " reply", k);
+    chat_submit(c, x_strdup(line));
+    reselect(t, role, ref);
+    return true;
+}
+
+bool message_action(struct chat *c, struct transcript *t, const char *key_bytes, size_t len)
 {
     if (t->selected == SIZE_MAX)
         return false;
+    if (len == 6 && memcmp(key_bytes, "\033[1;3", 5) == 0 &&
+        (key_bytes[5] == 'D' || key_bytes[5] == 'C') && exchange_of(t, t->selected) > 0)
+        return other_version(c, t, key_bytes[5] == 'D' ? -1 : 1);
+    if (len != 1)
+        return false;
+    int key = (unsigned char)key_bytes[0];
     if (asked_remove) {
         int n = asked_remove;
         asked_remove = 0;

@@ -47,6 +47,7 @@ struct tr_msg {
     bool queued;           /* a message typed ahead, not sent yet: dimmed */
     struct md_out md;
     int exchange;          /* user messages: the exchange number shown (0: none) */
+    int version, n_versions; /* "< 2/3 >" on a message with other versions (n_versions > 1) */
     int ref;               /* caller's tag (e.g. the session message index) */
     size_t first_line, n_lines;
 };

@@ -146,7 +146,10 @@ static void draw(struct tui *t)
         wnoutrefresh(stdscr);
     }
     if (t->view.changed || t->full_redraw) {
-        draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(&t->chat));
+        if (t->view.tree.open)
+            draw_tree(t->w_transcript, &t->view.tree, &t->chat);
+        else
+            draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(&t->chat));
         if (t->w_sessions)
             draw_sessions(t->w_sessions, t->view.session_list, t->view.n_session_list,
                           chat_session_name(&t->chat), &t->view.list);
@@ -530,6 +533,21 @@ static int run(struct tui *t)
                     memmove(buf, buf + off, len - off);
                     len -= off;
                 }
+                /* /tree has the keyboard until Enter or Esc. */
+                off = 0;
+                while (off < len && t->view.tree.open) {
+                    size_t k = key_length(buf + off, len - off);
+                    if (k == 1 && buf[off] == '\033' && off + 1 == len &&
+                        !trailing_escape(buf, len, tty))
+                        break; /* an Alt prefix still coming */
+                    tree_view_key(&t->view.tree, &t->chat, buf + off, k, t->layout.transcript.h);
+                    off += k;
+                    t->view.changed = true;
+                }
+                if (off) {
+                    memmove(buf, buf + off, len - off);
+                    len -= off;
+                }
                 /* A message is selected: its action keys, Esc ends it, any
                  * other key ends it and types as usual. */
                 off = 0;
@@ -540,7 +558,7 @@ static int run(struct tui *t)
                     if (select_key)
                         break; /* readline's binding moves the selection */
                     t->view.changed = true;
-                    if (k == 1 && message_action(&t->chat, &t->view.tr, buf[off])) {
+                    if (message_action(&t->chat, &t->view.tr, buf + off, k)) {
                         off += k;
                         continue;
                     }

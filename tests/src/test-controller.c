@@ -79,13 +79,13 @@ static void on_message(void *u, const struct chat_message *m)
     rec.msgs[rec.n_msgs - 1].interrupted = m->interrupted;
 }
 
-static void on_reply_started(void *u, int ref)
+static void on_reply_started(void *u, const struct chat_message *m)
 {
     (void)u;
     rec.n_started++;
     sbuf_fini(&rec.reply);
     sbuf_add(&rec.reply, "", 0);
-    rec_push(CHAT_ASSISTANT, "", ref, 0);
+    rec_push(CHAT_ASSISTANT, "", m->ref, 0);
 }
 
 static void on_reply_text(void *u, const char *text, size_t n)

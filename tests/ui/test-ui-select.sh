@@ -46,11 +46,13 @@ ok 'ui_screen | grep -q "first question" && ui_screen | grep -q "third question"
 ui_keys M-Up M-Up M-Up M-Up M-Up M-Up
 ok 'ui_wait "selected: your message #1" 5' "up to the first message"
 ui_keys r
-ok 'ui_until "[ \$(ui_screen | grep -c \"^you #\") -eq 1 ]" 10' "r retries from there: what followed is gone"
+ok 'ui_until "[ \$(ui_screen | grep -c \"^you #\") -eq 1 ]" 10' "r retries from there: what followed leaves the path"
 ok 'ui_wait "[interrupted]" 10 && ui_wait "idle" 10' "and the model answers again"
 ui_keys M-Up x
 ok 'ui_wait "> x" 5' "another key ends the selection and is typed"
 ui_keys C-u '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
-ok '[ "$(grep -c "role: user" "$sessions/select.yaml")" = 1 ]' "the session holds the retried conversation"
+ok '[ "$(sed "/^branches:/,\$d" "$sessions/select.yaml" | grep -c "role: user")" = 1 ]' \
+   "the session's path is the retried conversation"
+ok 'grep -q "^branches:" "$sessions/select.yaml"' "what followed is kept as another branch"
 ui_done
