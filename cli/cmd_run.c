@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "src/attachment.h"
 #include "src/model_find.h"
 #include "src/options.h"
 #include "src/config_file.h"
@@ -21,9 +24,10 @@
 
 static void print_help(void)
 {
-    printf("Usage: elmchat run [-m MODEL] [OPTION]... [-p TEXT | -f FILE]\n"
+    printf("Usage: elmchat run [-m MODEL] [OPTION]... [-p TEXT] [-f FILE]\n"
            "One reply to stdout for a one-turn conversation (the prompt is read from\n"
-           "standard input when neither -p nor -f is given).\n"
+           "standard input when neither -p nor -f is given).  With -p, a FILE or text\n"
+           "piped in is attached to the message, as /read attaches a file in the chat.\n"
            "\n"
            "  -m, --model MODEL        model folder, .gguf file, name or alias (default:\n"
            "                           default_model of config.yaml, else $ELMCHAT_MODEL,\n"
@@ -32,7 +36,7 @@ static void print_help(void)
            "                           models named *instruct*, else plain)\n"
            "      --system TEXT        system prompt\n"
            "  -p, --prompt TEXT        the user message\n"
-           "  -f, --file FILE          read the user message from FILE\n"
+           "  -f, --file FILE          read the user message from FILE (with -p: attach it)\n"
            "      --dry-run            print the prompt's token ids and exit\n"
            "      --tokenizer FILE     tokenizer.model or tokenizer.json (with --dry-run\n"
            "                           no model is needed)\n"
@@ -69,6 +73,14 @@ static unsigned option_bit(int opt)
     default:
         return 0;
     }
+}
+
+/* Text piped or redirected in (not a terminal, not /dev/null). */
+static bool stdin_has_data(void)
+{
+    struct stat st;
+    return !isatty(STDIN_FILENO) && fstat(STDIN_FILENO, &st) == 0 &&
+           (S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size > 0));
 }
 
 static char *read_input(const char *file, char *err, size_t err_size)
@@ -231,8 +243,6 @@ int cmd_run(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
-    if (prompt && file)
-        return cli_usage_error("run", "-p and -f are exclusive");
 
     char err[ELM_ERR_MAX + 256];
     struct config cfg;
@@ -275,7 +285,26 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     if (prompt) {
-        input = x_strdup(prompt);
+        /* -p with -f FILE, or with text piped in: the file is attached to
+         * the prompt as /read attaches it in the chat */
+        struct attachment a = {0};
+        int ar = 0;
+        if (file) {
+            ar = attachment_load(file, 0, &a, err, sizeof err);
+        } else if (stdin_has_data()) {
+            char *piped = read_input(NULL, err, sizeof err);
+            ar = piped ? (*piped ? attachment_from_text("standard input", piped, strlen(piped), 0,
+                                                        &a, err, sizeof err)
+                                 : 0)
+                       : -1;
+            free(piped);
+        }
+        if (ar != 0) {
+            cli_error("%s", err);
+            goto out;
+        }
+        input = a.name ? attachment_compose(prompt, &a) : x_strdup(prompt);
+        attachment_fini(&a);
     } else if (!(input = read_input(file, err, sizeof err))) {
         cli_error("%s", err);
         goto out;

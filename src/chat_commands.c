@@ -12,6 +12,7 @@
 #include "src/chat_internal.h"
 #include "src/code_blocks.h"
 #include "src/roles.h"
+#include "src/session_json.h"
 #include "src/store.h"
 #include "src/xalloc.h"
 
@@ -347,11 +348,17 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         chat_session_list_changed(c);
         break;
     case CMD_EXPORT: {
-        char *md = session_to_markdown(v->s);
-        int rc = store_write_atomic(cmd->arg, md, strlen(md), err, sizeof err);
-        free(md);
+        /* FILE.json: the whole tree; anything else: the path shown, as Markdown */
+        size_t al = strlen(cmd->arg);
+        bool json = al > 5 && strcmp(cmd->arg + al - 5, ".json") == 0;
+        char *text = json ? session_to_json(v->s) : session_to_markdown(v->s);
+        int rc = store_write_atomic(cmd->arg, text, strlen(text), err, sizeof err);
+        free(text);
         if (rc != 0)
             chat_notice(c, true, "%s", err);
+        else if (json)
+            chat_notice(c, false, "exported the whole tree (%zu messages) as JSON to %s",
+                        v->s->n_msgs + v->s->n_alts, cmd->arg);
         else
             chat_notice(c, false, "exported to %s", cmd->arg);
         break;
@@ -551,7 +558,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         chat_tree_command(c);
         break;
     case CMD_READ:
-        chat_notice(c, true, "/read is not ready yet");
+        chat_read_command(c, v, cmd->arg);
         break;
     case CMD_RENAME: {
         char old[256];

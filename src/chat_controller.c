@@ -381,7 +381,7 @@ static bool submit_edit(struct chat *c, const char *text)
     v->dirty = true;
     chat_show_conv(c);
     if (rc) {
-        /* messages i.. are gone already (conversation_edit) */
+        /* messages i.. left the path already (kept as a branch: conversation_edit) */
         chat_notice(c, true, "%s", err);
         return false;
     }
@@ -454,14 +454,19 @@ void chat_submit(struct chat *c, char *line)
     c->edit_conv = NULL;
     struct conv *v = c->cur;
     struct conv_plan plan;
-    int rc = conversation_user_turn(&v->cv, text, chat_reply_reserve(c), &plan, err, sizeof err);
+    char *with_file = chat_attach_to(c, text);
+    int rc = conversation_user_turn(&v->cv, with_file ? with_file : text, chat_reply_reserve(c),
+                                    &plan, err, sizeof err);
+    free(with_file);
     if (rc) {
-        /* nothing changed: the text stays in the input */
+        /* nothing changed: the text stays in the input (and the file attached) */
         chat_notice(c, true, "%s", err);
         chat_put_input(c, line);
         free(line);
         return;
     }
+    if (with_file)
+        chat_attach_sent(c);
     free(line);
     v->dirty = true;
     if (plan.n_dropped > 0) {
@@ -487,6 +492,7 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
     st->model = c->model_name;
     st->template_name = v ? v->tpl->name : NULL;
     st->session = v ? v->s->name : NULL;
+    st->attached = c->attach.name;
     st->n_past = v ? (int)v->cv.tokens.n : 0;
     st->n_ctx = v ? v->cv.n_ctx : c->n_ctx;
     if (!c->model_ready)
@@ -779,6 +785,7 @@ void chat_fini(struct chat *c)
     free(c->model_arg);
     free(c->load_arg);
     free(c->queued);
+    attachment_fini(&c->attach);
     elm_event_fini(&c->pending_ready);
     sbuf_fini(&c->reply_text);
     config_fini(&c->cfg);

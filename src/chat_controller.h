@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "engine/elm_worker.h"
+#include "src/attachment.h"
 #include "src/chat_status.h"
 #include "src/config_file.h"
 #include "src/conversation.h"
@@ -126,6 +127,8 @@ struct chat {
     char *queued;
     struct conv *queued_conv;
     bool markdown_off; /* /set markdown off, --raw */
+    struct attachment attach;    /* /read FILE: sent with the next message (name NULL: none) */
+    size_t attach_tokens;
 
     /* /edit N: the next message sent replaces user message edit_msg (a
      * session index) of edit_conv and drops what followed */

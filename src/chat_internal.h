@@ -6,7 +6,8 @@
  *                      KV snapshots, session switches, name lists
  *   chat_model.c       model names, tokenizers, background loads, switches
  *   chat_commands.c    running the slash commands
- *   chat_branches.c    the conversation's tree: /fork, /branch, /tree, picks */
+ *   chat_branches.c    the conversation's tree: /fork, /branch, /tree, picks
+ *   chat_attach.c      /read: a file attached to the next message */
 #ifndef ELMCHAT_SRC_CHAT_INTERNAL_H
 #define ELMCHAT_SRC_CHAT_INTERNAL_H
 
@@ -87,6 +88,12 @@ void chat_switch_to(struct chat *c, struct conv *v);
 void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
 void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
 void chat_tree_command(struct chat *c);
+
+/* chat_attach.c: /read FILE [LINES] | off; the message to send with the
+ * attached file (owned; NULL: none attached), and forgetting it once sent */
+void chat_read_command(struct chat *c, struct conv *v, const char *arg);
+char *chat_attach_to(struct chat *c, const char *text);
+void chat_attach_sent(struct chat *c);
 
 /* chat_model.c */
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,

@@ -9,6 +9,7 @@ struct chat_status {
     const char *model;         /* name shown */
     const char *template_name;
     const char *session;
+    const char *attached;      /* the file /read attached to the next message, or NULL */
     int n_past, n_ctx;         /* context gauge; n_ctx 0: unknown */
     double prefill_tps, decode_tps;
     const char *state;         /* "idle", "generating", "loading 40%", ... */

@@ -2,7 +2,7 @@
 # the chat controller and its slash commands.
 # Knows the engine's public API only; includes nothing from ui/ or cli/.
 noinst_LIBRARIES += src/libcore.a
-src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(MD4C_CFLAGS)
+src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(MD4C_CFLAGS) $(JSONC_CFLAGS)
 # The build tree's prompts/ (VPATH: the source tree's) for a program run uninstalled.
 src_libcore_a_CPPFLAGS = $(AM_CPPFLAGS) -DELMCHAT_SRCDIR=\"$(abs_top_srcdir)\" \
 	-DELMCHAT_BUILDDIR=\"$(abs_top_builddir)\"
@@ -24,9 +24,11 @@ src_libcore_a_SOURCES = \
 	src/template_render.c \
 	src/roles.c src/roles.h \
 	src/code_blocks.c src/code_blocks.h \
+	src/attachment.c src/attachment.h \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
 	src/session_tree.c src/session_tree.h \
+	src/session_json.c src/session_json.h \
 	src/conversation.c src/conversation.h \
 	src/kvcache_store.c src/kvcache_store.h \
 	src/slash_commands.c src/slash_commands.h \
@@ -36,4 +38,5 @@ src_libcore_a_SOURCES = \
 	src/chat_sessions.c \
 	src/chat_model.c \
 	src/chat_commands.c \
-	src/chat_branches.c
+	src/chat_branches.c \
+	src/chat_attach.c

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/attachment.h"
 #include "src/template.h"
 #include "src/xalloc.h"
 #include "ui/input.h"
@@ -65,7 +66,11 @@ static void on_message_added(void *user, const struct chat_message *m)
 {
     struct tui_view *v = user;
     queued_detach(v);
-    size_t k = transcript_add(&v->tr, tr_role_of(m->role), m->text, strlen(m->text), m->ref);
+    /* a file /read attached shows as one line: its name and size */
+    char *collapsed = m->role == CHAT_USER ? attachment_collapse(m->text) : NULL;
+    const char *text = collapsed ? collapsed : m->text;
+    size_t k = transcript_add(&v->tr, tr_role_of(m->role), text, strlen(text), m->ref);
+    free(collapsed);
     struct tr_msg *t = &v->tr.msgs[k];
     t->interrupted = m->interrupted;
     t->out_of_context = m->out_of_context;

@@ -253,6 +253,8 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
             snprintf(parts[np++], sizeof parts[0], "%s", s->template_name);
         if (s->session)
             snprintf(parts[np++], sizeof parts[0], "%s", s->session);
+        if (s->attached)
+            snprintf(parts[np++], sizeof parts[0], "+ %s", s->attached);
     }
     if (s->n_ctx > 0)
         snprintf(parts[np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);

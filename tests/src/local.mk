@@ -2,6 +2,7 @@
 # sessions, the store and config.yaml, conversations and KV reuse, slash
 # commands, option parsing, the chat controller.
 SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-session-tree \
+	tests/src/test-attachment \
 	tests/src/test-conversation \
 	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller
 check_PROGRAMS += $(SRC_TESTS)
@@ -17,7 +18,11 @@ tests_src_test_session_SOURCES = tests/src/test-session.c
 tests_src_test_session_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 tests_src_test_session_tree_SOURCES = tests/src/test-session-tree.c
+tests_src_test_session_tree_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tests_src_test_session_tree_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+tests_src_test_attachment_SOURCES = tests/src/test-attachment.c
+tests_src_test_attachment_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 # The real engine on the bundled demo checkpoint (or one made by
 # tests/lib/gen-checkpoint at check time).

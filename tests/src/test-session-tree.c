@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "src/session.h"
+#include "src/session_json.h"
 #include "src/session_tree.h"
 #include "src/xalloc.h"
 #include "tests/lib/tap.h"
@@ -263,11 +266,62 @@ static void test_damaged(void)
         "branches not a list");
 }
 
+/* /export FILE.json: read back with json-c, the tree is whole. */
+static void test_json(void)
+{
+    struct session *s = three_versions();
+    s->system = x_strdup("Be \"terse\".");
+    char *text = session_to_json(s);
+    json_object *root = json_tokener_parse(text);
+    ok(root != NULL, "the export is JSON");
+    json_object *v;
+    ok(json_object_object_get_ex(root, "format", &v) &&
+           strcmp(json_object_get_string(v), "elmchat-tree") == 0 &&
+           json_object_object_get_ex(root, "version", &v) && json_object_get_int(v) == 1,
+       "format elmchat-tree, version 1");
+    ok(json_object_object_get_ex(root, "system", &v) &&
+           strcmp(json_object_get_string(v), "Be \"terse\".") == 0,
+       "the system prompt, escaped");
+    json_object *path, *msgs;
+    ok(json_object_object_get_ex(root, "path", &path) &&
+           json_object_array_length(path) == s->n_msgs,
+       "path: the current path's ids");
+    bool same = true;
+    for (size_t i = 0; i < s->n_msgs; i++)
+        same &= (uint32_t)json_object_get_int64(json_object_array_get_idx(path, i)) == s->msgs[i].id;
+    ok(same, "in order");
+    ok(json_object_object_get_ex(root, "messages", &msgs) &&
+           json_object_array_length(msgs) == s->n_msgs + s->n_alts,
+       "messages: every message of every branch");
+    size_t n_on_path = 0, n_roots = 0, n_parents_found = 0, n = json_object_array_length(msgs);
+    int64_t last_id = 0;
+    bool sorted = true;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i), *id, *parent, *on;
+        json_object_object_get_ex(m, "id", &id);
+        json_object_object_get_ex(m, "parent", &parent);
+        json_object_object_get_ex(m, "on_path", &on);
+        sorted &= json_object_get_int64(id) > last_id;
+        last_id = json_object_get_int64(id);
+        n_on_path += json_object_get_boolean(on);
+        if (!parent)
+            n_roots++;
+        else
+            n_parents_found += session_find_id(s, (uint32_t)json_object_get_int64(parent)) != NULL;
+    }
+    ok(sorted && n_on_path == s->n_msgs && n_roots == 1 && n_parents_found == n - 1,
+       "by id; on_path marks the path; one first message (parent null), every other parent exists");
+    json_object_put(root);
+    free(text);
+    session_free(s);
+}
+
 int main(void)
 {
     plan_lazy();
     test_tree_ops();
     test_file_round_trip();
     test_damaged();
+    test_json();
     return done_testing();
 }
