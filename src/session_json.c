@@ -84,7 +84,7 @@ char *session_to_json(const struct session *s)
     free(all);
     json_object_object_add(root, "messages", msgs);
     const char *text =
-        json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
     char *out = x_asprintf("%s\n", text);
     json_object_put(root);
     return out;
