@@ -61,7 +61,8 @@ static int newest_first(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
-/* Each line of the message that holds text, prefixed. */
+/* Each line of the message that holds text, prefixed with the session and
+ * the message's number on the path shown (number 0: on another branch). */
 static void grep_message(const char *session, size_t number, const struct message *m,
                          const char *text)
 {
@@ -70,8 +71,10 @@ static void grep_message(const char *session, size_t number, const struct messag
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         char *copy = x_strndup(line, len);
-        if (find_ci(copy, text))
+        if (find_ci(copy, text) && number)
             printf("%s #%zu %s: %s\n", session, number, role_name(m->role), copy);
+        else if (find_ci(copy, text))
+            printf("%s (another branch) %s: %s\n", session, role_name(m->role), copy);
         free(copy);
         if (!end)
             break;
@@ -129,6 +132,8 @@ int cmd_sessions(int argc, char **argv)
                     number++;
                 grep_message(v[i].name, number, &s->msgs[k], text);
             }
+            for (size_t k = 0; k < s->n_alts; k++)
+                grep_message(v[i].name, 0, &s->alts[k], text);
         } else {
             char when[32] = "-";
             struct tm tm;

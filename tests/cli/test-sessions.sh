@@ -54,6 +54,14 @@ ok $? "each matching line: session, message number, role, the line (case-insensi
 [ "$(wc -l <"$tmp/out")" -eq 2 ]
 ok $? "only the matching lines (not 'and horses')"
 
+# a tree: the other branch's lines are found too, marked so
+printf 'elmchat_session: 2\nname: "tree"\nupdated: 2025-01-01T00:00:00Z\nmessages:\n- role: user\n  id: 1\n  content: about zebras\nbranches:\n- role: user\n  id: 2\n  parent: 0\n  content: zebra, again\nend: true\n' >"$dir/tree.yaml"
+"$ELMCHAT" sessions --grep zebra >"$tmp/out" 2>"$tmp/err"
+sed 's/^/#   /' "$tmp/out"
+grep -qx "tree #1 user: about zebras" "$tmp/out" && grep -qx "tree (another branch) user: zebra, again" "$tmp/out"
+ok $? "--grep searches every branch of a tree, naming the ones not shown"
+rm "$dir/tree.yaml"
+
 printf 'elmchat_session: 1\nname: x\nmessages:\n- role: user\n  content: [\n' >"$dir/broken.yaml"
 "$ELMCHAT" sessions >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "broken.yaml" "$tmp/err" && [ "$(wc -l <"$tmp/out")" -eq 2 ]
