@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "src/attachment.h"
@@ -26,8 +24,9 @@ static void print_help(void)
 {
     printf("Usage: elmchat run [-m MODEL] [OPTION]... [-p TEXT] [-f FILE]\n"
            "One reply to stdout for a one-turn conversation (the prompt is read from\n"
-           "standard input when neither -p nor -f is given).  With -p, a FILE or text\n"
-           "piped in is attached to the message, as /read attaches a file in the chat.\n"
+           "standard input when neither -p nor -f is given).  With -p, -f FILE is\n"
+           "attached to the message, as /read attaches a file in the chat (-f -:\n"
+           "standard input, e.g. git diff | elmchat run -p 'review this' -f -).\n"
            "\n"
            "  -m, --model MODEL        model folder, .gguf file, name or alias (default:\n"
            "                           default_model of config.yaml, else $ELMCHAT_MODEL,\n"
@@ -36,7 +35,8 @@ static void print_help(void)
            "                           models named *instruct*, else plain)\n"
            "      --system TEXT        system prompt\n"
            "  -p, --prompt TEXT        the user message\n"
-           "  -f, --file FILE          read the user message from FILE (with -p: attach it)\n"
+           "  -f, --file FILE          read the user message from FILE (-: standard\n"
+           "                           input; with -p: attach it)\n"
            "      --dry-run            print the prompt's token ids and exit\n"
            "      --tokenizer FILE     tokenizer.model or tokenizer.json (with --dry-run\n"
            "                           no model is needed)\n"
@@ -73,14 +73,6 @@ static unsigned option_bit(int opt)
     default:
         return 0;
     }
-}
-
-/* Text piped or redirected in (not a terminal, not /dev/null). */
-static bool stdin_has_data(void)
-{
-    struct stat st;
-    return !isatty(STDIN_FILENO) && fstat(STDIN_FILENO, &st) == 0 &&
-           (S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && st.st_size > 0));
 }
 
 static char *read_input(const char *file, char *err, size_t err_size)
@@ -285,19 +277,19 @@ int cmd_run(int argc, char **argv)
         goto out;
     }
     if (prompt) {
-        /* -p with -f FILE, or with text piped in: the file is attached to
-         * the prompt as /read attaches it in the chat */
+        /* -p with -f FILE (-f -: standard input): the file is attached to
+         * the prompt as /read attaches it in the chat.  Never stdin
+         * unasked: a script's `while read` loop feeds it. */
         struct attachment a = {0};
         int ar = 0;
-        if (file) {
-            ar = attachment_load(file, 0, &a, err, sizeof err);
-        } else if (stdin_has_data()) {
+        if (file && strcmp(file, "-") == 0) {
             char *piped = read_input(NULL, err, sizeof err);
-            ar = piped ? (*piped ? attachment_from_text("standard input", piped, strlen(piped), 0,
-                                                        &a, err, sizeof err)
-                                 : 0)
+            ar = piped ? attachment_from_text("standard input", piped, strlen(piped), 0, &a, err,
+                                              sizeof err)
                        : -1;
             free(piped);
+        } else if (file) {
+            ar = attachment_load(file, 0, &a, err, sizeof err);
         }
         if (ar != 0) {
             cli_error("%s", err);
@@ -305,7 +297,7 @@ int cmd_run(int argc, char **argv)
         }
         input = a.name ? attachment_compose(prompt, &a) : x_strdup(prompt);
         attachment_fini(&a);
-    } else if (!(input = read_input(file, err, sizeof err))) {
+    } else if (!(input = read_input(file && strcmp(file, "-") ? file : NULL, err, sizeof err))) {
         cli_error("%s", err);
         goto out;
     }

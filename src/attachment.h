@@ -1,5 +1,5 @@
 /* attachment.h: a text file brought into a message (/read FILE in the
- * chat, -f FILE or piped input with -p in `elmchat run`).
+ * chat, -p TEXT with -f FILE or -f - (standard input) in `elmchat run`).
  *
  * The file is read whole (at most ATTACHMENT_MAX_BYTES), refused when it
  * is binary (a NUL byte) or not UTF-8, and may be cut to its first lines.
@@ -34,7 +34,7 @@ struct attachment {
  * the line and column, empty). */
 int attachment_load(const char *path, size_t max_lines, struct attachment *a, char *err,
                     size_t err_size);
-/* From text in memory (piped input): the same checks; name is shown. */
+/* From text in memory (standard input): the same checks; name is shown. */
 int attachment_from_text(const char *name, const char *text, size_t len, size_t max_lines,
                          struct attachment *a, char *err, size_t err_size);
 void attachment_fini(struct attachment *a);

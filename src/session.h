@@ -79,6 +79,28 @@ void session_truncate(struct session *s, size_t n_keep);
  * the last one follow message i - 1 as well. */
 void session_remove(struct session *s, size_t i, size_t n);
 
+/* The tree's storage (session_tree.h navigates it). */
+
+/* The message with this id (path or other branches), NULL when none. */
+const struct message *session_find_id(const struct session *s, uint32_t id);
+/* A new id (s->next_id + 1). */
+uint32_t session_new_id(struct session *s);
+/* Drop the other branches' messages that descend from any of ids[0, n)
+ * (the path messages being deleted). */
+void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n);
+/* Room for one more message in s->alts: returns it, zeroed. */
+struct message *session_alt_append(struct session *s);
+/* After loading: ids are unique, and every other-branch message's parent
+ * exists and leads to the root without a cycle.  false with the first
+ * message at fault (in_branches: s->alts[index], else s->msgs[index]) and
+ * what is wrong with it. */
+struct session_tree_fault {
+    bool in_branches;
+    size_t index;
+    char what[160];
+};
+bool session_tree_valid(const struct session *s, struct session_tree_fault *f);
+
 /* Save to path atomically (temp file in the same folder, fsync, rename,
  * fsync the folder, mode 0600); sets s->updated to now first.  Invalid UTF-8
  * in any text is written as U+FFFD.  0 or -errno (err filled); on failure

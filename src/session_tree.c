@@ -12,38 +12,11 @@
 
 #include "src/xalloc.h"
 
-uint32_t session_new_id(struct session *s)
-{
-    return ++s->next_id;
-}
-
-struct message *session_alt_append(struct session *s)
-{
-    if (s->n_alts == s->cap_alts) {
-        s->cap_alts = s->cap_alts ? 2 * s->cap_alts : 16;
-        s->alts = x_reallocarray(s->alts, s->cap_alts, sizeof *s->alts);
-    }
-    struct message *m = &s->alts[s->n_alts++];
-    memset(m, 0, sizeof *m);
-    return m;
-}
-
 /* Path message i's parent (also in msgs[i].parent, which session.c keeps
  * true); i == n_msgs: the parent a message sent next gets. */
 static uint32_t parent_at(const struct session *s, size_t i)
 {
     return i > 0 ? s->msgs[i - 1].id : 0;
-}
-
-const struct message *session_find_id(const struct session *s, uint32_t id)
-{
-    for (size_t i = 0; i < s->n_msgs; i++)
-        if (s->msgs[i].id == id)
-            return &s->msgs[i];
-    for (size_t i = 0; i < s->n_alts; i++)
-        if (s->alts[i].id == id)
-            return &s->alts[i];
-    return NULL;
 }
 
 void session_siblings(const struct session *s, size_t i, size_t *k, size_t *n)
@@ -176,36 +149,6 @@ size_t session_branch(struct session *s, size_t i, size_t k)
     return session_select(s, want);
 }
 
-/* ------------------------------------------------------------- deletion */
-
-void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n)
-{
-    size_t n_doomed = n, cap = n + 16;
-    uint32_t *doomed = x_malloc(cap * sizeof *doomed);
-    memcpy(doomed, ids, n * sizeof *ids);
-    /* Each pass removes the alternatives whose parent is doomed, which
-     * dooms their own children: a subtree goes in depth passes. */
-    for (bool again = true; again;) {
-        again = false;
-        for (size_t j = 0; j < s->n_alts;) {
-            bool gone = false;
-            for (size_t d = 0; d < n_doomed && !gone; d++)
-                gone = s->alts[j].parent == doomed[d];
-            if (!gone) {
-                j++;
-                continue;
-            }
-            if (n_doomed == cap)
-                doomed = x_reallocarray(doomed, cap *= 2, sizeof *doomed);
-            doomed[n_doomed++] = s->alts[j].id;
-            session_message_fini(&s->alts[j]);
-            s->alts[j] = s->alts[--s->n_alts];
-            again = true;
-        }
-    }
-    free(doomed);
-}
-
 /* ----------------------------------------------------------------- rows */
 
 static int by_id(const void *a, const void *b)
@@ -257,48 +200,4 @@ struct session_tree_row *session_tree_rows(const struct session *s, size_t *n)
     *n = 0;
     add_rows(s, 0, 0, rows, n, (int)total + 1);
     return rows;
-}
-
-/* ----------------------------------------------------------- validation */
-
-static bool fault(struct session_tree_fault *f, bool in_branches, size_t index)
-{
-    f->in_branches = in_branches;
-    f->index = index;
-    return false;
-}
-
-bool session_tree_valid(const struct session *s, struct session_tree_fault *f)
-{
-    size_t total = s->n_msgs + s->n_alts;
-    for (size_t a = 0; a < total; a++) {
-        const struct message *m = a < s->n_msgs ? &s->msgs[a] : &s->alts[a - s->n_msgs];
-        for (size_t b = 0; b < a; b++) {
-            const struct message *o = b < s->n_msgs ? &s->msgs[b] : &s->alts[b - s->n_msgs];
-            if (o->id == m->id) {
-                snprintf(f->what, sizeof f->what, "id %u is already the id of another message",
-                         m->id);
-                return fault(f, a >= s->n_msgs, a < s->n_msgs ? a : a - s->n_msgs);
-            }
-        }
-    }
-    for (size_t j = 0; j < s->n_alts; j++) {
-        uint32_t at = s->alts[j].parent;
-        for (size_t steps = 0; at != 0; steps++) {
-            const struct message *p = session_find_id(s, at);
-            if (!p) {
-                snprintf(f->what, sizeof f->what, "%s %u is not the id of any message",
-                         at == s->alts[j].parent ? "its parent" : "an ancestor's parent", at);
-                return fault(f, true, j);
-            }
-            if (steps > total) {
-                snprintf(f->what, sizeof f->what,
-                         "its parents form a cycle (id %u never leads back to the first message)",
-                         s->alts[j].id);
-                return fault(f, true, j);
-            }
-            at = p->parent;
-        }
-    }
-    return true;
 }

@@ -52,27 +52,5 @@ struct session_tree_row {
 };
 /* Owned array of every message (*n rows). */
 struct session_tree_row *session_tree_rows(const struct session *s, size_t *n);
-/* The message with this id (path or other branches), NULL when none. */
-const struct message *session_find_id(const struct session *s, uint32_t id);
-
-/* ------------------------------------------------- for session.c itself */
-
-/* A new id (s->next_id + 1). */
-uint32_t session_new_id(struct session *s);
-/* Drop the other branches' messages that descend from any of ids[0, n)
- * (the path messages being deleted). */
-void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n);
-/* Room for one more message in s->alts: returns it, zeroed. */
-struct message *session_alt_append(struct session *s);
-/* After loading: ids are unique, and every other-branch message's parent
- * exists and leads to the root without a cycle.  false with the first
- * message at fault (in_branches: s->alts[index], else s->msgs[index]) and
- * what is wrong with it. */
-struct session_tree_fault {
-    bool in_branches;
-    size_t index;
-    char what[160];
-};
-bool session_tree_valid(const struct session *s, struct session_tree_fault *f);
 
 #endif

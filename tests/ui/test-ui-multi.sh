@@ -38,7 +38,7 @@ reused=${note% *} computed=${note#* }
 ok '[ "${reused:-0}" -gt 5 ] && [ "${computed:-0}" -gt 0 ]' \
    "only the changed suffix was computed (reused ${reused:-?}, computed ${computed:-?})"
 ok '! ui_screen | grep -q "third question" && ! ui_screen | grep -q "^you #3"' \
-   "what followed the edited message is gone"
+   "what followed the edited message left the path shown"
 ok '[ "$(ui_screen | grep -c "^you #")" = 2 ]' "two exchanges left"
 # An empty line cancels an edit.
 ui_keys '/edit 1' Enter
@@ -50,8 +50,11 @@ ui_keys '/edit 9' Enter
 ok 'ui_wait "there is no exchange 9" 5' "/edit of a missing exchange says so"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
-ok 'grep -q "second question (edited)" "$sessions/ed.yaml" && ! grep -q "third question" "$sessions/ed.yaml"' \
-   "the session file has the edit"
+ok 'sed "/^branches:/,\$d" "$sessions/ed.yaml" | grep -q "second question (edited)" &&
+    ! sed "/^branches:/,\$d" "$sessions/ed.yaml" | grep -q "third question"' \
+   "the session file's path has the edit"
+ok 'sed -n "/^branches:/,\$p" "$sessions/ed.yaml" | grep -q "third question"' \
+   "and keeps what it replaced as another branch"
 ui_tmux kill-server
 
 # --------------------------------------------------- sessions and eviction
