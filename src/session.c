@@ -130,15 +130,26 @@ uint32_t session_new_id(struct session *s)
     return ++s->next_id;
 }
 
-struct message *session_alt_append(struct session *s)
+/* One more zeroed message at the end of *v (n of cap). */
+static struct message *grow(struct message **v, size_t *n, size_t *cap)
 {
-    if (s->n_alts == s->cap_alts) {
-        s->cap_alts = s->cap_alts ? 2 * s->cap_alts : 16;
-        s->alts = x_reallocarray(s->alts, s->cap_alts, sizeof *s->alts);
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 16;
+        *v = x_reallocarray(*v, *cap, sizeof **v);
     }
-    struct message *m = &s->alts[s->n_alts++];
+    struct message *m = &(*v)[(*n)++];
     memset(m, 0, sizeof *m);
     return m;
+}
+
+struct message *session_alt_append(struct session *s)
+{
+    return grow(&s->alts, &s->n_alts, &s->cap_alts);
+}
+
+struct message *session_path_slot(struct session *s)
+{
+    return grow(&s->msgs, &s->n_msgs, &s->cap_msgs);
 }
 
 void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n)
@@ -262,12 +273,7 @@ void session_free(struct session *s)
 
 struct message *session_append(struct session *s, enum role role, const char *content)
 {
-    if (s->n_msgs == s->cap_msgs) {
-        s->cap_msgs = s->cap_msgs ? 2 * s->cap_msgs : 16;
-        s->msgs = x_reallocarray(s->msgs, s->cap_msgs, sizeof *s->msgs);
-    }
-    struct message *m = &s->msgs[s->n_msgs++];
-    memset(m, 0, sizeof *m);
+    struct message *m = session_path_slot(s);
     m->role = role;
     m->content = x_strdup(content ? content : "");
     m->time = time(NULL);
@@ -733,17 +739,6 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct message *m, cons
     return true;
 }
 
-/* Room for one more path message, zeroed. */
-static struct message *path_append(struct session *s)
-{
-    if (s->n_msgs == s->cap_msgs) {
-        s->cap_msgs = s->cap_msgs ? 2 * s->cap_msgs : 16;
-        s->msgs = x_reallocarray(s->msgs, s->cap_msgs, sizeof *s->msgs);
-    }
-    struct message *m = &s->msgs[s->n_msgs++];
-    memset(m, 0, sizeof *m);
-    return m;
-}
 
 /* messages: (the current path; ids given or not, parents implied) then
  * branches: (each with its id and parent), then the tree's checks. */
@@ -760,7 +755,7 @@ static bool load_tree(struct ydoc *d, struct session *s, yaml_node_t *msgs, yaml
         size_t i = (size_t)(it - msgs->data.sequence.items.start);
         bool have_parent;
         yaml_node_t *n = ydoc_node(d, *it);
-        okay = load_message(d, n, path_append(s), "messages", i, budget, &given[i], &have_parent);
+        okay = load_message(d, n, session_path_slot(s), "messages", i, budget, &given[i], &have_parent);
         uint32_t want = i ? s->msgs[i - 1].id : 0;
         if (okay && have_parent && given[i] && i > 0 && !given[i - 1])
             okay = ydoc_fail(d, n, "messages[%zu]: a parent, but the message before has no id", i);

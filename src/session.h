@@ -88,8 +88,10 @@ uint32_t session_new_id(struct session *s);
 /* Drop the other branches' messages that descend from any of ids[0, n)
  * (the path messages being deleted). */
 void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n);
-/* Room for one more message in s->alts: returns it, zeroed. */
+/* Room for one more message in s->alts, or at the end of the path:
+ * returns it, zeroed (no id, no parent: the caller's). */
 struct message *session_alt_append(struct session *s);
+struct message *session_path_slot(struct session *s);
 /* After loading: ids are unique, and every other-branch message's parent
  * exists and leads to the root without a cycle.  false with the first
  * message at fault (in_branches: s->alts[index], else s->msgs[index]) and

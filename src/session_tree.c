@@ -60,11 +60,7 @@ static void take_alt(struct session *s, size_t j)
     struct message m = s->alts[j];
     s->alts[j] = s->alts[--s->n_alts];
     m.stamp = 0;
-    if (s->n_msgs == s->cap_msgs) {
-        s->cap_msgs = s->cap_msgs ? 2 * s->cap_msgs : 16;
-        s->msgs = x_reallocarray(s->msgs, s->cap_msgs, sizeof *s->msgs);
-    }
-    s->msgs[s->n_msgs++] = m;
+    *session_path_slot(s) = m;
 }
 
 static size_t alt_index(const struct session *s, uint32_t id)

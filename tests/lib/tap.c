@@ -162,6 +162,17 @@ const char *tap_tmpdir(void)
     return tmpdir;
 }
 
+const char *tap_write_tmp(const char *name, const void *data, size_t len)
+{
+    static char path[8192];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", tap_tmpdir(), name) >= sizeof path)
+        bail_out("a test file name too long: %s", name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+        bail_out("cannot write %s", path);
+    return path;
+}
+
 bool tap_gen_checkpoint(const char *args, char *dir, size_t dir_size, const char *name)
 {
     const char *b = getenv("top_builddir");

@@ -31,6 +31,8 @@ const char *tap_data_path(const char *name);
 /* Static buffer: a fresh private directory for this test (removed at exit
  * unless the test failed). */
 const char *tap_tmpdir(void);
+/* Write data to tap_tmpdir()/name; its path (static: valid until the next call). */
+const char *tap_write_tmp(const char *name, const void *data, size_t len);
 /* Generate a checkpoint with $top_builddir/tests/lib/gen-checkpoint ARGS into
  * tap_tmpdir()/NAME, whose path goes to dir.  false when the generator is
  * not built; bails out when it fails. */

@@ -16,13 +16,7 @@ static char err[1024];
 
 static char *write_file(const char *name, const char *text, size_t len)
 {
-    char *path = x_asprintf("%s/%s", tap_tmpdir(), name);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        bail_out("cannot write %s", path);
-    fwrite(text, 1, len, f);
-    fclose(f);
-    return path;
+    return x_strdup(tap_write_tmp(name, text, len));
 }
 
 static void refused(const char *name, const char *text, size_t len, const char *want,

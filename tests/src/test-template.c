@@ -22,14 +22,7 @@ static char err[1024];
 
 static const char *write_file(const char *name, const char *text, size_t len)
 {
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/%s", tap_tmpdir(), name);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        bail_out("cannot write %s", path);
-    fwrite(text, 1, len, f);
-    fclose(f);
-    return path;
+    return tap_write_tmp(name, text, len);
 }
 
 /* A good template to mutate. */
