@@ -151,6 +151,9 @@ typedef bool (*elm_abort_cb)(void *user);
 struct elm_ctx_params {
     int n_ctx;     /* <= 0: the model's n_ctx_train (2048) */
     int n_threads; /* <= 0: the model's setting */
+    bool exact;    /* BF16 weights: keep f32 activations in the prefill GEMM (by default
+                      they are rounded to bf16 where the CPU multiplies bf16 pairs,
+                      AVX512_BF16, as llama.cpp does) */
     elm_abort_cb abort_cb;
     void *abort_user;
 };

@@ -58,6 +58,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/threadpool.c engine/kernels/threadpool.h \
 	engine/kernels/gemm.c engine/kernels/gemm.h \
 	engine/kernels/gemm_f32_avx512.c engine/kernels/gemm_f32_avx512.h \
+	engine/kernels/gemm_bf16_avx512.c engine/kernels/gemm_bf16_avx512.h \
 	engine/kernels/gemm_int8.c engine/kernels/gemm_int8.h \
 	engine/inference/ctx.c engine/inference/ctx.h engine/inference/ctx_accessors.inc \
 	engine/inference/forward.c \

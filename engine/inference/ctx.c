@@ -14,7 +14,8 @@
 
 struct elm_ctx_params elm_ctx_default_params(void)
 {
-    struct elm_ctx_params p = {.n_ctx = 0, .n_threads = 0, .abort_cb = NULL, .abort_user = NULL};
+    struct elm_ctx_params p = {.n_ctx = 0, .n_threads = 0, .exact = false, .abort_cb = NULL,
+                               .abort_user = NULL};
     return p;
 }
 
@@ -114,6 +115,7 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     c->rope_cos = alloc_floats((size_t)c->n_ctx, (size_t)hd / 2);
     c->rope_sin = alloc_floats((size_t)c->n_ctx, (size_t)hd / 2);
     bool tiles = elm_gemm_tile_init(&c->tile, c->n_threads, max_cols);
+    c->tile.exact = params->exact;
     c->x = alloc_floats(nb, (size_t)d);
     c->h = alloc_floats(nb, (size_t)d);
     c->qkv = alloc_floats(nb, max_r);

@@ -25,6 +25,7 @@ static void probe(void)
               : avx2                                       ? ELM_ISA_AVX2
                                                            : ELM_ISA_GENERIC;
     cpu.gfni = __builtin_cpu_supports("gfni");
+    cpu.avx512_bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
     cpu.amd = __builtin_cpu_is("amd");
     cpu.amd_family_named = __builtin_cpu_is("amdfam10h") || __builtin_cpu_is("amdfam15h") ||
                            __builtin_cpu_is("amdfam17h") || __builtin_cpu_is("amdfam19h");

@@ -27,6 +27,7 @@ enum elm_isa {
 struct elm_cpu {
     enum elm_isa isa; /* the best set it runs */
     bool gfni;        /* GFNI: the VNNI Q4_0 kernel unpacks nibbles with it */
+    bool avx512_bf16; /* AVX512_BF16: vdpbf16ps for the BF16 prefill GEMM */
     bool amd;         /* vendor AMD ... */
     bool amd_family_named; /* ... of a family GCC names: 10h, 15h, 17h, 19h */
 };

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine/kernels/cpu.h"
+#include "engine/kernels/gemm_bf16_avx512.h"
 #include "engine/kernels/gemm_f32_avx512.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
@@ -251,9 +252,51 @@ static void own_task(void *arg, long b, long e, int ith)
                      *wp + elm_gemm512_wpack_floats());
 }
 
+/* BF16 weights by bf16 pairs (gemm_bf16_avx512.c): A rounded into pairs
+ * once per call, then W panels per thread. */
+static void pack_bf16_task(void *arg, long b, long e, int ith)
+{
+    (void)ith;
+    const struct gemm_job *j = arg;
+    for (long blk = b; blk < e; blk++)
+        elm_gemm_bf16_pack_a(j->a, j->lda, j->m, (long)j->w->cols, blk * ELM_GBF16_MR,
+                             (uint32_t *)j->tile->apack);
+}
+
+static void bf16_task(void *arg, long b, long e, int ith)
+{
+    const struct gemm_job *j = arg;
+    float **wp = &j->tile->wpack[ith];
+    if (!*wp)
+        *wp = alloc64(2 * elm_gemm512_wpack_floats() * sizeof(float));
+    if (!*wp) { /* out of memory: the row kernels need no scratch */
+        elm_matmul_rows(j->w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
+        return;
+    }
+    elm_gemm_bf16_rows((const uint32_t *)j->tile->apack, j->m, j->w, b, e, j->c, j->ldc,
+                       j->accumulate, (uint32_t *)*wp);
+}
+
+static bool bf16_gemm(struct gemm_job *job, struct elm_threadpool *pool)
+{
+    struct elm_gemm_tile *tile = job->tile;
+    tile->apack = grow(tile->apack, &tile->apack_bytes,
+                       elm_gemm_bf16_apack_words(job->m, (long)job->w->cols) * sizeof(uint32_t));
+    if (!tile->apack)
+        return false;
+    long blocks = (job->m + ELM_GBF16_MR - 1) / ELM_GBF16_MR, rows = (long)job->w->rows;
+    elm_threadpool_for(pool, blocks, elm_threadpool_chunk(pool, blocks, 2, 1, 1), pack_bf16_task,
+                       job);
+    elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, ELM_GBF16_NR, 64),
+                       bf16_task, job);
+    return true;
+}
+
 /* Packs A with the pool, then W panels per thread; false if no memory. */
 static bool own_gemm(struct gemm_job *job, struct elm_threadpool *pool)
 {
+    if (job->w->dtype == ELM_DTYPE_BF16 && !job->tile->exact && elm_gemm_bf16_available())
+        return bf16_gemm(job, pool);
     struct elm_gemm_tile *tile = job->tile;
     tile->apack = grow(tile->apack, &tile->apack_bytes,
                        elm_gemm512_apack_floats(job->m, (long)job->w->cols) * sizeof(float));

@@ -40,6 +40,9 @@ struct elm_gemm_tile {
     size_t qa_bytes;
     void *i8a;
     size_t i8a_bytes;
+    /* BF16 weights keep f32 activations (elm_ctx_params.exact): not the
+     * bf16 dot products of gemm_bf16_avx512.c */
+    bool exact;
 };
 
 /* Batches below this many tokens use the row kernels, not the large GEMM

@@ -107,7 +107,8 @@ EXTRA_DIST += \
 # (test-quant-int8), the Q4_K/Q5_K/Q6_K rows and the K-quant quantizers
 # (test-kquant), batches of every block type through elm_gemm
 # (test-gemm-int8).  Data: the block goldens of tests/data/gguf/.
-QUANT_TESTS = tests/engine/test-quant-int8 tests/engine/test-kquant tests/engine/test-gemm-int8
+QUANT_TESTS = tests/engine/test-quant-int8 tests/engine/test-kquant tests/engine/test-gemm-int8 \
+	tests/engine/test-gemm-bf16
 check_PROGRAMS += $(QUANT_TESTS)
 TESTS += $(QUANT_TESTS)
 tests_engine_test_quant_int8_SOURCES = tests/engine/test-quant-int8.c
@@ -116,6 +117,8 @@ tests_engine_test_kquant_SOURCES = tests/engine/test-kquant.c
 tests_engine_test_kquant_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_gemm_int8_SOURCES = tests/engine/test-gemm-int8.c
 tests_engine_test_gemm_int8_LDADD = $(ENGINE_TEST_LDADD)
+tests_engine_test_gemm_bf16_SOURCES = tests/engine/test-gemm-bf16.c
+tests_engine_test_gemm_bf16_LDADD = $(ENGINE_TEST_LDADD)
 
 # Optional check against real llama.cpp (prebuilt from npm, cached under
 # tests/.cache/): our GGUF files load in it as OpenELM models and it

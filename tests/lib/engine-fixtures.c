@@ -50,6 +50,7 @@ elm_ctx *te_ctx(const elm_model *m, int n_ctx, int n_threads)
     struct elm_ctx_params cp = elm_ctx_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = n_threads;
+    cp.exact = true; /* the invariants hold for f32 arithmetic (test-gemm-bf16: the rounded path) */
     elm_ctx *c = NULL;
     if (elm_ctx_new(m, &cp, &c, err, sizeof err) != ELM_OK) {
         diag("ctx: %s", err);

@@ -152,7 +152,8 @@ const elm_tokenizer *elm_model_tokenizer(const elm_model *model)
 
 struct elm_ctx_params elm_ctx_default_params(void)
 {
-    struct elm_ctx_params p = {0, 0, NULL, NULL};
+    struct elm_ctx_params p = {.n_ctx = 0, .n_threads = 0, .exact = false, .abort_cb = NULL,
+                               .abort_user = NULL};
     return p;
 }
 

@@ -9,10 +9,18 @@ ui_init
 sessions="$UI_DIR/data/elmchat/sessions"
 UI_TOKEN_DELAY_MS=5
 
+# The reply after "you #N" is on screen and has ended (its header no longer
+# ends in the streaming mark).  Not "Esc stops" gone from the status bar:
+# under load the check can run before the bar shows the reply at all.
+reply_done() {  # NUMBER
+    ui_screen | awk -v n="you #$1" 'index($0, n) == 1 { seen = 1; h = "" }
+        seen && /^random-model/ { h = $0 }
+        END { exit !(seen && h != "" && h !~ /…$/) }'
+}
 # One exchange: send, wait until its reply has ended.
 exchange() {  # TEXT NUMBER
     ui_keys "$1" Enter
-    ui_wait "you #$2" 5 && ui_until '! ui_screen | grep -q "Esc stops"' 10 && ui_wait "idle" 5
+    ui_wait "you #$2" 5 && ui_until "reply_done $2" 10 && ui_wait "idle" 5
 }
 # The numbers of /info's "last request: R tokens reused ..., C computed".
 last_request() {
