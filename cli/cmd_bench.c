@@ -27,7 +27,7 @@
 static void help(void)
 {
     printf("Usage: elmchat bench [-m MODEL] [-p N] [-n N] [-t THREADS] [-r REPS] [--json]\n"
-           "                     [--profile] [--no-bandwidth] [--no-blis]\n"
+           "                     [--profile] [--no-bandwidth] [--no-blis] [--exact] [--retry]\n"
            "Measure prompt processing (ppN: one batch of N tokens) and text generation\n"
            "(tgN: N decode steps of one token each, from an empty cache) in tokens per\n"
            "second, as llama-bench does.  Each test runs once to warm up, then REPS times.\n"
@@ -51,6 +51,11 @@ static void help(void)
            "      --kernels         print the compute kernels chosen for this CPU and exit\n"
            "      --no-bandwidth    skip the bandwidth measurement (no roofline)\n"
            "      --no-blis         skip the BLIS sgemm reference\n"
+           "      --retry           also a greedy reply made again with the first one as\n"
+           "                        prompt lookup's source (what /retry does): both\n"
+           "                        timed, and the replies compared id for id\n"
+           "      --exact           BF16 weights: f32 activations in the prefill (the\n"
+           "                        default rounds them to bf16 on AVX512_BF16 CPUs)\n"
            "  -h, --help            display this help and exit\n"
            "\n"
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
@@ -71,6 +76,94 @@ static double run_once(elm_ctx *ctx, const int32_t *ids, int n_prompt, int n_gen
         return -1.0;
     }
     return wall_seconds() - t0;
+}
+
+/* ------------------------------------------------ a retry, by lookup */
+
+struct collect {
+    int32_t *ids;
+    int n, cap;
+};
+
+static void collect_id(void *user, int32_t id, const char *text, size_t len)
+{
+    (void)text, (void)len;
+    struct collect *c = user;
+    if (id >= 0 && c->n < c->cap)
+        c->ids[c->n++] = id;
+}
+
+/* One greedy reply of n ids after the prompt; its decode seconds, or < 0. */
+static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int n, float *logits,
+                         bool lookup, const struct collect *extra, struct collect *out,
+                         struct elm_generate_result *res)
+{
+    elm_ctx_truncate(ctx, 0);
+    if (elm_decode(ctx, prompt, n_prompt, logits, 0) != ELM_OK)
+        return -1.0;
+    struct elm_generate_params gp = elm_generate_default_params();
+    gp.sampler.temperature = 0.0f;
+    gp.max_tokens = n;
+    gp.ignore_eos = true;
+    gp.lookup = lookup;
+    gp.lookup_extra = extra ? extra->ids : NULL;
+    gp.n_lookup_extra = extra ? extra->n : 0;
+    gp.on_token = collect_id;
+    gp.user = out;
+    out->n = 0;
+    char err[ELM_ERR_MAX];
+    double t0 = wall_seconds();
+    if (elm_generate(ctx, logits, &gp, res, err, sizeof err) != ELM_OK)
+        return -1.0;
+    return wall_seconds() - t0;
+}
+
+/* --retry: a greedy reply, then the same request again with that reply as
+ * prompt lookup's extra source (what /retry gives the worker): both
+ * timed, the replies compared id for id. */
+static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, float *logits,
+                        bool json)
+{
+    enum { PROMPT = 32 };
+    struct collect first = {x_reallocarray(NULL, (size_t)n_gen, sizeof(int32_t)), 0, n_gen};
+    struct collect again = {x_reallocarray(NULL, (size_t)n_gen, sizeof(int32_t)), 0, n_gen};
+    double plain = 0.0, retry = 0.0;
+    struct elm_generate_result res = {0};
+    bool same = true, good = true;
+    for (int r = 0; r <= reps && good; r++) { /* r == 0: warm-up */
+        double a = reply_once(ctx, ids, PROMPT, n_gen, logits, false, NULL, &first, &res);
+        /* the source as the conversation gives it: the reply with the 8 ids
+         * before it (src/conversation.c, remember_reply) */
+        struct collect src = {x_reallocarray(NULL, (size_t)n_gen + 8, sizeof(int32_t)), 0, 0};
+        memcpy(src.ids, ids + PROMPT - 8, 8 * sizeof(int32_t));
+        memcpy(src.ids + 8, first.ids, (size_t)first.n * sizeof(int32_t));
+        src.n = first.n + 8;
+        double b = reply_once(ctx, ids, PROMPT, n_gen, logits, true, &src, &again, &res);
+        free(src.ids);
+        good = a > 0 && b > 0;
+        same &= first.n == again.n && memcmp(first.ids, again.ids, (size_t)first.n * 4) == 0;
+        if (r > 0)
+            plain += a, retry += b;
+    }
+    if (good && json)
+        printf("{\"test\": \"tg%d retry\", \"plain_ts\": %.2f, \"lookup_ts\": %.2f, "
+               "\"speedup\": %.3f, \"passes\": %d, \"drafted\": %d, \"accepted\": %d, "
+               "\"identical\": %s}\n",
+               n_gen, n_gen * reps / plain, n_gen * reps / retry, plain / retry, res.n_passes,
+               res.n_drafted, res.n_accepted, same ? "true" : "false");
+    else if (good)
+        printf("\ntg%d retry (greedy, the replaced reply as prompt lookup's source): plain "
+               "%.1f t/s, lookup %.1f t/s: %.2fx; %d passes, %d of %d drafted accepted "
+               "(%.2f tokens a pass); replies identical: %s\n",
+               n_gen, n_gen * reps / plain, n_gen * reps / retry, plain / retry, res.n_passes,
+               res.n_accepted, res.n_drafted,
+               res.n_passes ? (double)(res.n_accepted + res.n_passes) / res.n_passes : 0.0,
+               same ? "yes" : "NO");
+    else
+        cli_error("the retry benchmark failed");
+    free(first.ids);
+    free(again.ids);
+    return good && same;
 }
 
 /* ------------------------------------------------------- the roofline */
@@ -433,16 +526,20 @@ int cmd_bench(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* `bench --chat`: cli/bench_chat.c */
         if (strcmp(argv[i], "--chat") == 0)
             return bench_chat_main(argc, argv);
-    enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW, OPT_NO_BLIS, OPT_PROFILE };
+    enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW, OPT_NO_BLIS, OPT_PROFILE, OPT_BENCH_EXACT,
+           OPT_RETRY };
     static const struct option opts[] = {
         {"model", 1, NULL, 'm'},       {"n-prompt", 1, NULL, 'p'}, {"n-gen", 1, NULL, 'n'},
         {"threads", 1, NULL, 't'},     {"repetitions", 1, NULL, 'r'},
         {"json", 0, NULL, OPT_JSON},   {"help", 0, NULL, 'h'},     {"kernels", 0, NULL, OPT_KERNELS},
         {"no-bandwidth", 0, NULL, OPT_NO_BW}, {"no-blis", 0, NULL, OPT_NO_BLIS},
-        {"profile", 0, NULL, OPT_PROFILE}, {NULL, 0, NULL, 0}};
+        {"profile", 0, NULL, OPT_PROFILE}, {"exact", 0, NULL, OPT_BENCH_EXACT},
+        {"retry", 0, NULL, OPT_RETRY},
+        {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
     long n_prompt = 512, n_gen = 128, threads = cmd_all_cpus(), reps = 5;
-    bool json = false, bandwidth = true, blis = true, profile = false;
+    bool json = false, bandwidth = true, blis = true, profile = false, exact = false;
+    bool retry = false;
     int opt;
     option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:p:n:t:r:h", opts, NULL)) != -1) {
@@ -469,6 +566,8 @@ int cmd_bench(int argc, char **argv)
         case OPT_NO_BW: bandwidth = false; break;
         case OPT_NO_BLIS: blis = false; break;
         case OPT_PROFILE: profile = true; break;
+        case OPT_BENCH_EXACT: exact = true; break;
+        case OPT_RETRY: retry = true; break;
         case 'h': help(); return EXIT_OK;
         default: return option_loop_error(argv[0], opt, argv);
         }
@@ -486,11 +585,13 @@ int cmd_bench(int argc, char **argv)
         return EXIT_RUNTIME;
     const struct elm_model_info *in = elm_model_get_info(model);
     long need = n_prompt > n_gen ? n_prompt : n_gen;
+    if (retry && n_gen + 32 > need)
+        need = n_gen + 32; /* the retry test's prompt of 32, then its reply */
     if (need > in->n_ctx_train) {
         cli_error("%ld tokens do not fit in the model's context of %d", need, in->n_ctx_train);
         goto done;
     }
-    if (!(ctx = cmd_new_ctx(model, need > 0 ? (int)need : 1, (int)threads)))
+    if (!(ctx = cmd_new_ctx(model, need > 0 ? (int)need : 1, (int)threads, exact)))
         goto done;
     logits = x_reallocarray(NULL, (size_t)in->n_vocab, sizeof *logits);
     ids = x_reallocarray(NULL, (size_t)need + 1, sizeof *ids);
@@ -551,8 +652,11 @@ int cmd_bench(int argc, char **argv)
         }
         if (profile)
             profile_table(res, n_res);
-        printf("\nkernels: %s\n", elm_system_info());
     }
+    if (retry && n_gen > 0 && !retry_bench(ctx, ids, (int)n_gen, (int)reps, logits, json))
+        goto done;
+    if (!json)
+        printf("\nkernels: %s\n", elm_system_info());
     if (ferror(stdout)) {
         cli_error("write error: %s", strerror(errno));
         goto done;

@@ -97,7 +97,7 @@ int cmd_generate(int argc, char **argv)
     if ((rc = cmd_check_ids(argv[0], model, prompt, n_prompt)) != EXIT_OK)
         goto done;
     rc = EXIT_RUNTIME;
-    if (!(ctx = cmd_new_ctx(model, c.n_ctx, c.n_threads)))
+    if (!(ctx = cmd_new_ctx(model, c.n_ctx, c.n_threads, c.exact)))
         goto done;
     const struct elm_model_info *in = elm_model_get_info(model);
     if (n_prompt > (size_t)elm_ctx_n_ctx(ctx)) {
@@ -113,6 +113,7 @@ int cmd_generate(int argc, char **argv)
         gp.sampler = c.sampler;
         gp.max_tokens = n_new;
         gp.ignore_eos = ignore_eos;
+        gp.lookup = !c.no_lookup;
         gp.on_token = print_id;
         int n_printed = 0;
         gp.user = &n_printed;
@@ -121,6 +122,9 @@ int cmd_generate(int argc, char **argv)
             x_fatal("out of memory");
         if (res.reason == ELM_STOP_CONTEXT_FULL)
             st = ELM_E_CONTEXT_FULL;
+        if (getenv("ELMCHAT_LOOKUP_STATS"))
+            fprintf(stderr, "lookup: %d passes, %d drafted, %d accepted%s\n", res.n_passes,
+                    res.n_drafted, res.n_accepted, res.lookup_off ? ", turned off" : "");
     }
     putchar('\n');
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -85,7 +85,7 @@ int cmd_logits(int argc, char **argv)
         cli_error("%zu tokens do not fit in the model's context of %d", n, in->n_ctx_train);
         goto done;
     }
-    if (!(ctx = cmd_new_ctx(model, c.n_ctx, c.n_threads)))
+    if (!(ctx = cmd_new_ctx(model, c.n_ctx, c.n_threads, true /* the reference: always exact */)))
         goto done;
     size_t rows = all ? n : 1;
     logits = x_reallocarray(NULL, rows * (size_t)in->n_vocab, sizeof *logits);

@@ -136,6 +136,7 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
     struct elm_ctx_params cp = elm_ctx_default_params();
     cp.n_ctx = c->n_ctx;
     cp.n_threads = c->n_threads;
+    cp.exact = c->exact;
     elm_ctx *ctx = NULL;
     elm_status st = elm_ctx_new(model, &cp, &ctx, err, sizeof err);
     if (st != ELM_OK) {
@@ -160,6 +161,7 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
         gp.stop_strings = (const char *const *)tpl->stop;
         gp.n_stop_strings = (int)tpl->n_stop;
         gp.tokenizer = tok;
+        gp.lookup = !c->no_lookup;
         gp.on_token = print_piece;
         struct elm_generate_result res;
         st = elm_generate(ctx, logits, &gp, &res, err, sizeof err);

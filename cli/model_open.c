@@ -28,12 +28,13 @@ elm_model *cmd_load_model(const char *arg, int n_threads)
     return model;
 }
 
-elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads)
+elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads, bool exact)
 {
     char err[ELM_ERR_MAX];
     struct elm_ctx_params cp = elm_ctx_default_params();
     cp.n_ctx = n_ctx;
     cp.n_threads = n_threads;
+    cp.exact = exact;
     elm_ctx *ctx = NULL;
     if (elm_ctx_new(model, &cp, &ctx, err, sizeof err) != ELM_OK) {
         cli_error("%s", err);

@@ -11,7 +11,7 @@
 /* MODEL as for -m (NULL: the bundled default).  Owned: elm_model_free. */
 elm_model *cmd_load_model(const char *arg, int n_threads);
 /* Owned: elm_ctx_free. */
-elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads);
+elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads, bool exact);
 /* --tokens ARG (required, comma/space separated ids, at least one) into
  * *ids (owned) and *n: EXIT_OK, or a usage error printed (exit 2). */
 int cmd_parse_tokens(const char *cmd, const char *arg, int32_t **ids, size_t *n);

@@ -254,6 +254,14 @@ struct elm_generate_params {
     /* Asked before each id is sampled: true ends with ELM_STOP_CANCELLED. */
     bool (*should_stop)(void *user);
     void *user;
+    /* Prompt lookup decoding (default on): drafts of what follows an
+     * earlier occurrence of the last tokens, in lookup_extra (e.g. the reply
+     * a retry replaces) or the sequence, verified in one batched pass; the
+     * ids are the model's own either way (sampled as without it).  It
+     * turns itself off for the reply when it does not pay. */
+    bool lookup;
+    const int32_t *lookup_extra;
+    int n_lookup_extra;
 };
 struct elm_generate_params elm_generate_default_params(void);
 
@@ -261,6 +269,10 @@ struct elm_generate_result {
     enum elm_stop_reason reason;
     int n_generated; /* ids sampled (and reported) */
     const char *stop_string; /* ELM_STOP_STRING: which (one of stop_strings) */
+    /* prompt lookup: verifying passes, ids drafted and accepted, and
+     * whether it turned itself off */
+    int n_passes, n_drafted, n_accepted;
+    bool lookup_off;
 };
 
 /* Generate after the cache's last token.  logits: its next-token logits

@@ -84,6 +84,15 @@ enum {
      * truth): the worker keeps the longest common prefix already cached,
      * truncates the rest and prefills only what differs.  n_keep ignored. */
     ELM_GEN_SYNC = 1u << 0,
+    /* no prompt lookup drafts (/set lookup off) */
+    ELM_GEN_NO_LOOKUP = 1u << 1,
+};
+
+/* LOAD_MODEL flags. */
+enum {
+    /* the model's contexts keep f32 activations for BF16 weights
+     * (elm_ctx_params.exact) */
+    ELM_LOAD_EXACT = 1u << 0,
 };
 
 struct elm_request {
@@ -92,6 +101,9 @@ struct elm_request {
     char *path;      /* LOAD_MODEL, SAVE/LOAD_STATE; copied by post */
     int32_t *tokens; /* GENERATE: appended before sampling; copied */
     int n_tokens;
+    int32_t *lookup_tokens; /* GENERATE: extra text for prompt lookup drafts, e.g. the
+                               reply a retry replaces (elm_generate_params); copied */
+    int n_lookup_tokens;
     int n_keep;     /* TRUNCATE; GENERATE: truncate to this first if >= 0 */
     int max_tokens; /* GENERATE: 0 = prefill only (DONE reason OK) */
     struct elm_sampler_params sampler;
@@ -105,7 +117,7 @@ struct elm_request {
                                  model's tokenizer, shared instead of loading
                                  another (post takes a reference) */
     int n_threads;       /* LOAD_MODEL: <= 0 default */
-    unsigned flags;      /* GENERATE: ELM_GEN_* */
+    unsigned flags;      /* GENERATE: ELM_GEN_*; LOAD_MODEL: ELM_LOAD_* */
 };
 
 /* A request of that type with the defaults: n_keep -1 (no truncation),
@@ -153,6 +165,8 @@ struct elm_event {
     int n_ctx;                      /* DONE, MODEL_READY: cache capacity */
     double prefill_tps, decode_tps; /* DONE */
     int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
+    int n_passes, n_drafted, n_accepted; /* DONE: prompt lookup (elm_generate_result) */
+    bool lookup_off;                /* DONE: it turned itself off for the reply */
     int n_reused;                   /* DONE: tokens found already cached */
     struct elm_model_info *info;    /* MODEL_READY: a copy (owned) */
     int n_dropped;                  /* CACHE_DROPPED: tokens the cache held

@@ -63,6 +63,7 @@ engine_libelm_a_SOURCES += \
 	engine/inference/ctx.c engine/inference/ctx.h engine/inference/ctx_accessors.inc \
 	engine/inference/forward.c \
 	engine/inference/generate.c engine/inference/generate_testing.h \
+	engine/inference/lookup.c engine/inference/lookup.h \
 	engine/inference/state.c engine/inference/state.h
 # GGUF files and the quantized weight types (read, bind, write, convert).
 engine_libelm_a_SOURCES += \

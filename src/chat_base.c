@@ -229,6 +229,8 @@ static void post_generate(struct chat *c, struct conv *v)
     req.stop_strings = v->tpl->stop;
     req.n_stop_strings = (int)v->tpl->n_stop;
     conversation_request(&v->cv, &req);
+    if (c->lookup_off)
+        req.flags |= ELM_GEN_NO_LOOKUP;
     c->gen_req = chat_post(c, &req);
 }
 

@@ -78,6 +78,16 @@ static void show_info(struct chat *c)
     ADD("speed: prefill %.1f t/s, decode %.1f t/s", c->prefill_tps, c->decode_tps);
     if (c->ttft_ms > 0)
         ADD("; first token after %.0f ms", c->ttft_ms);
+    if (c->lookup_off)
+        ADD("\nprompt lookup: off (/set lookup on)");
+    else if (c->lk_passes > 0)
+        ADD("\nprompt lookup, last reply: %d of %d drafted tokens accepted (%.0f%%) in %d "
+            "passes, %.2f tokens a pass%s",
+            c->lk_accepted, c->lk_drafted, 100.0 * c->lk_accepted / c->lk_drafted, c->lk_passes,
+            (double)(c->lk_accepted + c->lk_passes) / c->lk_passes,
+            c->lk_turned_off ? "; then it turned itself off (it did not pay)" : "");
+    else
+        ADD("\nprompt lookup: on; the last reply repeated nothing to draft from");
     ADD("\n");
     char window[48];
     if (p.repeat_last_n < 0)
@@ -444,6 +454,13 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
                                                                  : "on");
             break;
         }
+        if (cmd->param == PARAM_LOOKUP) {
+            c->lookup_off = cmd->ivalue == 0;
+            chat_notice(c, false, "prompt lookup %s", c->lookup_off ? "off" : "on (drafts of "
+                        "repeated text, verified in one pass; it turns itself off where it "
+                        "does not pay)");
+            break;
+        }
         struct sampling *sp = &v->s->sampling;
         switch (cmd->param) {
         case PARAM_TEMPERATURE:
@@ -471,6 +488,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             sp->set |= SAMPLING_REPEAT_LAST_N, sp->p.repeat_last_n = (int)cmd->ivalue;
             break;
         case PARAM_MARKDOWN:
+        case PARAM_LOOKUP:
             break;
         }
         v->dirty = true;

@@ -179,6 +179,11 @@ static void on_done(struct chat *c, struct elm_event *ev)
         v->n_computed = ev->n_prefilled;
     }
     if (c->generating && ev->request_id == c->gen_req) {
+        c->lk_passes = ev->n_passes;
+        c->lk_drafted = ev->n_drafted;
+        c->lk_accepted = ev->n_accepted;
+        c->lk_generated = ev->n_generated;
+        c->lk_turned_off = ev->lookup_off;
         finish_reply(c, ev);
         if (c->has_pending_ready) {
             c->has_pending_ready = false;
@@ -690,6 +695,7 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     if (view)
         c->view = *view;
     c->markdown_off = opt->raw;
+    c->lookup_off = opt->common.no_lookup;
     if (opt->raw && c->view.markdown_changed)
         c->view.markdown_changed(c->view.user, false);
     config_init(&c->cfg);

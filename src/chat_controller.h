@@ -127,6 +127,10 @@ struct chat {
     char *queued;
     struct conv *queued_conv;
     bool markdown_off; /* /set markdown off, --raw */
+    bool lookup_off;   /* /set lookup off, --no-lookup */
+    /* the last reply's prompt lookup (DONE): passes, drafted, accepted */
+    int lk_passes, lk_drafted, lk_accepted, lk_generated;
+    bool lk_turned_off;
     struct attachment attach;    /* /read FILE: sent with the next message (name NULL: none) */
     size_t attach_tokens;
 

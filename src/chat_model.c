@@ -72,6 +72,8 @@ void chat_post_load_model(struct chat *c)
     req.path = c->load_path;
     req.n_ctx = c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
     req.n_threads = c->opt.common.n_threads;
+    if (c->opt.common.exact)
+        req.flags |= ELM_LOAD_EXACT;
     /* the tokenizer loaded here for this path: the model shares it */
     req.tokenizer = c->load_tok ? c->load_tok : c->tok;
     c->load_req = chat_post(c, &req);

@@ -148,6 +148,7 @@ void conversation_fini(struct conversation *cv)
     template_render_fini(&cv->r);
     idvec_fini(&cv->tokens);
     idvec_fini(&cv->cache);
+    idvec_fini(&cv->lookup);
     memset(cv, 0, sizeof *cv);
 }
 
@@ -280,6 +281,8 @@ static int rebuild(struct conversation *cv, bool gen_prompt, char *err, size_t e
     /* success: swap in */
     nv.cache = cv->cache;
     memset(&cv->cache, 0, sizeof cv->cache);
+    nv.lookup = cv->lookup;
+    memset(&cv->lookup, 0, sizeof cv->lookup);
     nv.policy = cv->policy;
     nv.n_ctx = cv->n_ctx;
     nv.n_dropped_last = cv->n_dropped_last;
@@ -503,6 +506,8 @@ void conversation_request(const struct conversation *cv, struct elm_request *req
     req->n_tokens = (int)cv->tokens.n;
     req->n_keep = -1;
     req->flags |= ELM_GEN_SYNC;
+    req->lookup_tokens = cv->lookup.v;
+    req->n_lookup_tokens = (int)cv->lookup.n;
 }
 
 void conversation_prefill_request(const struct conversation *cv, struct elm_request *req)
@@ -596,6 +601,21 @@ static int begin_reply(struct conversation *cv)
     return 0;
 }
 
+/* The ids of reply i, for the worker's prompt lookup (its text is what a
+ * retry says much of again). */
+static void remember_reply(struct conversation *cv, size_t i)
+{
+    idvec_clear(&cv->lookup);
+    const struct conv_span *sp = &cv->spans[i];
+    if (sp->gen == NO_POS || sp->sampled_end == NO_POS || sp->sampled_end > cv->tokens.n ||
+        sp->gen > sp->sampled_end)
+        return;
+    /* with the few ids before it, so that the first ids of the new reply
+     * (which follow the same prompt) find their match too */
+    size_t from = sp->gen > 8 ? sp->gen - 8 : 0;
+    idvec_append(&cv->lookup, cv->tokens.v + from, sp->sampled_end - from);
+}
+
 static int ensure_rendered(struct conversation *cv, char *err, size_t err_size)
 {
     if (cv->rendered)
@@ -674,6 +694,7 @@ int conversation_retry(struct conversation *cv, int reserve, struct conv_plan *p
     if (cv->in_reply && n > 0 && s->msgs[n - 1].role == ROLE_USER) {
         /* the prompt is there already, no reply yet */
     } else if (n > 0 && s->msgs[n - 1].role == ROLE_ASSISTANT && !s->msgs[n - 1].out_of_context) {
+        remember_reply(cv, n - 1);
         size_t u = n - 1;
         while (u > 0 && s->msgs[u - 1].role == ROLE_ASSISTANT)
             u--;
@@ -763,6 +784,8 @@ int conversation_edit(struct conversation *cv, size_t i, const char *text, int r
     }
     enum role role = s->msgs[i].role;
     bool pinned = s->msgs[i].pinned;
+    if (role == ROLE_USER && i + 1 < s->n_msgs && s->msgs[i + 1].role == ROLE_ASSISTANT)
+        remember_reply(cv, i + 1);
     if (role == ROLE_USER && i + 1 < s->n_msgs && !s->msgs[i].out_of_context &&
         strcmp(s->msgs[i].content, text) == 0) {
         /* sent again as it was: another reply to the same message */
@@ -998,5 +1021,6 @@ int conversation_reply_end(struct conversation *cv, enum template_end how, const
                                       msg_hash(ROLE_ASSISTANT, m->content)};
     cv->in_reply = false;
     cv->reply_gen = cv->tokens.n;
+    idvec_clear(&cv->lookup);
     return 0;
 }

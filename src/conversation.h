@@ -102,6 +102,9 @@ struct conversation {
                                    as far as we know (set at each DONE): the expected reuse
                                    is its common prefix with tokens */
     size_t n_dropped_last;      /* messages evicted by the last user turn / retry */
+    struct idvec lookup;        /* the ids of the reply a retry or an edit replaces: the
+                                   worker's prompt lookup drafts from them (a retry says
+                                   much of it again); empty otherwise */
 };
 
 /* s may have messages (a loaded session): call conversation_render next.

@@ -83,7 +83,11 @@ const char cli_common_help[] =
     "      --min-p P            drop tokens below P x the top probability (0 = off)\n"
     "      --repeat-penalty R   HF repetition penalty (1 = off)\n"
     "      --seed N             random seed\n"
-    "  -n, --max-tokens N       stop after N new tokens\n";
+    "  -n, --max-tokens N       stop after N new tokens\n"
+    "      --exact              BF16 weights: f32 activations in the prefill (by default\n"
+    "                           they are rounded to bf16 where the CPU has AVX512_BF16)\n"
+    "      --no-lookup          no prompt lookup (drafts of repeated text verified in one\n"
+    "                           pass; the reply is the same either way, only its speed)\n";
 
 int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char *arg)
 {
@@ -134,6 +138,12 @@ int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char
         if (!cli_parse_int(arg, 0, 1 << 20, &l))
             return cli_usage_error(cmd, "invalid --max-tokens '%s'", arg), -1;
         c->max_tokens = (int)l;
+        return 1;
+    case OPT_EXACT:
+        c->exact = true;
+        return 1;
+    case OPT_NO_LOOKUP:
+        c->no_lookup = true;
         return 1;
     default:
         return 0;

@@ -25,7 +25,7 @@ const struct cmd_info cmd_table[] = {
      "use a role preset as the system prompt (no NAME: list them)"},
     {"set", CMD_SET, ARG_PARAM, 1, "/set PARAM VALUE",
      "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
-     "markdown on|off"},
+     "markdown on|off; lookup on|off"},
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
     {"rename", CMD_RENAME, ARG_TEXT, 1, "/rename NEW", "rename this conversation (its file too)"},
@@ -63,7 +63,7 @@ const size_t cmd_table_len = sizeof cmd_table / sizeof cmd_table[0];
 
 const char *const cmd_param_names[] = {
     "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "max-tokens", "markdown",
-    "repeat-last-n", NULL,
+    "repeat-last-n", "lookup", NULL,
 };
 
 void cmd_fini(struct cmd *c)
@@ -128,7 +128,7 @@ bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char 
     if (!param_by_name(name, &p)) {
         snprintf(err, err_size,
                  "unknown parameter '%s' (temperature, top-k, top-p, min-p, repeat-penalty, "
-                 "repeat-last-n, seed, max-tokens, markdown)",
+                 "repeat-last-n, seed, max-tokens, markdown, lookup)",
                  name);
         return false;
     }
@@ -164,6 +164,7 @@ bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char 
         range = "an integer: the last N tokens, -1 the whole sequence, 0 off";
         break;
     case PARAM_MARKDOWN:
+    case PARAM_LOOKUP:
         good = strcmp(value, "on") == 0 || strcmp(value, "off") == 0;
         l = strcmp(value, "on") == 0, d = (double)l, range = "on or off";
         break;
@@ -176,7 +177,7 @@ bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char 
     out->value = d;
     out->ivalue =
         (p == PARAM_TOP_K || p == PARAM_SEED || p == PARAM_MAX_TOKENS || p == PARAM_MARKDOWN ||
-         p == PARAM_REPEAT_LAST_N)
+         p == PARAM_REPEAT_LAST_N || p == PARAM_LOOKUP)
             ? l
             : 0;
     return true;

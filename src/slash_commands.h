@@ -62,6 +62,7 @@ enum cmd_param {
     PARAM_MAX_TOKENS,
     PARAM_MARKDOWN, /* a display setting: on or off (ivalue 1 or 0) */
     PARAM_REPEAT_LAST_N,
+    PARAM_LOOKUP,   /* prompt lookup drafts: on or off (ivalue 1 or 0) */
 };
 
 struct cmd_info {

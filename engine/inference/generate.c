@@ -5,10 +5,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/base/error.h"
 #include "engine/elm.h"
 #include "engine/inference/generate_testing.h"
+#include "engine/inference/lookup.h"
 
 /* Text not reported yet because it may be the start of a stop string. */
 struct holdback {
@@ -78,6 +80,7 @@ struct elm_generate_params elm_generate_default_params(void)
     struct elm_generate_params p = {0};
     p.sampler = elm_sampler_default_params();
     p.max_tokens = 256;
+    p.lookup = true;
     return p;
 }
 
@@ -95,13 +98,96 @@ static void report(const struct elm_generate_params *p, int32_t id, const char *
         p->on_token(p->user, id, text, len);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Ids that come next without a sample of their own: the drafts a pass
+ * accepted (already in the cache at pos) and the id the pass sampled after
+ * them (not fed).  row: where that id's successor logits are (fed ones). */
+struct queued {
+    int32_t id;
+    bool fed;
+    int pos;  /* fed: its position in the cache */
+    int row;  /* fed: the logits after it, in rows */
+};
+
+struct pass {
+    float *rows;              /* (K_MAX + 1) x n_vocab logits of a pass */
+    int32_t ids[ELM_LOOKUP_K_MAX + 1];
+    struct queued q[ELM_LOOKUP_K_MAX + 1];
+    int n_q, at_q;
+};
+
+/* Feed id (at the cache's end), with a lookup draft when there is one:
+ * returns the status; on return `logits` are those after the cache's last
+ * token, and pass->q holds what the drafts gave (empty: a plain step, the
+ * next id is to be sampled). */
+static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, int n_vocab,
+                       elm_sampler *smp, const struct elm_generate_params *p,
+                       struct elm_lookup *lk, struct pass *ps)
+{
+    ps->n_q = ps->at_q = 0;
+    int base = elm_ctx_n_past(ctx), n_ctx = elm_ctx_n_ctx(ctx);
+    int k = 0;
+    int room = n_ctx - base - 1;
+    if (ps->rows && !lk->off && room > 0) {
+        /* the sequence with id, as the draft's key */
+        const int32_t *hist = elm_ctx_tokens(ctx);
+        int32_t *h = malloc(((size_t)base + 1) * sizeof *h);
+        if (h) {
+            memcpy(h, hist, (size_t)base * sizeof *h);
+            h[base] = id;
+            int max = lk->k < room ? lk->k : room;
+            k = elm_lookup_draft(h, base + 1, p->lookup_extra, p->n_lookup_extra, max, ps->ids + 1);
+            free(h);
+        }
+    }
+    double t0 = now_s();
+    if (k == 0) {
+        elm_status st = elm_decode(ctx, &id, 1, logits, 0);
+        if (st == ELM_OK && ps->rows)
+            elm_lookup_plain(lk, now_s() - t0);
+        return st;
+    }
+    ps->ids[0] = id;
+    elm_status st = elm_decode(ctx, ps->ids, k + 1, ps->rows, ELM_DECODE_ALL_LOGITS);
+    if (st != ELM_OK)
+        return st;
+    /* Each draft against the model's own sample there (a draft is a point
+     * mass: keeping it when the sample equals it gives exactly the model's
+     * distribution); the first miss is the next id. */
+    int accepted = 0;
+    int32_t next = -1;
+    for (int i = 0; i <= k; i++) {
+        memcpy(scratch, ps->rows + (size_t)i * (size_t)n_vocab, (size_t)n_vocab * sizeof *scratch);
+        int32_t t = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx), base + 1 + i);
+        if (i < k && t == ps->ids[i + 1]) {
+            ps->q[ps->n_q++] = (struct queued){t, true, base + 1 + i, i + 1};
+            accepted++;
+            continue;
+        }
+        next = t;
+        break;
+    }
+    if (accepted < k)
+        elm_ctx_truncate(ctx, base + 1 + accepted);
+    ps->q[ps->n_q++] = (struct queued){next, false, 0, 0};
+    memcpy(logits, ps->rows + (size_t)accepted * (size_t)n_vocab, (size_t)n_vocab * sizeof *logits);
+    elm_lookup_pass(lk, k, accepted, now_s() - t0);
+    return ELM_OK;
+}
+
 /* forced (test hook, generate_testing.h): these ids in place of the
  * sampled ones, then EOS. */
 static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
                            const int32_t *forced, size_t n_forced,
                            struct elm_generate_result *res, char *err, size_t err_size)
 {
-    *res = (struct elm_generate_result){ELM_STOP_LENGTH, 0, NULL};
+    *res = (struct elm_generate_result){ELM_STOP_LENGTH, 0, NULL, 0, 0, 0, false};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
         (p->n_stop_strings > 0 && (!p->stop_strings || !p->tokenizer))) {
         res->reason = ELM_STOP_ERROR;
@@ -113,6 +199,12 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
     float *scratch = malloc((size_t)n_vocab * sizeof *scratch);
     elm_sampler *smp = elm_sampler_new(&p->sampler);
     struct holdback held = {0};
+    struct elm_lookup lk;
+    elm_lookup_init(&lk);
+    struct pass ps = {0};
+    /* a script (test hook) is not sampled: nothing to verify */
+    if (p->lookup && !forced)
+        ps.rows = malloc((size_t)(ELM_LOOKUP_K_MAX + 1) * (size_t)n_vocab * sizeof *ps.rows);
     elm_status st = ELM_OK;
     if (!scratch || !smp) {
         st = elm_set_error(err, err_size, ELM_E_NOMEM, "out of memory");
@@ -127,12 +219,24 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
     for (;;) {
         if (p->should_stop && p->should_stop(p->user)) {
             res->reason = ELM_STOP_CANCELLED;
+            /* drafts a pass fed but the reply never showed leave the cache */
+            if (ps.at_q < ps.n_q && ps.q[ps.at_q].fed) {
+                elm_ctx_truncate(ctx, ps.q[ps.at_q].pos);
+                memcpy(logits, ps.rows + (size_t)(ps.q[ps.at_q].row - 1) * (size_t)n_vocab,
+                       (size_t)n_vocab * sizeof *logits);
+            }
             break;
         }
-        /* the sampler works in place: logits must stay those of the cache */
-        memcpy(scratch, logits, (size_t)n_vocab * sizeof *scratch);
-        int32_t id = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx),
-                                        elm_ctx_n_past(ctx));
+        int32_t id;
+        const struct queued *qd = ps.at_q < ps.n_q ? &ps.q[ps.at_q++] : NULL;
+        if (qd) {
+            id = qd->id;
+        } else {
+            /* the sampler works in place: logits must stay those of the cache */
+            memcpy(scratch, logits, (size_t)n_vocab * sizeof *scratch);
+            id = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx),
+                                    elm_ctx_n_past(ctx));
+        }
         if (forced)
             id = (size_t)res->n_generated < n_forced ? forced[res->n_generated] : info->eos_id;
         if (id < 0 || id >= n_vocab) {
@@ -142,6 +246,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
         }
         res->n_generated++;
         size_t len = p->tokenizer ? elm_detok_stream_push(&ds, id, piece, sizeof piece) : 0;
+        bool end = false;
         if (p->n_stop_strings > 0) {
             if (!holdback_add(&held, piece, len)) {
                 res->reason = ELM_STOP_ERROR;
@@ -156,28 +261,39 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
                 held.n = 0; /* the stop string and what follows never come */
                 res->reason = ELM_STOP_STRING;
                 res->stop_string = hit;
-                break;
+                end = true;
             }
         } else {
             report(p, id, piece, len);
         }
-        if (id == info->eos_id && !p->ignore_eos) {
+        if (!end && id == info->eos_id && !p->ignore_eos) {
             res->reason = ELM_STOP_EOS;
-            break;
+            end = true;
         }
-        if (is_stop_id(p, id)) {
+        if (!end && is_stop_id(p, id)) {
             res->reason = ELM_STOP_ID;
-            break;
+            end = true;
         }
-        if (res->n_generated >= p->max_tokens) {
+        if (!end && res->n_generated >= p->max_tokens) {
             res->reason = ELM_STOP_LENGTH;
+            end = true;
+        }
+        if (end) {
+            /* the id that ends the reply is not fed: a draft a pass fed goes */
+            if (qd && qd->fed) {
+                elm_ctx_truncate(ctx, qd->pos);
+                memcpy(logits, ps.rows + (size_t)(qd->row - 1) * (size_t)n_vocab,
+                       (size_t)n_vocab * sizeof *logits);
+            }
             break;
         }
+        if (qd && qd->fed)
+            continue; /* in the cache already */
         if (elm_ctx_n_past(ctx) >= n_ctx) {
             res->reason = ELM_STOP_CONTEXT_FULL;
             break;
         }
-        elm_status dst = elm_decode(ctx, &id, 1, logits, 0);
+        elm_status dst = feed(ctx, id, logits, scratch, n_vocab, smp, p, &lk, &ps);
         if (dst == ELM_E_ABORTED) {
             res->reason = ELM_STOP_CANCELLED;
             break;
@@ -199,6 +315,11 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
             report(p, -1, held.buf, held.n);
     }
 out:
+    res->n_passes = lk.n_passes;
+    res->n_drafted = lk.n_drafted;
+    res->n_accepted = lk.n_accepted;
+    res->lookup_off = lk.off;
+    free(ps.rows);
     free(held.buf);
     free(scratch);
     elm_sampler_free(smp);

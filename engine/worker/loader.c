@@ -86,7 +86,7 @@ static void start_load(elm_worker *w, struct req_node *n)
     }
     for (struct model_rec *m = w->models; m; m = m->next) {
         if (strcmp(m->path, rq->path) == 0 && m->n_ctx == rq->n_ctx &&
-            m->n_threads == rq->n_threads) {
+            m->n_threads == rq->n_threads && m->exact == ((rq->flags & ELM_LOAD_EXACT) != 0)) {
             model_ready(w, m); /* kept: instant, caches intact */
             goto done;
         }
@@ -102,6 +102,7 @@ static void start_load(elm_worker *w, struct req_node *n)
     m->path = path;
     m->n_ctx = rq->n_ctx;
     m->n_threads = rq->n_threads;
+    m->exact = (rq->flags & ELM_LOAD_EXACT) != 0;
     w->ld_node = n;
     w->ld_rec = m;
     w->ld_last_emit = 0;

@@ -25,6 +25,7 @@ void wk_req_free(struct req_node *n)
         return;
     free(n->req.path);
     free(n->req.tokens);
+    free(n->req.lookup_tokens);
     elm_tokenizer_free(n->req.tokenizer); /* the reference post took */
     for (int i = 0; i < n->req.n_stop_strings && n->req.stop_strings; i++)
         free(n->req.stop_strings[i]);
@@ -86,6 +87,8 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
     n->req = *req;
     n->req.path = NULL;
     n->req.tokens = NULL;
+    n->req.lookup_tokens = NULL;
+    n->req.n_lookup_tokens = 0;
     n->req.stop_strings = NULL;
     n->req.tokenizer = elm_tokenizer_share(req->tokenizer);
     n->req.n_stop_strings = 0;
@@ -102,6 +105,14 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
         memcpy(n->req.tokens, req->tokens, (size_t)req->n_tokens * sizeof *req->tokens);
     } else if (req->n_tokens > 0) {
         n->req.n_tokens = -1; /* reported as a bad request on the worker */
+    }
+    if (req->n_lookup_tokens > 0 && req->lookup_tokens) {
+        n->req.lookup_tokens = malloc((size_t)req->n_lookup_tokens * sizeof *req->lookup_tokens);
+        if (!n->req.lookup_tokens)
+            goto oom;
+        memcpy(n->req.lookup_tokens, req->lookup_tokens,
+               (size_t)req->n_lookup_tokens * sizeof *req->lookup_tokens);
+        n->req.n_lookup_tokens = req->n_lookup_tokens;
     }
     if (req->n_stop_strings > 0 && req->stop_strings) {
         n->req.stop_strings = calloc((size_t)req->n_stop_strings, sizeof *n->req.stop_strings);

@@ -239,6 +239,9 @@ void wk_do_generate(elm_worker *w)
         gp.stop_strings = (const char *const *)rq->stop_strings;
         gp.n_stop_strings = rq->n_stop_strings;
     }
+    gp.lookup = !(rq->flags & ELM_GEN_NO_LOOKUP);
+    gp.lookup_extra = rq->lookup_tokens;
+    gp.n_lookup_extra = rq->n_lookup_tokens;
     gp.on_token = gen_on_token;
     gp.should_stop = gen_should_stop;
     gp.user = &pace;
@@ -259,6 +262,10 @@ void wk_do_generate(elm_worker *w)
     if (reason == ELM_DONE_CONTEXT_FULL)
         fst = ELM_E_CONTEXT_FULL;
     fev->n_generated = res.n_generated;
+    fev->n_passes = res.n_passes;
+    fev->n_drafted = res.n_drafted;
+    fev->n_accepted = res.n_accepted;
+    fev->lookup_off = res.lookup_off;
     if (res.n_generated > 0 && t3 > t2)
         fev->decode_tps = res.n_generated / (t3 - t2);
     done_generate(w, sc, reason, fst, err);

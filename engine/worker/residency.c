@@ -138,6 +138,7 @@ elm_status wk_slot_get(elm_worker *w, int slot, struct slot_ctx **out, char *err
         struct elm_ctx_params cp = elm_ctx_default_params();
         cp.n_ctx = w->cur->n_ctx;
         cp.n_threads = w->cur->n_threads;
+        cp.exact = w->cur->exact;
         cp.abort_cb = wk_should_abort;
         cp.abort_user = w;
         elm_status st =

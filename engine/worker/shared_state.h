@@ -62,6 +62,7 @@ struct model_rec {
     const struct elm_model_info *info;
     char *path;
     int n_ctx, n_threads; /* as requested */
+    bool exact;           /* ELM_LOAD_EXACT */
     struct slot_ctx *ctxs;
     uint64_t last_used;
 };

@@ -196,7 +196,6 @@ static void sleep_us(long us)
 
 elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits, unsigned flags)
 {
-    (void)flags;
     const elm_model *m = ctx->model;
     if (n <= 0)
         return ELM_E_INVALID;
@@ -208,12 +207,17 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
         sleep_us(m->us * n);
     }
     memcpy(ctx->tokens + ctx->n_past, tokens, (size_t)n * sizeof *tokens);
+    int base = ctx->n_past;
     ctx->n_past += n;
     if (logits) {
-        int V = m->info.n_vocab;
-        int32_t want = fake_next(tokens[n - 1], ctx->n_past - 1, V);
-        for (int j = 0; j < V; j++)
-            logits[j] = -(float)abs(j - want);
+        /* every token's row (ELM_DECODE_ALL_LOGITS: prompt lookup), else the last */
+        int V = m->info.n_vocab, first = flags & ELM_DECODE_ALL_LOGITS ? 0 : n - 1;
+        for (int i = first; i < n; i++) {
+            int32_t want = fake_next(tokens[i], base + i, V);
+            float *row = logits + (size_t)(i - first) * (size_t)V;
+            for (int j = 0; j < V; j++)
+                row[j] = -(float)abs(j - want);
+        }
     }
     return ELM_OK;
 }

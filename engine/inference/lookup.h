@@ -1,0 +1,47 @@
+/* lookup.h: prompt lookup decoding (engine-internal; elm_generate uses it).
+ *
+ * Chat repeats itself: a reply quotes the message or file it answers, a
+ * /retry says much of the replaced reply again.  The draft for the next
+ * tokens is what followed the latest earlier occurrence of the last n
+ * tokens (n = 3, then 2), looked up first in an extra source (the reply
+ * being replaced), then in the sequence itself.  elm_generate verifies a
+ * draft of k tokens in one batched pass, which reads the weights once, and
+ * keeps the longest prefix the model itself samples: the output is the
+ * model's whatever the draft.
+ *
+ * Adaptive: k grows while drafts are accepted whole and shrinks when they
+ * are not; the wall time per token of the verifying passes is compared
+ * with that of plain steps, and drafting stops for the rest of the reply
+ * when it does not pay (a model with nothing to repeat, random weights). */
+#ifndef ELMCHAT_ENGINE_LOOKUP_H
+#define ELMCHAT_ENGINE_LOOKUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ELM_LOOKUP_K_MAX 12
+#define ELM_LOOKUP_NGRAM_MAX 3
+#define ELM_LOOKUP_NGRAM_MIN 2
+
+struct elm_lookup {
+    int k;                 /* draft length to try next */
+    bool off;              /* stopped for this reply */
+    double plain_s;        /* mean wall time of a plain step (0: none yet) */
+    int n_plain;
+    double pass_s;         /* mean wall time per token of the verifying passes */
+    int n_pass_tokens;
+    /* what the reply's drafts did */
+    int n_passes, n_drafted, n_accepted;
+};
+
+void elm_lookup_init(struct elm_lookup *lk);
+/* Up to max ids after the latest earlier occurrence of the last n tokens of
+ * hist[0..n_hist) (extra first) into out; their count (0: no match). */
+int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int n_extra, int max,
+                     int32_t *out);
+/* A plain step took secs; a pass of k drafted ids kept `accepted` of them
+ * in secs (accepted + 1 tokens came out of it). */
+void elm_lookup_plain(struct elm_lookup *lk, double secs);
+void elm_lookup_pass(struct elm_lookup *lk, int k, int accepted, double secs);
+
+#endif
