@@ -96,13 +96,14 @@ static void collect_id(void *user, int32_t id, const char *text, size_t len)
 /* One greedy reply of n ids after the prompt; its decode seconds, or < 0. */
 static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int n, float *logits,
                          bool lookup, const struct collect *extra, struct collect *out,
-                         struct elm_generate_result *res)
+                         struct elm_generate_result *res, float temperature)
 {
     elm_ctx_truncate(ctx, 0);
     if (elm_decode(ctx, prompt, n_prompt, logits, 0) != ELM_OK)
         return -1.0;
     struct elm_generate_params gp = elm_generate_default_params();
-    gp.sampler.temperature = 0.0f;
+    gp.sampler.temperature = temperature;
+    gp.sampler.seed = 7;
     gp.max_tokens = n;
     gp.ignore_eos = true;
     gp.lookup = lookup;
@@ -131,14 +132,14 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
     struct elm_generate_result res = {0};
     bool same = true, good = true;
     for (int r = 0; r <= reps && good; r++) { /* r == 0: warm-up */
-        double a = reply_once(ctx, ids, PROMPT, n_gen, logits, false, NULL, &first, &res);
+        double a = reply_once(ctx, ids, PROMPT, n_gen, logits, false, NULL, &first, &res, 0.0f);
         /* the source as the conversation gives it: the reply with the 8 ids
          * before it (src/conversation.c, remember_reply) */
         struct collect src = {x_reallocarray(NULL, (size_t)n_gen + 8, sizeof(int32_t)), 0, 0};
         memcpy(src.ids, ids + PROMPT - 8, 8 * sizeof(int32_t));
         memcpy(src.ids + 8, first.ids, (size_t)first.n * sizeof(int32_t));
         src.n = first.n + 8;
-        double b = reply_once(ctx, ids, PROMPT, n_gen, logits, true, &src, &again, &res);
+        double b = reply_once(ctx, ids, PROMPT, n_gen, logits, true, &src, &again, &res, 0.0f);
         free(src.ids);
         good = a > 0 && b > 0;
         same &= first.n == again.n && memcmp(first.ids, again.ids, (size_t)first.n * 4) == 0;
@@ -161,6 +162,31 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
                same ? "yes" : "NO");
     else
         cli_error("the retry benchmark failed");
+    /* Sampled at temperature 1 with no source: what lookup costs when it
+     * finds little to draft (it must turn itself off, >= 0.95x). */
+    double off = 0.0, on = 0.0;
+    struct elm_generate_result sres = {0};
+    for (int r = 0; r <= reps && good; r++) {
+        double a = reply_once(ctx, ids, PROMPT, n_gen, logits, false, NULL, &first, &sres, 1.0f);
+        double b = reply_once(ctx, ids, PROMPT, n_gen, logits, true, NULL, &again, &sres, 1.0f);
+        good = a > 0 && b > 0;
+        same &= first.n == again.n && memcmp(first.ids, again.ids, (size_t)first.n * 4) == 0;
+        if (r > 0)
+            off += a, on += b;
+    }
+    if (good && json)
+        printf("{\"test\": \"tg%d sampled\", \"plain_ts\": %.2f, \"lookup_ts\": %.2f, "
+               "\"speedup\": %.3f, \"passes\": %d, \"drafted\": %d, \"accepted\": %d, "
+               "\"turned_off\": %s, \"identical\": %s}\n",
+               n_gen, n_gen * reps / off, n_gen * reps / on, off / on, sres.n_passes,
+               sres.n_drafted, sres.n_accepted, sres.lookup_off ? "true" : "false",
+               same ? "true" : "false");
+    else if (good)
+        printf("tg%d sampled (temperature 1, seed 7, no source): plain %.1f t/s, lookup %.1f "
+               "t/s: %.2fx; %d passes, %d of %d drafted accepted%s; replies identical: %s\n",
+               n_gen, n_gen * reps / off, n_gen * reps / on, off / on, sres.n_passes,
+               sres.n_accepted, sres.n_drafted, sres.lookup_off ? ", then turned off" : "",
+               same ? "yes" : "NO");
     free(first.ids);
     free(again.ids);
     return good && same;

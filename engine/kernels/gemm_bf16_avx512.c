@@ -13,7 +13,10 @@
 
 #include "engine/kernels/gemm_bf16_avx512.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/cpu.h"
@@ -45,17 +48,46 @@ static uint32_t pair(float lo, float hi)
     return (uint32_t)elm_f32_to_bf16(lo) | (uint32_t)elm_f32_to_bf16(hi) << 16;
 }
 
+/* Pairs [p0, kp) of one token's row into its column t of the panel. */
+static void pack_row_scalar(const float *row, long k, long p0, long kp, int t, uint32_t *panel)
+{
+    for (long p = p0; p < kp; p++) {
+        float lo = row ? row[2 * p] : 0.0f;
+        float hi = row && 2 * p + 1 < k ? row[2 * p + 1] : 0.0f;
+        panel[p * ELM_GBF16_MR + t] = pair(lo, hi);
+    }
+}
+
+#ifdef HAVE_GEMM_BF16
+/* 16 pairs at a time: vcvtne2ps2bf16 rounds as elm_f32_to_bf16 does (to
+ * nearest even), then the words go to their places 14 apart. */
+AVX512BF16 static long pack_row_avx512(const float *row, long k, int t, uint32_t *panel)
+{
+    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+                                                           4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(ELM_GBF16_MR));
+    long p = 0;
+    for (; 2 * p + 32 <= k; p += 16) {
+        __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(row + 2 * p + 16),
+                                         _mm512_loadu_ps(row + 2 * p));
+        _mm512_i32scatter_epi32(panel + p * ELM_GBF16_MR + t, at, (__m512i)v, 4);
+    }
+    return p;
+}
+#endif
+
 void elm_gemm_bf16_pack_a(const float *a, long lda, long m, long k, long t0, uint32_t *ap)
 {
     long kp = pairs_of(k);
     uint32_t *panel = ap + (size_t)t0 * (size_t)kp;
     for (int t = 0; t < ELM_GBF16_MR; t++) {
         const float *row = t0 + t < m ? a + (t0 + t) * lda : NULL;
-        for (long p = 0; p < kp; p++) {
-            float lo = row ? row[2 * p] : 0.0f;
-            float hi = row && 2 * p + 1 < k ? row[2 * p + 1] : 0.0f;
-            panel[p * ELM_GBF16_MR + t] = pair(lo, hi);
-        }
+        long p = 0;
+#ifdef HAVE_GEMM_BF16
+        if (row && elm_gemm_bf16_available())
+            p = pack_row_avx512(row, k, t, panel);
+#endif
+        pack_row_scalar(row, k, p, kp, t, panel);
     }
 }
 
@@ -156,9 +188,93 @@ void elm_gemm_bf16_rows(const uint32_t *apack, long m, const struct elm_matrix *
     }
 }
 
+/* The calibration: 24 independent chains of vdpbf16ps, then of vfmadd,
+ * timed back to back (so that a busy machine slows both alike). */
+AVX512BF16 __attribute__((noinline)) static float chains_bf16(long n)
+{
+    __m512 c[24];
+    for (int i = 0; i < 24; i++)
+        c[i] = _mm512_setzero_ps();
+    __m512bh a = (__m512bh)_mm512_set1_epi32(0x3f803f80);
+    for (long k = 0; k < n; k++) {
+        _Pragma("GCC unroll 24") for (int i = 0; i < 24; i++) c[i] = _mm512_dpbf16_ps(c[i], a, a);
+        __asm__ volatile("" : "+v"(a));
+    }
+    for (int i = 1; i < 24; i++)
+        c[0] = _mm512_add_ps(c[0], c[i]);
+    return _mm512_reduce_add_ps(c[0]);
+}
+
+AVX512BF16 __attribute__((noinline)) static float chains_fma(long n)
+{
+    __m512 c[24];
+    for (int i = 0; i < 24; i++)
+        c[i] = _mm512_setzero_ps();
+    __m512 a = _mm512_set1_ps(1.0f);
+    for (long k = 0; k < n; k++) {
+        _Pragma("GCC unroll 24") for (int i = 0; i < 24; i++) c[i] = _mm512_fmadd_ps(a, a, c[i]);
+        __asm__ volatile("" : "+v"(a));
+    }
+    for (int i = 1; i < 24; i++)
+        c[0] = _mm512_add_ps(c[0], c[i]);
+    return _mm512_reduce_add_ps(c[0]);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double bf16_ratio = -1.0; /* vdpbf16ps flops / FMA flops, measured */
+static bool bf16_pays;
+
+/* Does a vdpbf16ps do more work per second than an FMA here?  Where the
+ * CPU runs it at the FMA's rate (Zen 4/5: twice the flops) the bf16 GEMM
+ * wins; some (seen: an Intel Xeon VM, a quarter of the FMA's rate, half
+ * its flops) it loses to widening.  ~2 ms, once; ELM_GEMM_BF16=on|off
+ * decides instead. */
+static void calibrate(void)
+{
+    const char *e = getenv("ELM_GEMM_BF16");
+    if (e && (strcmp(e, "on") == 0 || strcmp(e, "off") == 0)) {
+        bf16_pays = strcmp(e, "on") == 0;
+        return;
+    }
+    double best_b = 1e9, best_f = 1e9;
+    volatile float sink = 0.0f;
+    for (int r = 0; r < 3; r++) {
+        double t0 = seconds();
+        sink += chains_bf16(4000);
+        double t1 = seconds();
+        sink += chains_fma(4000);
+        double t2 = seconds();
+        best_b = t1 - t0 < best_b ? t1 - t0 : best_b;
+        best_f = t2 - t1 < best_f ? t2 - t1 : best_f;
+    }
+    (void)sink;
+    /* a dpbf16 does twice an FMA's flops */
+    bf16_ratio = 2.0 * best_f / best_b;
+    bf16_pays = bf16_ratio > 1.15;
+}
+
+static pthread_once_t calibrated = PTHREAD_ONCE_INIT;
+
 bool elm_gemm_bf16_available(void)
 {
-    return elm_cpu()->avx512_bf16 && elm_kernels_isa() >= ELM_ISA_AVX512;
+    if (!elm_cpu()->avx512_bf16 || elm_kernels_isa() < ELM_ISA_AVX512)
+        return false;
+    pthread_once(&calibrated, calibrate);
+    return bf16_pays;
+}
+
+double elm_gemm_bf16_measured_ratio(void)
+{
+    if (!elm_cpu()->avx512_bf16)
+        return 0.0;
+    pthread_once(&calibrated, calibrate);
+    return bf16_ratio;
 }
 #else
 void elm_gemm_bf16_rows(const uint32_t *apack, long m, const struct elm_matrix *w, long r0,
@@ -171,5 +287,10 @@ void elm_gemm_bf16_rows(const uint32_t *apack, long m, const struct elm_matrix *
 bool elm_gemm_bf16_available(void)
 {
     return false;
+}
+
+double elm_gemm_bf16_measured_ratio(void)
+{
+    return 0.0;
 }
 #endif

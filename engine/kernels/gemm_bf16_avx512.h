@@ -18,8 +18,13 @@
 #define ELM_GBF16_NR 32  /* weight rows per micro-tile (two vectors) */
 #define ELM_GBF16_KC 512 /* columns per packed panel (256 pairs): 32 KiB of W */
 
-/* True when this CPU has AVX512_BF16 and the avx512 kernel set is in use. */
+/* True when this CPU has AVX512_BF16, the avx512 kernel set is in use, and
+ * vdpbf16ps does more work per second than an FMA here (measured once: not
+ * everywhere it does; ELM_GEMM_BF16=on|off decides instead). */
 bool elm_gemm_bf16_available(void);
+/* That measurement: vdpbf16ps flops over FMA flops (0: no AVX512_BF16; -1:
+ * not measured, ELM_GEMM_BF16 decided). */
+double elm_gemm_bf16_measured_ratio(void);
 /* 32-bit words of the packed A of m tokens by k columns (pairs of bf16),
  * and of a W panel. */
 size_t elm_gemm_bf16_apack_words(long m, long k);

@@ -9,29 +9,42 @@
 #include "engine/elm.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/cpu.h"
+#include "engine/kernels/gemm_bf16_avx512.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
 
 const char *elm_system_info(void)
 {
-    static char line[400];
+    static char line[600];
     bool ours = false;
     const char *arch = elm_gemm_blis_arch(&ours);
     enum elm_isa isa = elm_kernels_isa();
     const char *set = elm_isa_name(isa);
     bool vnni = isa == ELM_ISA_AVX512_VNNI;
     const char *i8 = elm_gemm_i8_name();
+    char bf16[120];
+    double ratio = elm_gemm_bf16_measured_ratio();
+    if (ratio == 0.0)
+        snprintf(bf16, sizeof bf16, "widened to f32 (no AVX512_BF16)");
+    else if (ratio < 0.0)
+        snprintf(bf16, sizeof bf16, "%s (ELM_GEMM_BF16)",
+                 elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"
+                                           : "widened to f32");
+    else
+        snprintf(bf16, sizeof bf16, "%s (vdpbf16ps measured at %.2fx the FMA's flops)",
+                 elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"
+                                           : "widened to f32", ratio);
     snprintf(line, sizeof line,
              "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
              "activations%s); prefill gemm (from %d f32 / %d bf16,f16 tokens): %s; quantized "
-             "prefill (from %d tokens): %s%s; BLIS '%s'%s",
+             "prefill (from %d tokens): %s%s; bf16 prefill: %s; BLIS '%s'%s",
              set, vnni ? ", VNNI" : "",
              elm_gemm_min_blis_m(ELM_DTYPE_F32),
              elm_gemm_min_blis_m(ELM_DTYPE_BF16),
              elm_gemm_large_name()[0] == 'o' ? "own AVX-512 14x32 packed kernel"
                                              : "BLIS, single-threaded per row range",
              elm_gemm_i8_min_m(), i8 ? "int8 GEMM " : "weights widened to f32", i8 ? i8 : "",
-             arch,
+             bf16, arch,
              ours ? " (chosen by elmchat)" : getenv("BLIS_ARCH_TYPE") ? " (BLIS_ARCH_TYPE)" : "");
     return line;
 }
