@@ -165,6 +165,73 @@ static void test_ids_and_logits(void)
     free(logits);
 }
 
+/* Prompt lookup: with drafts from a source that repeats the reply (as a
+ * retry gives it), the ids, the text and the cache are those of a run
+ * without it; greedy and sampled (a draft is kept only when the model's
+ * own sample equals it, so the sampler's stream is used the same way);
+ * a cancel and a stop string inside a verified draft leave the cache as
+ * without drafts. */
+static void test_lookup(void)
+{
+    enum { N = 48 };
+    struct seen a, b;
+    struct elm_generate_result ra, rb;
+    elm_status st;
+    int past_a, past_b;
+    for (int sampled = 0; sampled < 2; sampled++) {
+        struct elm_generate_params pa = params(&a, N);
+        pa.lookup = false;
+        if (sampled) {
+            pa.sampler.temperature = 0.9f;
+            pa.sampler.seed = 5;
+        }
+        run(&pa, &a, 0, &ra, &st, &past_a);
+        /* the source: the prompt's end and the reply, as a retry gives it */
+        int32_t src[N + 8];
+        memcpy(src, prompt + N_PROMPT - 8, 8 * sizeof *src);
+        memcpy(src + 8, a.ids, (size_t)a.n_ids * sizeof *src);
+        struct elm_generate_params pb = params(&b, N);
+        pb.lookup_extra = src;
+        pb.n_lookup_extra = 8 + a.n_ids;
+        if (sampled) {
+            pb.sampler.temperature = 0.9f;
+            pb.sampler.seed = 5;
+        }
+        run(&pb, &b, 0, &rb, &st, &past_b);
+        const char *how = sampled ? "sampled (temperature 0.9, seed 5)" : "greedy";
+        ok(a.n_ids == N && b.n_ids == N && memcmp(a.ids, b.ids, sizeof a.ids[0] * N) == 0 &&
+               a.n_text == b.n_text && memcmp(a.text, b.text, a.n_text) == 0,
+           "%s: the same %d ids and text with lookup drafts", how, N);
+        ok(rb.n_accepted > N / 2 && rb.n_passes < N / 2,
+           "%s: the drafts were used: %d of %d accepted in %d passes", how, rb.n_accepted,
+           rb.n_drafted, rb.n_passes);
+        is_int(past_b, past_a, "%s: the cache ends where it does without them", how);
+    }
+    /* A cancel after 11 ids: the drafts verified beyond them leave the cache. */
+    struct elm_generate_params pa = params(&a, N);
+    pa.lookup = false;
+    run(&pa, &a, 0, &ra, &st, &past_a);
+    int32_t src[N + 8];
+    memcpy(src, prompt + N_PROMPT - 8, 8 * sizeof *src);
+    memcpy(src + 8, a.ids, (size_t)a.n_ids * sizeof *src);
+    struct elm_generate_params pc = params(&b, N);
+    pc.lookup_extra = src;
+    pc.n_lookup_extra = 8 + a.n_ids;
+    b.stop_after = 11;
+    run(&pc, &b, 0, &rb, &st, &past_b);
+    ok(rb.reason == ELM_STOP_CANCELLED && b.n_ids == 11 && past_b == N_PROMPT + 11,
+       "a cancel inside a verified draft: %d ids, the cache holds the prompt and them (%d)",
+       b.n_ids, past_b);
+    /* max_tokens inside a draft: the last id is reported, not fed. */
+    struct elm_generate_params pd = params(&b, 13);
+    pd.lookup_extra = src;
+    pd.n_lookup_extra = 8 + a.n_ids;
+    run(&pd, &b, 0, &rb, &st, &past_b);
+    ok(rb.reason == ELM_STOP_LENGTH && b.n_ids == 13 && memcmp(b.ids, a.ids, 13 * sizeof *b.ids) == 0 &&
+           past_b == N_PROMPT + 12,
+       "max_tokens inside a verified draft: 13 ids, 12 fed (%d)", past_b - N_PROMPT);
+}
+
 /* Cumulative text length after each id of a plain run. */
 static void text_ends(const int32_t *ids, int n, size_t *ends)
 {
@@ -341,6 +408,7 @@ int main(void)
     test_ids_and_logits();
     test_stop_strings();
     test_other_reasons();
+    test_lookup();
     test_shared_tokenizer(dir);
     elm_model_free(model);
     return done_testing();
