@@ -28,6 +28,7 @@ static void help(void)
 {
     printf("Usage: elmchat bench [-m MODEL] [-p N] [-n N] [-t THREADS] [-r REPS] [--json]\n"
            "                     [--profile] [--no-bandwidth] [--no-blis] [--exact] [--retry]\n"
+           "                     [--verify]\n"
            "Measure prompt processing (ppN: one batch of N tokens) and text generation\n"
            "(tgN: N decode steps of one token each, from an empty cache) in tokens per\n"
            "second, as llama-bench does.  Each test runs once to warm up, then REPS times.\n"
@@ -54,6 +55,8 @@ static void help(void)
            "      --retry           also a greedy reply made again with the first one as\n"
            "                        prompt lookup's source (what /retry does): both\n"
            "                        timed, and the replies compared id for id\n"
+           "      --verify          the cost of checking k = 1..12 drafted tokens in one\n"
+           "                        pass, against one decode step\n"
            "      --exact           BF16 weights: f32 activations in the prefill (the\n"
            "                        default rounds them to bf16 on AVX512_BF16 CPUs)\n"
            "  -h, --help            display this help and exit\n"
@@ -190,6 +193,46 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
     free(first.ids);
     free(again.ids);
     return good && same;
+}
+
+/* --verify: what checking k drafted tokens costs, one batched pass of k + 1
+ * tokens at a context of 256, against one decode step there (the weights
+ * are read once either way; the attention and the per-token work grow). */
+static bool verify_curve(elm_ctx *ctx, const int32_t *ids, int reps, float *logits, bool json)
+{
+    enum { AT = 256, K_MAX = 12 };
+    elm_ctx_truncate(ctx, 0);
+    if (elm_decode(ctx, ids, AT, logits, 0) != ELM_OK)
+        return false;
+    float *rows = x_reallocarray(NULL, (size_t)(K_MAX + 1) * (size_t)elm_model_get_info(
+                                           elm_ctx_model(ctx))->n_vocab, sizeof *rows);
+    double one = 0.0;
+    if (!json)
+        printf("\nverifying k drafted tokens (one pass of k + 1 at a context of %d) against "
+               "one decode step:\n", AT);
+    bool good = true;
+    for (int k = 0; k <= K_MAX && good; k++) {
+        double best = 1e9;
+        for (int r = 0; r <= reps; r++) {
+            elm_ctx_truncate(ctx, AT);
+            double t0 = wall_seconds();
+            good = elm_decode(ctx, ids + AT, k + 1, k ? rows : logits,
+                              k ? ELM_DECODE_ALL_LOGITS : 0) == ELM_OK;
+            double t = wall_seconds() - t0;
+            if (r > 0 && t < best)
+                best = t;
+        }
+        if (k == 0)
+            one = best;
+        if (json)
+            printf("{\"test\": \"verify\", \"k\": %d, \"ms\": %.3f, \"of_one_step\": %.3f}\n",
+                   k, best * 1e3, best / one);
+        else
+            printf("  k %2d: %7.2f ms, %.2fx one step; break-even at %.2f accepted\n", k,
+                   best * 1e3, best / one, best / one - 1.0);
+    }
+    free(rows);
+    return good;
 }
 
 /* ------------------------------------------------------- the roofline */
@@ -553,19 +596,19 @@ int cmd_bench(int argc, char **argv)
         if (strcmp(argv[i], "--chat") == 0)
             return bench_chat_main(argc, argv);
     enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW, OPT_NO_BLIS, OPT_PROFILE, OPT_BENCH_EXACT,
-           OPT_RETRY };
+           OPT_RETRY, OPT_VERIFY };
     static const struct option opts[] = {
         {"model", 1, NULL, 'm'},       {"n-prompt", 1, NULL, 'p'}, {"n-gen", 1, NULL, 'n'},
         {"threads", 1, NULL, 't'},     {"repetitions", 1, NULL, 'r'},
         {"json", 0, NULL, OPT_JSON},   {"help", 0, NULL, 'h'},     {"kernels", 0, NULL, OPT_KERNELS},
         {"no-bandwidth", 0, NULL, OPT_NO_BW}, {"no-blis", 0, NULL, OPT_NO_BLIS},
         {"profile", 0, NULL, OPT_PROFILE}, {"exact", 0, NULL, OPT_BENCH_EXACT},
-        {"retry", 0, NULL, OPT_RETRY},
+        {"retry", 0, NULL, OPT_RETRY}, {"verify", 0, NULL, OPT_VERIFY},
         {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
     long n_prompt = 512, n_gen = 128, threads = cmd_all_cpus(), reps = 5;
     bool json = false, bandwidth = true, blis = true, profile = false, exact = false;
-    bool retry = false;
+    bool retry = false, verify = false;
     int opt;
     option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:p:n:t:r:h", opts, NULL)) != -1) {
@@ -594,6 +637,7 @@ int cmd_bench(int argc, char **argv)
         case OPT_PROFILE: profile = true; break;
         case OPT_BENCH_EXACT: exact = true; break;
         case OPT_RETRY: retry = true; break;
+        case OPT_VERIFY: verify = true; break;
         case 'h': help(); return EXIT_OK;
         default: return option_loop_error(argv[0], opt, argv);
         }
@@ -613,6 +657,8 @@ int cmd_bench(int argc, char **argv)
     long need = n_prompt > n_gen ? n_prompt : n_gen;
     if (retry && n_gen + 32 > need)
         need = n_gen + 32; /* the retry test's prompt of 32, then its reply */
+    if (verify && need < 256 + 13)
+        need = 256 + 13;
     if (need > in->n_ctx_train) {
         cli_error("%ld tokens do not fit in the model's context of %d", need, in->n_ctx_train);
         goto done;
@@ -680,6 +726,8 @@ int cmd_bench(int argc, char **argv)
             profile_table(res, n_res);
     }
     if (retry && n_gen > 0 && !retry_bench(ctx, ids, (int)n_gen, (int)reps, logits, json))
+        goto done;
+    if (verify && !verify_curve(ctx, ids, (int)reps, logits, json))
         goto done;
     if (!json)
         printf("\nkernels: %s\n", elm_system_info());
