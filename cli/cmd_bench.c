@@ -28,7 +28,7 @@ static void help(void)
 {
     printf("Usage: elmchat bench [-m MODEL] [-p N] [-n N] [-t THREADS] [-r REPS] [--json]\n"
            "                     [--profile] [--no-bandwidth] [--no-blis] [--exact] [--retry]\n"
-           "                     [--verify]\n"
+           "                     [--verify] [--draft MODEL]\n"
            "Measure prompt processing (ppN: one batch of N tokens) and text generation\n"
            "(tgN: N decode steps of one token each, from an empty cache) in tokens per\n"
            "second, as llama-bench does.  Each test runs once to warm up, then REPS times.\n"
@@ -55,6 +55,8 @@ static void help(void)
            "      --retry           also a greedy reply made again with the first one as\n"
            "                        prompt lookup's source (what /retry does): both\n"
            "                        timed, and the replies compared id for id\n"
+           "      --draft MODEL     also greedy and sampled replies with MODEL drafting\n"
+           "                        (speculative decoding), timed and compared id for id\n"
            "      --verify          the cost of checking k = 1..12 drafted tokens in one\n"
            "                        pass, against one decode step\n"
            "      --exact           BF16 weights: f32 activations in the prefill (the\n"
@@ -96,10 +98,11 @@ static void collect_id(void *user, int32_t id, const char *text, size_t len)
         c->ids[c->n++] = id;
 }
 
-/* One greedy reply of n ids after the prompt; its decode seconds, or < 0. */
-static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int n, float *logits,
+/* One reply of n ids after the prompt (with a draft model: draft); its
+ * decode seconds, or < 0. */
+static double reply_with(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int n, float *logits,
                          bool lookup, const struct collect *extra, struct collect *out,
-                         struct elm_generate_result *res, float temperature)
+                         struct elm_generate_result *res, float temperature, elm_ctx *draft)
 {
     elm_ctx_truncate(ctx, 0);
     if (elm_decode(ctx, prompt, n_prompt, logits, 0) != ELM_OK)
@@ -112,6 +115,7 @@ static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int 
     gp.lookup = lookup;
     gp.lookup_extra = extra ? extra->ids : NULL;
     gp.n_lookup_extra = extra ? extra->n : 0;
+    gp.draft = draft;
     gp.on_token = collect_id;
     gp.user = out;
     out->n = 0;
@@ -120,6 +124,51 @@ static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int 
     if (elm_generate(ctx, logits, &gp, res, err, sizeof err) != ELM_OK)
         return -1.0;
     return wall_seconds() - t0;
+}
+
+static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int n, float *logits,
+                         bool lookup, const struct collect *extra, struct collect *out,
+                         struct elm_generate_result *res, float temperature)
+{
+    return reply_with(ctx, prompt, n_prompt, n, logits, lookup, extra, out, res, temperature, NULL);
+}
+
+/* --draft MODEL: greedy and sampled replies with and without the draft
+ * (no lookup in either), timed, compared id for id. */
+static bool draft_bench(elm_ctx *ctx, elm_ctx *draft, const int32_t *ids, int n_gen, int reps,
+                        float *logits)
+{
+    enum { PROMPT = 32 };
+    struct collect a = {x_reallocarray(NULL, (size_t)n_gen, sizeof(int32_t)), 0, n_gen};
+    struct collect b = {x_reallocarray(NULL, (size_t)n_gen, sizeof(int32_t)), 0, n_gen};
+    bool good = true;
+    for (int sampled = 0; sampled < 2 && good; sampled++) {
+        double plain = 0.0, with = 0.0;
+        struct elm_generate_result res = {0};
+        bool same = true;
+        float temp = sampled ? 1.0f : 0.0f;
+        for (int r = 0; r <= reps && good; r++) {
+            double x = reply_with(ctx, ids, PROMPT, n_gen, logits, false, NULL, &a, &res, temp, NULL);
+            double y = reply_with(ctx, ids, PROMPT, n_gen, logits, false, NULL, &b, &res, temp, draft);
+            good = x > 0 && y > 0;
+            same &= a.n == b.n && memcmp(a.ids, b.ids, (size_t)a.n * 4) == 0;
+            if (r > 0)
+                plain += x, with += y;
+        }
+        if (good)
+            printf("%stg%d %s with the draft %s: plain %.1f t/s, drafted %.1f t/s: %.2fx; %d "
+                   "passes, %d of %d drafted accepted (%.0f%%)%s; replies identical: %s\n",
+                   sampled ? "" : "\n", n_gen, sampled ? "sampled (temperature 1)" : "greedy",
+                   elm_model_get_info(elm_ctx_model(draft))->name, n_gen * reps / plain,
+                   n_gen * reps / with, plain / with, res.n_draft_passes, res.n_draft_accepted,
+                   res.n_draft_drafted,
+                   res.n_draft_drafted ? 100.0 * res.n_draft_accepted / res.n_draft_drafted : 0.0,
+                   res.draft_off ? ", then off" : "", same ? "yes" : "NO");
+        good &= same;
+    }
+    free(a.ids);
+    free(b.ids);
+    return good;
 }
 
 /* --retry: a greedy reply, then the same request again with that reply as
@@ -596,7 +645,7 @@ int cmd_bench(int argc, char **argv)
         if (strcmp(argv[i], "--chat") == 0)
             return bench_chat_main(argc, argv);
     enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW, OPT_NO_BLIS, OPT_PROFILE, OPT_BENCH_EXACT,
-           OPT_RETRY, OPT_VERIFY };
+           OPT_RETRY, OPT_VERIFY, OPT_DRAFT_MODEL };
     static const struct option opts[] = {
         {"model", 1, NULL, 'm'},       {"n-prompt", 1, NULL, 'p'}, {"n-gen", 1, NULL, 'n'},
         {"threads", 1, NULL, 't'},     {"repetitions", 1, NULL, 'r'},
@@ -604,11 +653,15 @@ int cmd_bench(int argc, char **argv)
         {"no-bandwidth", 0, NULL, OPT_NO_BW}, {"no-blis", 0, NULL, OPT_NO_BLIS},
         {"profile", 0, NULL, OPT_PROFILE}, {"exact", 0, NULL, OPT_BENCH_EXACT},
         {"retry", 0, NULL, OPT_RETRY}, {"verify", 0, NULL, OPT_VERIFY},
+        {"draft", 1, NULL, OPT_DRAFT_MODEL},
         {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
     long n_prompt = 512, n_gen = 128, threads = cmd_all_cpus(), reps = 5;
     bool json = false, bandwidth = true, blis = true, profile = false, exact = false;
     bool retry = false, verify = false;
+    const char *draft_arg = NULL;
+    elm_model *draft_model = NULL;
+    elm_ctx *draft_ctx = NULL;
     int opt;
     option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:p:n:t:r:h", opts, NULL)) != -1) {
@@ -638,6 +691,7 @@ int cmd_bench(int argc, char **argv)
         case OPT_BENCH_EXACT: exact = true; break;
         case OPT_RETRY: retry = true; break;
         case OPT_VERIFY: verify = true; break;
+        case OPT_DRAFT_MODEL: draft_arg = optarg; break;
         case 'h': help(); return EXIT_OK;
         default: return option_loop_error(argv[0], opt, argv);
         }
@@ -655,7 +709,7 @@ int cmd_bench(int argc, char **argv)
         return EXIT_RUNTIME;
     const struct elm_model_info *in = elm_model_get_info(model);
     long need = n_prompt > n_gen ? n_prompt : n_gen;
-    if (retry && n_gen + 32 > need)
+    if ((retry || draft_arg) && n_gen + 32 > need)
         need = n_gen + 32; /* the retry test's prompt of 32, then its reply */
     if (verify && need < 256 + 13)
         need = 256 + 13;
@@ -729,6 +783,11 @@ int cmd_bench(int argc, char **argv)
         goto done;
     if (verify && !verify_curve(ctx, ids, (int)reps, logits, json))
         goto done;
+    if (draft_arg && n_gen > 0 &&
+        (!cmd_open_draft(draft_arg, model, elm_ctx_n_ctx(ctx), (int)threads, &draft_model,
+                         &draft_ctx) ||
+         !draft_bench(ctx, draft_ctx, ids, (int)n_gen, (int)reps, logits)))
+        goto done;
     if (!json)
         printf("\nkernels: %s\n", elm_system_info());
     if (ferror(stdout)) {
@@ -737,6 +796,8 @@ int cmd_bench(int argc, char **argv)
     }
     rc = EXIT_OK;
 done:
+    elm_ctx_free(draft_ctx);
+    elm_model_free(draft_model);
     elm_bw_probe_free(bwt.probe);
     free(ids);
     free(logits);

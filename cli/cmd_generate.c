@@ -89,7 +89,8 @@ int cmd_generate(int argc, char **argv)
     int n_new = c.max_tokens >= 0 ? c.max_tokens : DEFAULT_N;
 
     int rc = EXIT_RUNTIME;
-    elm_ctx *ctx = NULL;
+    elm_ctx *ctx = NULL, *draft_ctx = NULL;
+    elm_model *draft = NULL;
     float *logits = NULL;
     elm_model *model = cmd_load_model(c.model, c.n_threads);
     if (!model)
@@ -98,6 +99,8 @@ int cmd_generate(int argc, char **argv)
         goto done;
     rc = EXIT_RUNTIME;
     if (!(ctx = cmd_new_ctx(model, c.n_ctx, c.n_threads, c.exact)))
+        goto done;
+    if (!cmd_open_draft(c.draft, model, elm_ctx_n_ctx(ctx), c.n_threads, &draft, &draft_ctx))
         goto done;
     const struct elm_model_info *in = elm_model_get_info(model);
     if (n_prompt > (size_t)elm_ctx_n_ctx(ctx)) {
@@ -114,6 +117,7 @@ int cmd_generate(int argc, char **argv)
         gp.max_tokens = n_new;
         gp.ignore_eos = ignore_eos;
         gp.lookup = !c.no_lookup;
+        gp.draft = draft_ctx;
         gp.on_token = print_id;
         int n_printed = 0;
         gp.user = &n_printed;
@@ -123,8 +127,11 @@ int cmd_generate(int argc, char **argv)
         if (res.reason == ELM_STOP_CONTEXT_FULL)
             st = ELM_E_CONTEXT_FULL;
         if (getenv("ELMCHAT_LOOKUP_STATS"))
-            fprintf(stderr, "lookup: %d passes, %d drafted, %d accepted%s\n", res.n_passes,
-                    res.n_drafted, res.n_accepted, res.lookup_off ? ", turned off" : "");
+            fprintf(stderr, "lookup: %d passes, %d drafted, %d accepted%s; draft: %d passes, "
+                            "%d drafted, %d accepted%s\n",
+                    res.n_passes, res.n_drafted, res.n_accepted, res.lookup_off ? ", off" : "",
+                    res.n_draft_passes, res.n_draft_drafted, res.n_draft_accepted,
+                    res.draft_off ? ", off" : "");
     }
     putchar('\n');
     if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -139,6 +146,8 @@ int cmd_generate(int argc, char **argv)
 done:
     free(logits);
     free(prompt);
+    elm_ctx_free(draft_ctx);
+    elm_model_free(draft);
     elm_ctx_free(ctx);
     elm_model_free(model);
     return rc;

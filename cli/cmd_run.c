@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/model_open.h"
 #include "src/attachment.h"
 #include "src/model_find.h"
 #include "src/options.h"
@@ -150,6 +151,12 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
         elm_ctx_free(ctx);
         return EXIT_RUNTIME;
     }
+    elm_model *draft = NULL;
+    elm_ctx *draft_ctx = NULL;
+    if (!cmd_open_draft(c->draft, model, n_ctx, c->n_threads, &draft, &draft_ctx)) {
+        elm_ctx_free(ctx);
+        return EXIT_RUNTIME;
+    }
     float *logits = x_malloc((size_t)n_vocab * sizeof *logits);
     int rc = EXIT_OK;
     st = elm_decode(ctx, prompt->v, (int)prompt->n, logits, 0);
@@ -162,6 +169,7 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
         gp.n_stop_strings = (int)tpl->n_stop;
         gp.tokenizer = tok;
         gp.lookup = !c->no_lookup;
+        gp.draft = draft_ctx;
         gp.on_token = print_piece;
         struct elm_generate_result res;
         st = elm_generate(ctx, logits, &gp, &res, err, sizeof err);
@@ -175,6 +183,8 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
         rc = EXIT_RUNTIME;
     }
     free(logits);
+    elm_ctx_free(draft_ctx);
+    elm_model_free(draft);
     elm_ctx_free(ctx);
     return rc;
 }

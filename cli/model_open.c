@@ -72,3 +72,27 @@ long cmd_all_cpus(void)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     return ncpu > 0 ? ncpu : 1;
 }
+
+bool cmd_open_draft(const char *arg, const elm_model *target, int n_ctx, int n_threads,
+                    elm_model **model, elm_ctx **ctx)
+{
+    *model = NULL;
+    *ctx = NULL;
+    if (!arg)
+        return true;
+    char err[ELM_ERR_MAX];
+    if (!(*model = cmd_load_model(arg, n_threads)))
+        return false;
+    if (!elm_model_can_draft(target, *model, err, sizeof err)) {
+        cli_error("--draft %s: %s", arg, err);
+        elm_model_free(*model);
+        *model = NULL;
+        return false;
+    }
+    if (!(*ctx = cmd_new_ctx(*model, n_ctx, n_threads, false))) {
+        elm_model_free(*model);
+        *model = NULL;
+        return false;
+    }
+    return true;
+}

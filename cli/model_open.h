@@ -10,6 +10,11 @@
 
 /* MODEL as for -m (NULL: the bundled default).  Owned: elm_model_free. */
 elm_model *cmd_load_model(const char *arg, int n_threads);
+/* --draft MODEL for target: loaded, checked (the same vocabulary), and a
+ * ctx of n_ctx on it.  NULL (nothing to free) when arg is NULL; false after
+ * an error message. */
+bool cmd_open_draft(const char *arg, const elm_model *target, int n_ctx, int n_threads,
+                    elm_model **model, elm_ctx **ctx);
 /* Owned: elm_ctx_free. */
 elm_ctx *cmd_new_ctx(const elm_model *model, int n_ctx, int n_threads, bool exact);
 /* --tokens ARG (required, comma/space separated ids, at least one) into

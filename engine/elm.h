@@ -262,6 +262,13 @@ struct elm_generate_params {
     bool lookup;
     const int32_t *lookup_extra;
     int n_lookup_extra;
+    /* Draft-model speculative decoding: a ctx of a smaller model with the
+     * same vocabulary (elm_model_can_draft), NULL: none.  Where lookup finds
+     * nothing, the draft's argmax proposes the next ids; they are verified
+     * and kept as lookup's are (the ids are the target's own).  Its cache
+     * follows the sequence by itself.  Adaptive like lookup, and off for the
+     * reply when it does not pay. */
+    elm_ctx *draft;
 };
 struct elm_generate_params elm_generate_default_params(void);
 
@@ -273,6 +280,9 @@ struct elm_generate_result {
      * whether it turned itself off */
     int n_passes, n_drafted, n_accepted;
     bool lookup_off;
+    /* the draft model's, likewise */
+    int n_draft_passes, n_draft_drafted, n_draft_accepted;
+    bool draft_off;
 };
 
 /* Generate after the cache's last token.  logits: its next-token logits
@@ -282,6 +292,12 @@ struct elm_generate_result {
  * ELM_STOP_ERROR (err filled). */
 elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
                         struct elm_generate_result *res, char *err, size_t err_size);
+
+/* Can draft propose tokens for target (elm_generate_params.draft)?  The same
+ * vocabulary: its size and every piece.  false with err naming both models
+ * and the first difference. */
+bool elm_model_can_draft(const elm_model *target, const elm_model *draft, char *err,
+                         size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -30,6 +30,7 @@ engine_libelm_a_SOURCES += \
 engine_libelm_a_SOURCES += \
 	engine/model/model.h \
 	engine/model/load.c \
+	engine/model/vocab_match.c \
 	engine/model/load_steps.c engine/model/load_steps.h \
 	engine/model/hf_model.c engine/model/hf_model.h \
 	engine/model/setup.c \
@@ -64,6 +65,7 @@ engine_libelm_a_SOURCES += \
 	engine/inference/forward.c \
 	engine/inference/generate.c engine/inference/generate_testing.h \
 	engine/inference/lookup.c engine/inference/lookup.h \
+	engine/inference/draft.c engine/inference/draft.h \
 	engine/inference/state.c engine/inference/state.h
 # GGUF files and the quantized weight types (read, bind, write, convert).
 engine_libelm_a_SOURCES += \

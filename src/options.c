@@ -87,7 +87,9 @@ const char cli_common_help[] =
     "      --exact              BF16 weights: f32 activations in the prefill (by default\n"
     "                           they are rounded to bf16 where the CPU has AVX512_BF16)\n"
     "      --no-lookup          no prompt lookup (drafts of repeated text verified in one\n"
-    "                           pass; the reply is the same either way, only its speed)\n";
+    "                           pass; the reply is the same either way, only its speed)\n"
+    "      --draft MODEL        a smaller model of the same vocabulary proposes tokens\n"
+    "                           that the model checks in one pass (the same reply)\n";
 
 int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char *arg)
 {
@@ -144,6 +146,9 @@ int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char
         return 1;
     case OPT_NO_LOOKUP:
         c->no_lookup = true;
+        return 1;
+    case OPT_DRAFT:
+        c->draft = arg;
         return 1;
     default:
         return 0;

@@ -10,6 +10,7 @@
 #include "engine/base/error.h"
 #include "engine/elm.h"
 #include "engine/inference/generate_testing.h"
+#include "engine/inference/draft.h"
 #include "engine/inference/lookup.h"
 
 /* Text not reported yet because it may be the start of a stop string. */
@@ -128,29 +129,47 @@ struct pass {
  * next id is to be sampled). */
 static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, int n_vocab,
                        elm_sampler *smp, const struct elm_generate_params *p,
-                       struct elm_lookup *lk, struct pass *ps)
+                       struct elm_lookup *lookup, struct elm_lookup *drafting, struct pass *ps)
 {
     ps->n_q = ps->at_q = 0;
     int base = elm_ctx_n_past(ctx), n_ctx = elm_ctx_n_ctx(ctx);
     int k = 0;
     int room = n_ctx - base - 1;
-    if (ps->rows && !lk->off && room > 0) {
-        /* the sequence with id, as the draft's key */
-        const int32_t *hist = elm_ctx_tokens(ctx);
+    struct elm_lookup *lk = lookup;
+    double t0 = now_s();
+    /* two plain steps first: what a token costs without drafts, the
+     * break-even of both */
+    bool calibrated = lookup->n_plain >= 2;
+    bool want_lookup = p->lookup && !lookup->off && calibrated;
+    bool want_draft = p->draft && !drafting->off && calibrated;
+    if (ps->rows && room > 0 && (want_lookup || want_draft)) {
+        /* the sequence with id: the key of lookup, the prompt of the draft */
         int32_t *h = malloc(((size_t)base + 1) * sizeof *h);
         if (h) {
-            memcpy(h, hist, (size_t)base * sizeof *h);
+            memcpy(h, elm_ctx_tokens(ctx), (size_t)base * sizeof *h);
             h[base] = id;
-            int max = lk->k < room ? lk->k : room;
-            k = elm_lookup_draft(h, base + 1, p->lookup_extra, p->n_lookup_extra, max, ps->ids + 1);
+            if (want_lookup) {
+                int max = lookup->k < room ? lookup->k : room;
+                k = elm_lookup_draft(h, base + 1, p->lookup_extra, p->n_lookup_extra, max,
+                                     ps->ids + 1);
+            }
+            if (k == 0 && want_draft) {
+                lk = drafting;
+                t0 = now_s(); /* the draft's own steps are part of the pass */
+                int max = drafting->k < room ? drafting->k : room;
+                k = elm_draft_propose(p->draft, h, base + 1, max, ps->ids + 1, scratch);
+            }
             free(h);
         }
     }
-    double t0 = now_s();
     if (k == 0) {
+        t0 = now_s();
         elm_status st = elm_decode(ctx, &id, 1, logits, 0);
-        if (st == ELM_OK && ps->rows)
-            elm_lookup_plain(lk, now_s() - t0);
+        if (st == ELM_OK && ps->rows) {
+            double t = now_s() - t0;
+            elm_lookup_plain(lookup, t);
+            elm_lookup_plain(drafting, t);
+        }
         return st;
     }
     ps->ids[0] = id;
@@ -187,7 +206,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
                            const int32_t *forced, size_t n_forced,
                            struct elm_generate_result *res, char *err, size_t err_size)
 {
-    *res = (struct elm_generate_result){ELM_STOP_LENGTH, 0, NULL, 0, 0, 0, false};
+    *res = (struct elm_generate_result){ELM_STOP_LENGTH, 0, NULL, 0, 0, 0, false, 0, 0, 0, false};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
         (p->n_stop_strings > 0 && (!p->stop_strings || !p->tokenizer))) {
         res->reason = ELM_STOP_ERROR;
@@ -199,11 +218,12 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
     float *scratch = malloc((size_t)n_vocab * sizeof *scratch);
     elm_sampler *smp = elm_sampler_new(&p->sampler);
     struct holdback held = {0};
-    struct elm_lookup lk;
+    struct elm_lookup lk, dk;
     elm_lookup_init(&lk);
+    elm_lookup_init(&dk);
     struct pass ps = {0};
     /* a script (test hook) is not sampled: nothing to verify */
-    if (p->lookup && !forced)
+    if ((p->lookup || p->draft) && !forced)
         ps.rows = malloc((size_t)(ELM_LOOKUP_K_MAX + 1) * (size_t)n_vocab * sizeof *ps.rows);
     elm_status st = ELM_OK;
     if (!scratch || !smp) {
@@ -293,7 +313,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
             res->reason = ELM_STOP_CONTEXT_FULL;
             break;
         }
-        elm_status dst = feed(ctx, id, logits, scratch, n_vocab, smp, p, &lk, &ps);
+        elm_status dst = feed(ctx, id, logits, scratch, n_vocab, smp, p, &lk, &dk, &ps);
         if (dst == ELM_E_ABORTED) {
             res->reason = ELM_STOP_CANCELLED;
             break;
@@ -319,6 +339,10 @@ out:
     res->n_drafted = lk.n_drafted;
     res->n_accepted = lk.n_accepted;
     res->lookup_off = lk.off;
+    res->n_draft_passes = dk.n_passes;
+    res->n_draft_drafted = dk.n_drafted;
+    res->n_draft_accepted = dk.n_accepted;
+    res->draft_off = dk.off;
     free(ps.rows);
     free(held.buf);
     free(scratch);

@@ -232,6 +232,62 @@ static void test_lookup(void)
        "max_tokens inside a verified draft: 13 ids, 12 fed (%d)", past_b - N_PROMPT);
 }
 
+/* A draft model: the same model (everything accepted) and another one of
+ * the same vocabulary (random weights of another seed: little accepted);
+ * greedy and sampled, the ids and the cache are the target's own, as
+ * without a draft; the draft's cache follows the sequence. */
+static void test_draft(elm_model *other, elm_model *foreign)
+{
+    enum { N = 40 };
+    char err[ELM_ERR_MAX];
+    ok(elm_model_can_draft(model, other, err, sizeof err), "a model of the same vocabulary can draft");
+    ok(foreign && !elm_model_can_draft(model, foreign, err, sizeof err) &&
+           strstr(err, "a vocabulary of 1024 tokens, not 32000"),
+       "another vocabulary cannot: %s", err);
+    elm_model *drafts[2] = {model, other};
+    for (int d = 0; d < 2; d++)
+        for (int sampled = 0; sampled < 2; sampled++) {
+            struct seen a, b;
+            struct elm_generate_result ra, rb;
+            elm_status st;
+            int past_a, past_b;
+            struct elm_generate_params pa = params(&a, N);
+            pa.lookup = false;
+            pa.sampler.repeat_penalty = 1.0f;
+            if (sampled)
+                pa.sampler.temperature = 0.8f, pa.sampler.seed = 11;
+            run(&pa, &a, 0, &ra, &st, &past_a);
+            char derr[ELM_ERR_MAX];
+            struct elm_ctx_params cp = elm_ctx_default_params();
+            cp.n_threads = 1;
+            elm_ctx *dc = NULL;
+            if (elm_ctx_new(drafts[d], &cp, &dc, derr, sizeof derr) != ELM_OK)
+                bail_out("draft ctx: %s", derr);
+            struct elm_generate_params pb = pa;
+            struct seen *sb = &b;
+            memset(sb, 0, sizeof *sb);
+            b.stop_after = -1;
+            b.held_ok = true;
+            pb.user = &b;
+            pb.draft = dc;
+            run(&pb, &b, 0, &rb, &st, &past_b);
+            const char *who = d ? "another model drafting" : "the model drafting for itself";
+            const char *how = sampled ? "sampled" : "greedy";
+            ok(a.n_ids == N && b.n_ids == N && memcmp(a.ids, b.ids, N * sizeof *a.ids) == 0 &&
+                   past_a == past_b,
+               "%s, %s: the same %d ids and cache as without a draft", who, how, N);
+            if (d == 0 && !sampled)
+                ok(rb.n_draft_passes > 0 && rb.n_draft_accepted == rb.n_draft_drafted,
+                   "%s, greedy: every drafted id accepted (%d in %d passes)", who,
+                   rb.n_draft_accepted, rb.n_draft_passes);
+            else
+                diag("%s, %s: %d of %d drafted ids accepted in %d passes%s", who, how,
+                     rb.n_draft_accepted, rb.n_draft_drafted, rb.n_draft_passes,
+                     rb.draft_off ? ", then off" : "");
+            elm_ctx_free(dc);
+        }
+}
+
 /* Cumulative text length after each id of a plain run. */
 static void text_ends(const int32_t *ids, int n, size_t *ends)
 {
@@ -409,6 +465,16 @@ int main(void)
     test_stop_strings();
     test_other_reasons();
     test_lookup();
+    char dir_b[4096], dir_c[4096];
+    elm_model *other = NULL, *foreign = NULL;
+    if (tap_gen_checkpoint("--preset default --seed 9", dir_b, sizeof dir_b, "other") &&
+        elm_model_load(dir_b, NULL, &other, err, sizeof err) == ELM_OK &&
+        tap_gen_checkpoint("--preset micro", dir_c, sizeof dir_c, "micro")) {
+        elm_model_load(dir_c, NULL, &foreign, err, sizeof err);
+        test_draft(other, foreign);
+    }
+    elm_model_free(other);
+    elm_model_free(foreign);
     test_shared_tokenizer(dir);
     elm_model_free(model);
     return done_testing();

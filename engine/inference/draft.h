@@ -1,0 +1,23 @@
+/* draft.h: draft-model speculative decoding (engine-internal; elm_generate
+ * uses it).  A smaller model with the same vocabulary proposes the next
+ * tokens (greedy: its argmax), the target verifies them in one batched
+ * pass and keeps those its own samples equal (so the output is the
+ * target's, sampled or greedy, exactly as without a draft).  The draft's
+ * cache follows the target's sequence by its common prefix, like the
+ * worker's: it computes only what it lacks. */
+#ifndef ELMCHAT_ENGINE_DRAFT_H
+#define ELMCHAT_ENGINE_DRAFT_H
+
+#include <stdint.h>
+
+#include "engine/elm.h"
+
+/* Up to max ids after hist[0..n_hist) by the draft's argmax, into out; the
+ * draft's cache is brought to hist first.  scratch: n_vocab floats.  The
+ * count (0 on any error: then simply no draft). */
+int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, int32_t *out,
+                      float *scratch);
+/* Whether a model can draft for another: elm_model_can_draft (elm.h,
+ * engine/model/vocab_match.c). */
+
+#endif
