@@ -73,6 +73,10 @@ enum elm_request_type {
     ELM_REQ_SAVE_STATE,     /* ctx slot, path */
     ELM_REQ_LOAD_STATE,     /* ctx slot, path */
     ELM_REQ_FREE_CTX,       /* ctx slot: drop its caches for every model */
+    ELM_REQ_SET_DRAFT,      /* path (NULL or "": none): the draft model of speculative
+                               decoding (elm_generate_params.draft), loaded now; an
+                               ERROR when it does not load or its vocabulary is not the
+                               current model's */
     ELM_REQ_SHUTDOWN,
 };
 
@@ -86,6 +90,8 @@ enum {
     ELM_GEN_SYNC = 1u << 0,
     /* no prompt lookup drafts (/set lookup off) */
     ELM_GEN_NO_LOOKUP = 1u << 1,
+    /* no draft model for this reply (/set draft off keeps it loaded) */
+    ELM_GEN_NO_DRAFT = 1u << 2,
 };
 
 /* LOAD_MODEL flags. */
@@ -167,6 +173,8 @@ struct elm_event {
     int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
     int n_passes, n_drafted, n_accepted; /* DONE: prompt lookup (elm_generate_result) */
     bool lookup_off;                /* DONE: it turned itself off for the reply */
+    int n_draft_passes, n_draft_drafted, n_draft_accepted; /* DONE: the draft model's */
+    bool draft_off;
     int n_reused;                   /* DONE: tokens found already cached */
     struct elm_model_info *info;    /* MODEL_READY: a copy (owned) */
     int n_dropped;                  /* CACHE_DROPPED: tokens the cache held

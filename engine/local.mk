@@ -16,6 +16,7 @@ engine_libelm_a_SOURCES = \
 	engine/worker/loader.c \
 	engine/worker/request_generate.c \
 	engine/worker/request_cache.c \
+	engine/worker/request_draft.c \
 	engine/base/status.c \
 	engine/inference/sampler.c
 # The tokenizer (SentencePiece BPE; tokenizer.model, tokenizer.json, a

@@ -88,6 +88,18 @@ static void show_info(struct chat *c)
             c->lk_turned_off ? "; then it turned itself off (it did not pay)" : "");
     else
         ADD("\nprompt lookup: on; the last reply repeated nothing to draft from");
+    if (c->draft_name[0] && !c->draft_ready)
+        ADD("\ndraft model: %s, loading", c->draft_name);
+    else if (c->draft_ready && c->dr_passes > 0)
+        ADD("\ndraft model %s, last reply: %d of %d drafted tokens accepted (%.0f%%) in %d "
+            "passes, %.2f tokens a pass%s",
+            c->draft_name, c->dr_accepted, c->dr_drafted,
+            c->dr_drafted ? 100.0 * c->dr_accepted / c->dr_drafted : 0.0, c->dr_passes,
+            (double)(c->dr_accepted + c->dr_passes) / c->dr_passes,
+            c->dr_turned_off ? "; then it turned itself off (below break-even)" : "");
+    else if (c->draft_ready)
+        ADD("\ndraft model %s: not used yet (or its vocabulary is not the model's)",
+            c->draft_name);
     ADD("\n");
     char window[48];
     if (p.repeat_last_n < 0)
@@ -454,6 +466,17 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
                                                                  : "on");
             break;
         }
+        if (cmd->param == PARAM_DRAFT) {
+            if (chat_busy_refuse(c))
+                break;
+            if (!chat_set_draft(c, cmd->arg, err, sizeof err))
+                chat_notice(c, true, "%s", err);
+            else if (strcmp(cmd->arg, "off") == 0)
+                chat_notice(c, false, "no draft model");
+            else
+                chat_notice(c, false, "loading the draft %s...", cmd->arg);
+            break;
+        }
         if (cmd->param == PARAM_LOOKUP) {
             c->lookup_off = cmd->ivalue == 0;
             chat_notice(c, false, "prompt lookup %s", c->lookup_off ? "off" : "on (drafts of "
@@ -489,6 +512,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             break;
         case PARAM_MARKDOWN:
         case PARAM_LOOKUP:
+        case PARAM_DRAFT:
             break;
         }
         v->dirty = true;

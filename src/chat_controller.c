@@ -163,6 +163,15 @@ static void on_done(struct chat *c, struct elm_event *ev)
             c->n_kv_saves--;
         return;
     }
+    if (ev->request_type == ELM_REQ_SET_DRAFT && ev->request_id == c->draft_req) {
+        c->draft_req = 0;
+        c->draft_ready = c->draft_name[0] != '\0';
+        if (c->draft_ready)
+            chat_notice(c, false, "draft %s ready: it proposes tokens that %s checks in one pass "
+                                  "(the same replies; /set draft off)",
+                        c->draft_name, c->model_name);
+        return;
+    }
     if (ev->request_type != ELM_REQ_GENERATE)
         return; /* LOAD_STATE: the prefill that follows says what it gave */
     c->n_past = ev->n_past;
@@ -184,6 +193,10 @@ static void on_done(struct chat *c, struct elm_event *ev)
         c->lk_accepted = ev->n_accepted;
         c->lk_generated = ev->n_generated;
         c->lk_turned_off = ev->lookup_off;
+        c->dr_passes = ev->n_draft_passes;
+        c->dr_drafted = ev->n_draft_drafted;
+        c->dr_accepted = ev->n_draft_accepted;
+        c->dr_turned_off = ev->draft_off;
         finish_reply(c, ev);
         if (c->has_pending_ready) {
             c->has_pending_ready = false;
@@ -252,6 +265,11 @@ static void on_failure(struct chat *c, const struct elm_event *ev)
         if (c->n_kv_saves > 0)
             c->n_kv_saves--;
         chat_notice(c, true, "KV snapshot not saved: %s", ev->text ? ev->text : "error");
+    } else if (ev->request_type == ELM_REQ_SET_DRAFT) {
+        c->draft_req = 0;
+        c->draft_ready = false;
+        chat_notice(c, true, "draft %s: %s", c->draft_name, ev->text ? ev->text : "error");
+        c->draft_name[0] = '\0';
     } else if (ev->request_type == ELM_REQ_LOAD_STATE) {
         /* another model or a damaged file: the prefill recomputes */
         struct conv *v = chat_conv_by_slot(c, ev->slot);
@@ -727,6 +745,8 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     if (!c->worker)
         return false;
     chat_post_load_model(c);
+    if (opt->common.draft && !chat_set_draft(c, opt->common.draft, err, err_size))
+        return false;
     if (c->bundled && !s->n_msgs) {
         char line[512];
         snprintf(line, sizeof line,

@@ -128,6 +128,12 @@ struct chat {
     struct conv *queued_conv;
     bool markdown_off; /* /set markdown off, --raw */
     bool lookup_off;   /* /set lookup off, --no-lookup */
+    /* the draft model of speculative decoding (--draft, /set draft) */
+    char draft_name[128];        /* as named, "" none */
+    uint64_t draft_req;          /* its SET_DRAFT, until DONE */
+    bool draft_ready;
+    int dr_passes, dr_drafted, dr_accepted;
+    bool dr_turned_off;
     /* the last reply's prompt lookup (DONE): passes, drafted, accepted */
     int lk_passes, lk_drafted, lk_accepted, lk_generated;
     bool lk_turned_off;

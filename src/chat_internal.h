@@ -96,6 +96,9 @@ char *chat_attach_to(struct chat *c, const char *text);
 void chat_attach_sent(struct chat *c);
 
 /* chat_model.c */
+/* --draft, /set draft NAME|off: SET_DRAFT for the worker (false: the name
+ * resolves to nothing, err says why). */
+bool chat_set_draft(struct chat *c, const char *name, char *err, size_t err_size);
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
                         size_t err_size);
 bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size);

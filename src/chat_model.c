@@ -208,3 +208,19 @@ void chat_model_failed(struct chat *c, const struct elm_event *ev)
     chat_notice(c, true, "%s", buf);
     chat_info_msg(c, true, buf);
 }
+
+bool chat_set_draft(struct chat *c, const char *name, char *err, size_t err_size)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_SET_DRAFT);
+    char path[4096] = "";
+    if (name && strcmp(name, "off") != 0) {
+        if (!chat_resolve_model(c, name, path, sizeof path, err, err_size))
+            return false;
+        req.path = path;
+    }
+    req.n_threads = c->opt.common.n_threads;
+    snprintf(c->draft_name, sizeof c->draft_name, "%s", req.path ? name : "");
+    c->draft_ready = false;
+    c->draft_req = chat_post(c, &req);
+    return true;
+}

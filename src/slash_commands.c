@@ -25,7 +25,7 @@ const struct cmd_info cmd_table[] = {
      "use a role preset as the system prompt (no NAME: list them)"},
     {"set", CMD_SET, ARG_PARAM, 1, "/set PARAM VALUE",
      "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
-     "markdown on|off; lookup on|off"},
+     "markdown on|off; lookup on|off; draft NAME|off"},
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
     {"rename", CMD_RENAME, ARG_TEXT, 1, "/rename NEW", "rename this conversation (its file too)"},
@@ -63,7 +63,7 @@ const size_t cmd_table_len = sizeof cmd_table / sizeof cmd_table[0];
 
 const char *const cmd_param_names[] = {
     "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "max-tokens", "markdown",
-    "repeat-last-n", "lookup", NULL,
+    "repeat-last-n", "lookup", "draft", NULL,
 };
 
 void cmd_fini(struct cmd *c)
@@ -128,7 +128,7 @@ bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char 
     if (!param_by_name(name, &p)) {
         snprintf(err, err_size,
                  "unknown parameter '%s' (temperature, top-k, top-p, min-p, repeat-penalty, "
-                 "repeat-last-n, seed, max-tokens, markdown, lookup)",
+                 "repeat-last-n, seed, max-tokens, markdown, lookup, draft)",
                  name);
         return false;
     }
@@ -162,6 +162,9 @@ bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char 
     case PARAM_REPEAT_LAST_N:
         good = cli_parse_int(value, -1, 1 << 20, &l), d = (double)l,
         range = "an integer: the last N tokens, -1 the whole sequence, 0 off";
+        break;
+    case PARAM_DRAFT:
+        good = *value != '\0', range = "a model name or off";
         break;
     case PARAM_MARKDOWN:
     case PARAM_LOOKUP:
@@ -243,6 +246,11 @@ enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_
         if (!cmd_parse_param(out->arg, value, out, err, err_size)) {
             cmd_fini(out);
             return CMD_ERROR;
+        }
+        if (out->param == PARAM_DRAFT) { /* the name is the argument */
+            char *model = x_strdup(value);
+            free(out->arg);
+            out->arg = model;
         }
     }
     if ((ci->arg == ARG_SESSION || ci->id == CMD_NEW) && out->arg) {

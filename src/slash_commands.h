@@ -63,6 +63,7 @@ enum cmd_param {
     PARAM_MARKDOWN, /* a display setting: on or off (ivalue 1 or 0) */
     PARAM_REPEAT_LAST_N,
     PARAM_LOOKUP,   /* prompt lookup drafts: on or off (ivalue 1 or 0) */
+    PARAM_DRAFT,    /* the draft model: a name or off (the value in cmd.arg) */
 };
 
 struct cmd_info {

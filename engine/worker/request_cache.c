@@ -93,5 +93,6 @@ void wk_do_free_ctx(elm_worker *w)
             }
         }
     }
+    wk_draft_free_slot(w, slot);
     done_ok(w, NULL);
 }

@@ -240,6 +240,8 @@ void wk_do_generate(elm_worker *w)
         gp.n_stop_strings = rq->n_stop_strings;
     }
     gp.lookup = !(rq->flags & ELM_GEN_NO_LOOKUP);
+    if (!(rq->flags & ELM_GEN_NO_DRAFT))
+        gp.draft = wk_draft_ctx(w, rq->slot, elm_ctx_n_ctx(sc->ctx));
     gp.lookup_extra = rq->lookup_tokens;
     gp.n_lookup_extra = rq->n_lookup_tokens;
     gp.on_token = gen_on_token;
@@ -266,6 +268,10 @@ void wk_do_generate(elm_worker *w)
     fev->n_drafted = res.n_drafted;
     fev->n_accepted = res.n_accepted;
     fev->lookup_off = res.lookup_off;
+    fev->n_draft_passes = res.n_draft_passes;
+    fev->n_draft_drafted = res.n_draft_drafted;
+    fev->n_draft_accepted = res.n_draft_accepted;
+    fev->draft_off = res.draft_off;
     if (res.n_generated > 0 && t3 > t2)
         fev->decode_tps = res.n_generated / (t3 - t2);
     done_generate(w, sc, reason, fst, err);

@@ -105,6 +105,11 @@ struct elm_worker {
     struct req_node *ld_q_head, *ld_q_tail; /* LOAD_MODELs waiting their turn */
 
     /* worker thread only */
+    elm_model *draft;             /* SET_DRAFT: the draft model, NULL: none */
+    char *draft_path;
+    struct slot_ctx *draft_ctxs;  /* its caches, one per slot */
+    const elm_model *draft_checked_for; /* the model draft_fits was checked against */
+    bool draft_fits;              /* the same vocabulary as that model */
     struct model_rec *models; /* the current one and the kept ones */
     struct model_rec *cur;
     uint64_t clock; /* LRU ticks */
@@ -153,6 +158,14 @@ void wk_next_load(elm_worker *w);
 
 /* request_generate.c */
 void wk_do_generate(elm_worker *w);
+
+/* request_draft.c */
+void wk_do_set_draft(elm_worker *w);
+void wk_draft_free(elm_worker *w);
+void wk_draft_free_slot(elm_worker *w, int slot);
+/* The draft's cache for slot (made on first use; n_ctx: at least the
+ * target's), NULL when there is no draft or it does not fit the model. */
+elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx);
 
 /* request_cache.c */
 void wk_do_free_ctx(elm_worker *w);

@@ -102,6 +102,9 @@ static void *worker_main(void *arg)
         case ELM_REQ_FREE_CTX:
             wk_do_free_ctx(w);
             break;
+        case ELM_REQ_SET_DRAFT:
+            wk_do_set_draft(w);
+            break;
         case ELM_REQ_SHUTDOWN:
             break;
         default:
@@ -131,6 +134,7 @@ static void *worker_main(void *arg)
         w->ld_q_head = n->next;
         wk_req_free(n);
     }
+    wk_draft_free(w);
     while (w->models) {
         struct model_rec *m = w->models;
         w->models = m->next;

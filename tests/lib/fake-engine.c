@@ -364,3 +364,13 @@ elm_status elm_tokenize(const elm_tokenizer *tok, const char *text, size_t len, 
     *n_ids = 0;
     return ELM_E_UNSUPPORTED;
 }
+
+/* Fake models share one vocabulary when their sizes match. */
+bool elm_model_can_draft(const elm_model *target, const elm_model *draft, char *err,
+                         size_t err_size)
+{
+    if (target->info.n_vocab == draft->info.n_vocab)
+        return true;
+    snprintf(err, err_size, "another vocabulary");
+    return false;
+}

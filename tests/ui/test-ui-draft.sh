@@ -1,0 +1,35 @@
+#!/bin/sh
+# test-ui-draft.sh: speculative decoding and prompt lookup in the chat:
+# --draft MODEL loads a draft (here the model itself: everything accepted),
+# /info says what it did for the last reply, /set draft with a model of
+# another vocabulary is refused with both named, /set draft off; /set
+# lookup off and on.
+. "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
+ui_init
+GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
+model=${ELMCHAT_MODEL:-tests/random-model}
+
+ui_start 200 30 -s draft -n 12 --temp 0 --draft "$model"
+ok 'ui_wait "idle" 20 && ui_wait "ready: it proposes tokens" 10' "--draft: the draft is ready"
+ui_keys 'first question' Enter
+ok 'ui_wait "[interrupted]" 10 && ui_wait idle 10' "a reply with the draft"
+ui_keys '/info' Enter
+ok 'ui_wait "drafted tokens accepted" 5' "/info: what the draft did for the last reply"
+if [ -x "$GEN" ] && "$GEN" --preset micro -o "$UI_DIR/micro" >/dev/null 2>&1; then
+    ui_keys "/set draft $UI_DIR/micro" Enter
+    ok 'ui_wait "cannot draft for" 10 && ui_wait "a vocabulary of 1024 tokens" 5' \
+       "a draft of another vocabulary is refused, both named"
+else
+    ok true "# SKIP no gen-checkpoint"
+fi
+ui_keys '/set draft off' Enter
+ok 'ui_wait "no draft model" 5' "/set draft off"
+ui_keys '/set lookup off' Enter
+ok 'ui_wait "prompt lookup off" 5' "/set lookup off"
+ui_keys '/info' Enter
+ok 'ui_wait "prompt lookup: off (/set lookup on)" 5' "/info says so"
+ui_keys '/set lookup on' Enter
+ok 'ui_wait "prompt lookup on" 5' "/set lookup on"
+ui_keys '/quit' Enter
+ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
+ui_done
