@@ -745,7 +745,9 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     if (!c->worker)
         return false;
     chat_post_load_model(c);
-    if (opt->common.draft && !chat_set_draft(c, opt->common.draft, err, err_size))
+    const char *draft = opt->common.draft ? opt->common.draft
+                                          : config_alias_draft(&c->cfg, c->model_arg);
+    if (draft && !chat_set_draft(c, draft, err, err_size))
         return false;
     if (c->bundled && !s->n_msgs) {
         char line[512];

@@ -97,6 +97,13 @@ bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, ch
     snprintf(c->load_path, sizeof c->load_path, "%s", path);
     model_label(path, c->load_name, sizeof c->load_name);
     chat_post_load_model(c);
+    /* an alias of config.yaml may name the draft that speeds it up */
+    const char *draft = arg ? config_alias_draft(&c->cfg, arg) : NULL;
+    if (draft && !c->opt.common.draft && strcmp(draft, c->draft_name) != 0) {
+        char derr[512];
+        if (!chat_set_draft(c, draft, derr, sizeof derr))
+            chat_notice(c, true, "models.%s.draft: %s", arg, derr);
+    }
     return true;
 }
 

@@ -36,9 +36,18 @@ void config_fini(struct config *c)
     for (size_t i = 0; i < c->n_aliases; i++) {
         free(c->aliases[i].name);
         free(c->aliases[i].path);
+        free(c->aliases[i].draft);
     }
     free(c->aliases);
     config_init(c);
+}
+
+const char *config_alias_draft(const struct config *c, const char *name)
+{
+    for (size_t i = 0; name && i < c->n_aliases; i++)
+        if (strcmp(c->aliases[i].name, name) == 0)
+            return c->aliases[i].draft;
+    return NULL;
 }
 
 const char *config_alias(const struct config *c, const char *name)
@@ -62,13 +71,43 @@ static bool load_models(struct ydoc *d, yaml_node_t *n, struct config *c)
                              "models: an alias must be a non-empty name without '/'");
         char what[300];
         snprintf(what, sizeof what, "models.%s", key);
-        char *path = ydoc_strdup(d, ydoc_node(d, p->value), what);
+        yaml_node_t *v = ydoc_node(d, p->value);
+        char *path = NULL, *draft = NULL;
+        if (v->type == YAML_MAPPING_NODE) {
+            /* {path: ..., draft: NAME} */
+            if (!ydoc_check_keys(d, v))
+                return false;
+            for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < v->data.mapping.pairs.top;
+                 q++) {
+                const char *k2 = ydoc_key(d, q);
+                char w2[340];
+                snprintf(w2, sizeof w2, "%s.%s", what, k2);
+                char **dst = strcmp(k2, "path") == 0 ? &path : strcmp(k2, "draft") == 0 ? &draft
+                                                                                       : NULL;
+                if (!dst) {
+                    free(path), free(draft);
+                    return ydoc_fail(d, ydoc_node(d, q->key), "%s: unknown key (path, draft)", w2);
+                }
+                free(*dst);
+                if (!(*dst = ydoc_strdup(d, ydoc_node(d, q->value), w2))) {
+                    free(path), free(draft);
+                    return false;
+                }
+            }
+            if (!path) {
+                free(draft);
+                return ydoc_fail(d, v, "%s: missing key 'path'", what);
+            }
+        } else {
+            path = ydoc_strdup(d, v, what);
+        }
         if (!path)
             return false;
         if (!*path) {
-            free(path);
+            free(path), free(draft);
             return ydoc_fail(d, ydoc_node(d, p->value), "%s: empty path", what);
         }
+        c->aliases[c->n_aliases].draft = draft;
         c->aliases[c->n_aliases].name = x_strdup(key);
         c->aliases[c->n_aliases++].path = path;
     }

@@ -464,6 +464,7 @@ static void test_config(void)
     char *path = tmp_path("config.yaml");
     const char *good = "default_model: 270M-instruct\ntemplate: chatml\nmodels:\n"
                        "  270M-instruct: /data/OpenELM-270M-Instruct\n  big: /data/1_1B.gguf\n"
+                       "  3B: {path: /data/3B, draft: 270M-instruct}\n"
                        "sampling: {temperature: 0.3, max_tokens: 100}\n"
                        "context:\n  policy: stop\n  size: 1024\n";
     write_text(path, good, strlen(good));
@@ -472,6 +473,9 @@ static void test_config(void)
     is_str(c.template_name, "chatml", "template");
     is_str(config_alias(&c, "big"), "/data/1_1B.gguf", "alias");
     ok(config_alias(&c, "small") == NULL, "not an alias");
+    is_str(config_alias(&c, "3B"), "/data/3B", "an alias with its draft: the path");
+    is_str(config_alias_draft(&c, "3B"), "270M-instruct", "... and the draft");
+    ok(config_alias_draft(&c, "big") == NULL, "an alias without a draft");
     ok(c.policy == CONTEXT_STOP && c.n_ctx == 1024, "context policy and size");
     ok((c.sampling.set & SAMPLING_TEMPERATURE) && c.sampling.max_tokens == 100, "sampling");
     config_fini(&c);
@@ -480,6 +484,9 @@ static void test_config(void)
     bad_config("colour: blue\n", ":1:1: unknown key 'colour'", "unknown key");
     bad_config("models:\n  a: [1]\n", ":2:6: models.a: expected a string", "alias type");
     bad_config("models:\n  a/b: /x\n", ":2:3: models: an alias must be", "alias name");
+    bad_config("models:\n  a: {draft: b}\n", ":2:6: models.a: missing key 'path'", "alias without a path");
+    bad_config("models:\n  a: {path: /x, drafts: b}\n", ":2:17: models.a.drafts: unknown key",
+               "alias with an unknown key");
     bad_config("context:\n  policy: forget\n", ":2:11: context.policy: expected drop-oldest or stop",
                "policy");
     bad_config("context:\n  size: -1\n", ":2:9: context.size: expected an integer", "size");
