@@ -160,10 +160,10 @@ static bool draft_bench(elm_ctx *ctx, elm_ctx *draft, const int32_t *ids, int n_
                    "passes, %d of %d drafted accepted (%.0f%%)%s; replies identical: %s\n",
                    sampled ? "" : "\n", n_gen, sampled ? "sampled (temperature 1)" : "greedy",
                    elm_model_get_info(elm_ctx_model(draft))->name, n_gen * reps / plain,
-                   n_gen * reps / with, plain / with, res.n_draft_passes, res.n_draft_accepted,
-                   res.n_draft_drafted,
-                   res.n_draft_drafted ? 100.0 * res.n_draft_accepted / res.n_draft_drafted : 0.0,
-                   res.draft_off ? ", then off" : "", same ? "yes" : "NO");
+                   n_gen * reps / with, plain / with, res.draft.passes, res.draft.accepted,
+                   res.draft.drafted,
+                   res.draft.drafted ? 100.0 * res.draft.accepted / res.draft.drafted : 0.0,
+                   res.draft.turned_off ? ", then off" : "", same ? "yes" : "NO");
         good &= same;
     }
     free(a.ids);
@@ -202,15 +202,15 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
         printf("{\"test\": \"tg%d retry\", \"plain_ts\": %.2f, \"lookup_ts\": %.2f, "
                "\"speedup\": %.3f, \"passes\": %d, \"drafted\": %d, \"accepted\": %d, "
                "\"identical\": %s}\n",
-               n_gen, n_gen * reps / plain, n_gen * reps / retry, plain / retry, res.n_passes,
-               res.n_drafted, res.n_accepted, same ? "true" : "false");
+               n_gen, n_gen * reps / plain, n_gen * reps / retry, plain / retry, res.lookup.passes,
+               res.lookup.drafted, res.lookup.accepted, same ? "true" : "false");
     else if (good)
         printf("\ntg%d retry (greedy, the replaced reply as prompt lookup's source): plain "
                "%.1f t/s, lookup %.1f t/s: %.2fx; %d passes, %d of %d drafted accepted "
                "(%.2f tokens a pass); replies identical: %s\n",
-               n_gen, n_gen * reps / plain, n_gen * reps / retry, plain / retry, res.n_passes,
-               res.n_accepted, res.n_drafted,
-               res.n_passes ? (double)(res.n_accepted + res.n_passes) / res.n_passes : 0.0,
+               n_gen, n_gen * reps / plain, n_gen * reps / retry, plain / retry, res.lookup.passes,
+               res.lookup.accepted, res.lookup.drafted,
+               res.lookup.passes ? (double)(res.lookup.accepted + res.lookup.passes) / res.lookup.passes : 0.0,
                same ? "yes" : "NO");
     else
         cli_error("the retry benchmark failed");
@@ -230,14 +230,14 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
         printf("{\"test\": \"tg%d sampled\", \"plain_ts\": %.2f, \"lookup_ts\": %.2f, "
                "\"speedup\": %.3f, \"passes\": %d, \"drafted\": %d, \"accepted\": %d, "
                "\"turned_off\": %s, \"identical\": %s}\n",
-               n_gen, n_gen * reps / off, n_gen * reps / on, off / on, sres.n_passes,
-               sres.n_drafted, sres.n_accepted, sres.lookup_off ? "true" : "false",
+               n_gen, n_gen * reps / off, n_gen * reps / on, off / on, sres.lookup.passes,
+               sres.lookup.drafted, sres.lookup.accepted, sres.lookup.turned_off ? "true" : "false",
                same ? "true" : "false");
     else if (good)
         printf("tg%d sampled (temperature 1, seed 7, no source): plain %.1f t/s, lookup %.1f "
                "t/s: %.2fx; %d passes, %d of %d drafted accepted%s; replies identical: %s\n",
-               n_gen, n_gen * reps / off, n_gen * reps / on, off / on, sres.n_passes,
-               sres.n_accepted, sres.n_drafted, sres.lookup_off ? ", then turned off" : "",
+               n_gen, n_gen * reps / off, n_gen * reps / on, off / on, sres.lookup.passes,
+               sres.lookup.accepted, sres.lookup.drafted, sres.lookup.turned_off ? ", then turned off" : "",
                same ? "yes" : "NO");
     free(first.ids);
     free(again.ids);

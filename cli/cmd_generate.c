@@ -129,9 +129,9 @@ int cmd_generate(int argc, char **argv)
         if (getenv("ELMCHAT_LOOKUP_STATS"))
             fprintf(stderr, "lookup: %d passes, %d drafted, %d accepted%s; draft: %d passes, "
                             "%d drafted, %d accepted%s\n",
-                    res.n_passes, res.n_drafted, res.n_accepted, res.lookup_off ? ", off" : "",
-                    res.n_draft_passes, res.n_draft_drafted, res.n_draft_accepted,
-                    res.draft_off ? ", off" : "");
+                    res.lookup.passes, res.lookup.drafted, res.lookup.accepted,
+                    res.lookup.turned_off ? ", off" : "", res.draft.passes, res.draft.drafted,
+                    res.draft.accepted, res.draft.turned_off ? ", off" : "");
     }
     putchar('\n');
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -272,17 +272,19 @@ struct elm_generate_params {
 };
 struct elm_generate_params elm_generate_default_params(void);
 
+/* What drafts did for a reply (prompt lookup's, or the draft model's). */
+struct elm_draft_stats {
+    int passes;      /* verifying passes */
+    int drafted;     /* ids proposed */
+    int accepted;    /* of them, kept */
+    bool turned_off; /* stopped for the rest of the reply (it did not pay) */
+};
+
 struct elm_generate_result {
     enum elm_stop_reason reason;
     int n_generated; /* ids sampled (and reported) */
     const char *stop_string; /* ELM_STOP_STRING: which (one of stop_strings) */
-    /* prompt lookup: verifying passes, ids drafted and accepted, and
-     * whether it turned itself off */
-    int n_passes, n_drafted, n_accepted;
-    bool lookup_off;
-    /* the draft model's, likewise */
-    int n_draft_passes, n_draft_drafted, n_draft_accepted;
-    bool draft_off;
+    struct elm_draft_stats lookup, draft;
 };
 
 /* Generate after the cache's last token.  logits: its next-token logits

@@ -171,10 +171,7 @@ struct elm_event {
     int n_ctx;                      /* DONE, MODEL_READY: cache capacity */
     double prefill_tps, decode_tps; /* DONE */
     int n_prefilled, n_generated;   /* DONE: tokens computed, ids sampled */
-    int n_passes, n_drafted, n_accepted; /* DONE: prompt lookup (elm_generate_result) */
-    bool lookup_off;                /* DONE: it turned itself off for the reply */
-    int n_draft_passes, n_draft_drafted, n_draft_accepted; /* DONE: the draft model's */
-    bool draft_off;
+    struct elm_draft_stats lookup, draft; /* DONE: what drafts did (elm_generate_result) */
     int n_reused;                   /* DONE: tokens found already cached */
     struct elm_model_info *info;    /* MODEL_READY: a copy (owned) */
     int n_dropped;                  /* CACHE_DROPPED: tokens the cache held

@@ -16,6 +16,17 @@
 #include "src/store.h"
 #include "src/xalloc.h"
 
+/* "36 of 40 drafted tokens accepted (90%) in 4 passes, 10.00 tokens a pass". */
+static const char *draft_stats_text(const struct elm_draft_stats *d, char *buf, size_t size)
+{
+    snprintf(buf, size, "%d of %d drafted tokens accepted (%.0f%%) in %d passes, %.2f tokens a "
+                        "pass%s",
+             d->accepted, d->drafted, d->drafted ? 100.0 * d->accepted / d->drafted : 0.0,
+             d->passes, d->passes ? (double)(d->accepted + d->passes) / d->passes : 0.0,
+             d->turned_off ? "; then it turned itself off (below break-even)" : "");
+    return buf;
+}
+
 static void show_help(struct chat *c)
 {
     struct sbuf b = {0};
@@ -78,25 +89,19 @@ static void show_info(struct chat *c)
     ADD("speed: prefill %.1f t/s, decode %.1f t/s", c->prefill_tps, c->decode_tps);
     if (c->ttft_ms > 0)
         ADD("; first token after %.0f ms", c->ttft_ms);
+    char what[160];
     if (c->lookup_off)
         ADD("\nprompt lookup: off (/set lookup on)");
-    else if (c->lk_passes > 0)
-        ADD("\nprompt lookup, last reply: %d of %d drafted tokens accepted (%.0f%%) in %d "
-            "passes, %.2f tokens a pass%s",
-            c->lk_accepted, c->lk_drafted, 100.0 * c->lk_accepted / c->lk_drafted, c->lk_passes,
-            (double)(c->lk_accepted + c->lk_passes) / c->lk_passes,
-            c->lk_turned_off ? "; then it turned itself off (it did not pay)" : "");
+    else if (c->last_lookup.passes > 0)
+        ADD("\nprompt lookup, last reply: %s", draft_stats_text(&c->last_lookup, what,
+                                                                 sizeof what));
     else
         ADD("\nprompt lookup: on; the last reply repeated nothing to draft from");
     if (c->draft_name[0] && !c->draft_ready)
         ADD("\ndraft model: %s, loading", c->draft_name);
-    else if (c->draft_ready && c->dr_passes > 0)
-        ADD("\ndraft model %s, last reply: %d of %d drafted tokens accepted (%.0f%%) in %d "
-            "passes, %.2f tokens a pass%s",
-            c->draft_name, c->dr_accepted, c->dr_drafted,
-            c->dr_drafted ? 100.0 * c->dr_accepted / c->dr_drafted : 0.0, c->dr_passes,
-            (double)(c->dr_accepted + c->dr_passes) / c->dr_passes,
-            c->dr_turned_off ? "; then it turned itself off (below break-even)" : "");
+    else if (c->draft_ready && c->last_draft.passes > 0)
+        ADD("\ndraft model %s, last reply: %s", c->draft_name,
+            draft_stats_text(&c->last_draft, what, sizeof what));
     else if (c->draft_ready)
         ADD("\ndraft model %s: not used yet (or its vocabulary is not the model's)",
             c->draft_name);

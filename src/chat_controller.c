@@ -188,15 +188,8 @@ static void on_done(struct chat *c, struct elm_event *ev)
         v->n_computed = ev->n_prefilled;
     }
     if (c->generating && ev->request_id == c->gen_req) {
-        c->lk_passes = ev->n_passes;
-        c->lk_drafted = ev->n_drafted;
-        c->lk_accepted = ev->n_accepted;
-        c->lk_generated = ev->n_generated;
-        c->lk_turned_off = ev->lookup_off;
-        c->dr_passes = ev->n_draft_passes;
-        c->dr_drafted = ev->n_draft_drafted;
-        c->dr_accepted = ev->n_draft_accepted;
-        c->dr_turned_off = ev->draft_off;
+        c->last_lookup = ev->lookup;
+        c->last_draft = ev->draft;
         finish_reply(c, ev);
         if (c->has_pending_ready) {
             c->has_pending_ready = false;

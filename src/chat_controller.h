@@ -132,11 +132,8 @@ struct chat {
     char draft_name[128];        /* as named, "" none */
     uint64_t draft_req;          /* its SET_DRAFT, until DONE */
     bool draft_ready;
-    int dr_passes, dr_drafted, dr_accepted;
-    bool dr_turned_off;
-    /* the last reply's prompt lookup (DONE): passes, drafted, accepted */
-    int lk_passes, lk_drafted, lk_accepted, lk_generated;
-    bool lk_turned_off;
+    struct elm_draft_stats last_draft;
+    struct elm_draft_stats last_lookup; /* the last reply's (DONE) */
     struct attachment attach;    /* /read FILE: sent with the next message (name NULL: none) */
     size_t attach_tokens;
 

@@ -206,7 +206,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
                            const int32_t *forced, size_t n_forced,
                            struct elm_generate_result *res, char *err, size_t err_size)
 {
-    *res = (struct elm_generate_result){ELM_STOP_LENGTH, 0, NULL, 0, 0, 0, false, 0, 0, 0, false};
+    *res = (struct elm_generate_result){.reason = ELM_STOP_LENGTH};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
         (p->n_stop_strings > 0 && (!p->stop_strings || !p->tokenizer))) {
         res->reason = ELM_STOP_ERROR;
@@ -335,14 +335,8 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
             report(p, -1, held.buf, held.n);
     }
 out:
-    res->n_passes = lk.n_passes;
-    res->n_drafted = lk.n_drafted;
-    res->n_accepted = lk.n_accepted;
-    res->lookup_off = lk.off;
-    res->n_draft_passes = dk.n_passes;
-    res->n_draft_drafted = dk.n_drafted;
-    res->n_draft_accepted = dk.n_accepted;
-    res->draft_off = dk.off;
+    res->lookup = elm_lookup_stats(&lk);
+    res->draft = elm_lookup_stats(&dk);
     free(ps.rows);
     free(held.buf);
     free(scratch);

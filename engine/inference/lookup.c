@@ -47,6 +47,11 @@ int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int 
     return 0;
 }
 
+struct elm_draft_stats elm_lookup_stats(const struct elm_lookup *lk)
+{
+    return (struct elm_draft_stats){lk->n_passes, lk->n_drafted, lk->n_accepted, lk->off};
+}
+
 void elm_lookup_plain(struct elm_lookup *lk, double secs)
 {
     lk->plain_s = (lk->plain_s * lk->n_plain + secs) / (lk->n_plain + 1);

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/elm.h"
+
 #define ELM_LOOKUP_K_MAX 12
 #define ELM_LOOKUP_NGRAM_MAX 3
 #define ELM_LOOKUP_NGRAM_MIN 2
@@ -43,5 +45,7 @@ int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int 
  * in secs (accepted + 1 tokens came out of it). */
 void elm_lookup_plain(struct elm_lookup *lk, double secs);
 void elm_lookup_pass(struct elm_lookup *lk, int k, int accepted, double secs);
+/* What it did, as elm_generate_result says it. */
+struct elm_draft_stats elm_lookup_stats(const struct elm_lookup *lk);
 
 #endif

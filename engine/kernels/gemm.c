@@ -238,18 +238,25 @@ static void pack_a_task(void *arg, long b, long e, int ith)
     }
 }
 
-static void own_task(void *arg, long b, long e, int ith)
+/* Thread ith's W panel (and widening row) for rows [b, e); NULL when there
+ * is no memory for it, after the row kernels (no scratch) did the rows. */
+static float *wpack_or_rows(const struct gemm_job *j, long b, long e, int ith)
 {
-    const struct gemm_job *j = arg;
     float **wp = &j->tile->wpack[ith];
     if (!*wp)
         *wp = alloc64(2 * elm_gemm512_wpack_floats() * sizeof(float));
-    if (!*wp) { /* out of memory: the row kernels need no scratch */
+    if (!*wp)
         elm_matmul_rows(j->w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
-        return;
-    }
-    elm_gemm512_rows(j->tile->apack, j->m, j->w, b, e, j->c, j->ldc, j->accumulate, *wp,
-                     *wp + elm_gemm512_wpack_floats());
+    return *wp;
+}
+
+static void own_task(void *arg, long b, long e, int ith)
+{
+    const struct gemm_job *j = arg;
+    float *wp = wpack_or_rows(j, b, e, ith);
+    if (wp)
+        elm_gemm512_rows(j->tile->apack, j->m, j->w, b, e, j->c, j->ldc, j->accumulate, wp,
+                         wp + elm_gemm512_wpack_floats());
 }
 
 /* BF16 weights by bf16 pairs (gemm_bf16_avx512.c): A rounded into pairs
@@ -266,48 +273,36 @@ static void pack_bf16_task(void *arg, long b, long e, int ith)
 static void bf16_task(void *arg, long b, long e, int ith)
 {
     const struct gemm_job *j = arg;
-    float **wp = &j->tile->wpack[ith];
-    if (!*wp)
-        *wp = alloc64(2 * elm_gemm512_wpack_floats() * sizeof(float));
-    if (!*wp) { /* out of memory: the row kernels need no scratch */
-        elm_matmul_rows(j->w, j->a, j->lda, (int)j->m, j->c + b, j->ldc, b, e, j->accumulate);
-        return;
-    }
-    elm_gemm_bf16_rows((const uint32_t *)j->tile->apack, j->m, j->w, b, e, j->c, j->ldc,
-                       j->accumulate, (uint32_t *)*wp);
+    float *wp = wpack_or_rows(j, b, e, ith); /* its 32 KiB panel fits in the f32 one */
+    if (wp)
+        elm_gemm_bf16_rows((const uint32_t *)j->tile->apack, j->m, j->w, b, e, j->c, j->ldc,
+                           j->accumulate, (uint32_t *)wp);
 }
 
-static bool bf16_gemm(struct gemm_job *job, struct elm_threadpool *pool)
+/* A packed (apack_bytes) by the pool in blocks of mr tokens, then the
+ * rows in ranges of nr by the micro-kernel's task; false if no memory. */
+static bool packed_gemm(struct gemm_job *job, struct elm_threadpool *pool, size_t apack_bytes,
+                        long mr, long nr, void (*pack)(void *, long, long, int),
+                        void (*rows_of)(void *, long, long, int))
 {
     struct elm_gemm_tile *tile = job->tile;
-    tile->apack = grow(tile->apack, &tile->apack_bytes,
-                       elm_gemm_bf16_apack_words(job->m, (long)job->w->cols) * sizeof(uint32_t));
-    if (!tile->apack)
+    if (!(tile->apack = grow(tile->apack, &tile->apack_bytes, apack_bytes)))
         return false;
-    long blocks = (job->m + ELM_GBF16_MR - 1) / ELM_GBF16_MR, rows = (long)job->w->rows;
-    elm_threadpool_for(pool, blocks, elm_threadpool_chunk(pool, blocks, 2, 1, 1), pack_bf16_task,
-                       job);
-    elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, ELM_GBF16_NR, 64),
-                       bf16_task, job);
+    long blocks = (job->m + mr - 1) / mr, rows = (long)job->w->rows;
+    elm_threadpool_for(pool, blocks, elm_threadpool_chunk(pool, blocks, 2, 1, 1), pack, job);
+    elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, nr, 64), rows_of, job);
     return true;
 }
 
-/* Packs A with the pool, then W panels per thread; false if no memory. */
+/* Our GEMMs: BF16 weights by bf16 pairs where that pays, else f32. */
 static bool own_gemm(struct gemm_job *job, struct elm_threadpool *pool)
 {
+    long k = (long)job->w->cols;
     if (job->w->dtype == ELM_DTYPE_BF16 && !job->tile->exact && elm_gemm_bf16_available())
-        return bf16_gemm(job, pool);
-    struct elm_gemm_tile *tile = job->tile;
-    tile->apack = grow(tile->apack, &tile->apack_bytes,
-                       elm_gemm512_apack_floats(job->m, (long)job->w->cols) * sizeof(float));
-    if (!tile->apack)
-        return false;
-    long blocks = (job->m + ELM_GEMM512_MR - 1) / ELM_GEMM512_MR, rows = (long)job->w->rows;
-    elm_threadpool_for(pool, blocks, elm_threadpool_chunk(pool, blocks, 2, 1, 1), pack_a_task,
-                       job);
-    elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, ELM_GEMM512_NR, 64),
-                       own_task, job);
-    return true;
+        return packed_gemm(job, pool, elm_gemm_bf16_apack_words(job->m, k) * sizeof(uint32_t),
+                           ELM_GBF16_MR, ELM_GBF16_NR, pack_bf16_task, bf16_task);
+    return packed_gemm(job, pool, elm_gemm512_apack_floats(job->m, k) * sizeof(float),
+                       ELM_GEMM512_MR, ELM_GEMM512_NR, pack_a_task, own_task);
 }
 
 static bool own_wanted;

@@ -23,9 +23,10 @@
 #include "engine/kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "engine/kernels/simd_x86.h"
 #define HAVE_GEMM_BF16 1
-#define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define AVX512BF16 \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512bf16")))
 #endif
 
 static long pairs_of(long k)
@@ -155,19 +156,7 @@ AVX512BF16 static void micro(const uint32_t *ap, const uint32_t *wp, long np, fl
             c1[t] = _mm512_dpbf16_ps(c1[t], av, w1);
         }
     }
-    __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    _Pragma("GCC unroll 14") for (int t = 0; t < ELM_GBF16_MR; t++) {
-        if (t >= mt)
-            break;
-        float *ct = c + t * ldc;
-        if (add) {
-            c0[t] = _mm512_add_ps(c0[t], _mm512_maskz_loadu_ps(m0, ct));
-            c1[t] = _mm512_add_ps(c1[t], _mm512_maskz_loadu_ps(m1, ct + 16));
-        }
-        _mm512_mask_storeu_ps(ct, m0, c0[t]);
-        _mm512_mask_storeu_ps(ct + 16, m1, c1[t]);
-    }
+    store_tile32(c, ldc, c0, c1, ELM_GBF16_MR, mt, nr, add);
 }
 
 void elm_gemm_bf16_rows(const uint32_t *apack, long m, const struct elm_matrix *w, long r0,

@@ -118,19 +118,7 @@ AVX512 static void micro(const float *ap, const float *wp, long kc, float *c, lo
             c1[t] = _mm512_fmadd_ps(av, w1, c1[t]);
         }
     }
-    __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-    __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
-    _Pragma("GCC unroll 14") for (int t = 0; t < ELM_GEMM512_MR; t++) {
-        if (t >= mt)
-            break;
-        float *ct = c + t * ldc;
-        if (add) {
-            c0[t] = _mm512_add_ps(c0[t], _mm512_maskz_loadu_ps(m0, ct));
-            c1[t] = _mm512_add_ps(c1[t], _mm512_maskz_loadu_ps(m1, ct + 16));
-        }
-        _mm512_mask_storeu_ps(ct, m0, c0[t]);
-        _mm512_mask_storeu_ps(ct + 16, m1, c1[t]);
-    }
+    store_tile32(c, ldc, c0, c1, ELM_GEMM512_MR, mt, nr, add);
 }
 
 void elm_gemm512_rows(const float *apack, long m, const struct elm_matrix *w, long r0, long r1,

@@ -264,14 +264,8 @@ void wk_do_generate(elm_worker *w)
     if (reason == ELM_DONE_CONTEXT_FULL)
         fst = ELM_E_CONTEXT_FULL;
     fev->n_generated = res.n_generated;
-    fev->n_passes = res.n_passes;
-    fev->n_drafted = res.n_drafted;
-    fev->n_accepted = res.n_accepted;
-    fev->lookup_off = res.lookup_off;
-    fev->n_draft_passes = res.n_draft_passes;
-    fev->n_draft_drafted = res.n_draft_drafted;
-    fev->n_draft_accepted = res.n_draft_accepted;
-    fev->draft_off = res.draft_off;
+    fev->lookup = res.lookup;
+    fev->draft = res.draft;
     if (res.n_generated > 0 && t3 > t2)
         fev->decode_tps = res.n_generated / (t3 - t2);
     done_generate(w, sc, reason, fst, err);

@@ -28,19 +28,10 @@ static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static double uni(void)
 {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(uint32_t)(rng >> 16) / 2147483648.0 - 1.0;
+    return tap_uniform(&rng);
 }
 
-static void *xalloc(size_t n)
-{
-    void *p = aligned_alloc(64, (n + 63) / 64 * 64);
-    if (!p)
-        bail_out("out of memory");
-    return p;
-}
+#define xalloc tap_alloc64
 
 static float *run(const float *x, long m, const struct elm_matrix *w, const float *c0, bool exact,
                   int threads)

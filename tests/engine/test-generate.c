@@ -202,9 +202,9 @@ static void test_lookup(void)
         ok(a.n_ids == N && b.n_ids == N && memcmp(a.ids, b.ids, sizeof a.ids[0] * N) == 0 &&
                a.n_text == b.n_text && memcmp(a.text, b.text, a.n_text) == 0,
            "%s: the same %d ids and text with lookup drafts", how, N);
-        ok(rb.n_accepted > N / 2 && rb.n_passes < N / 2,
-           "%s: the drafts were used: %d of %d accepted in %d passes", how, rb.n_accepted,
-           rb.n_drafted, rb.n_passes);
+        ok(rb.lookup.accepted > N / 2 && rb.lookup.passes < N / 2,
+           "%s: the drafts were used: %d of %d accepted in %d passes", how, rb.lookup.accepted,
+           rb.lookup.drafted, rb.lookup.passes);
         is_int(past_b, past_a, "%s: the cache ends where it does without them", how);
     }
     /* A cancel after 11 ids: the drafts verified beyond them leave the cache. */
@@ -277,13 +277,13 @@ static void test_draft(elm_model *other, elm_model *foreign)
                    past_a == past_b,
                "%s, %s: the same %d ids and cache as without a draft", who, how, N);
             if (d == 0 && !sampled)
-                ok(rb.n_draft_passes > 0 && rb.n_draft_accepted == rb.n_draft_drafted,
+                ok(rb.draft.passes > 0 && rb.draft.accepted == rb.draft.drafted,
                    "%s, greedy: every drafted id accepted (%d in %d passes)", who,
-                   rb.n_draft_accepted, rb.n_draft_passes);
+                   rb.draft.accepted, rb.draft.passes);
             else
                 diag("%s, %s: %d of %d drafted ids accepted in %d passes%s", who, how,
-                     rb.n_draft_accepted, rb.n_draft_drafted, rb.n_draft_passes,
-                     rb.draft_off ? ", then off" : "");
+                     rb.draft.accepted, rb.draft.drafted, rb.draft.passes,
+                     rb.draft.turned_off ? ", then off" : "");
             elm_ctx_free(dc);
         }
 }

@@ -162,6 +162,22 @@ const char *tap_tmpdir(void)
     return tmpdir;
 }
 
+void *tap_alloc64(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p)
+        bail_out("out of memory");
+    return p;
+}
+
+double tap_uniform(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (double)(uint32_t)(*s >> 16) / 2147483648.0 - 1.0;
+}
+
 const char *tap_write_tmp(const char *name, const void *data, size_t len)
 {
     static char path[8192];

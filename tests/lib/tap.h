@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 void plan(int n);
 void plan_lazy(void);
@@ -31,6 +32,10 @@ const char *tap_data_path(const char *name);
 /* Static buffer: a fresh private directory for this test (removed at exit
  * unless the test failed). */
 const char *tap_tmpdir(void);
+/* 64-byte aligned memory (bail_out when there is none); free() it. */
+void *tap_alloc64(size_t bytes);
+/* A uniform number in [-1, 1) from the xorshift state *s (never 0). */
+double tap_uniform(uint64_t *s);
 /* Write data to tap_tmpdir()/name; its path (static: valid until the next call). */
 const char *tap_write_tmp(const char *name, const void *data, size_t len);
 /* Generate a checkpoint with $top_builddir/tests/lib/gen-checkpoint ARGS into
