@@ -132,6 +132,12 @@ size_t chat_exchange_of(const struct session *s, size_t i)
 /* Session message i as the view gets it. */
 struct chat_message chat_session_message(const struct session *s, size_t i)
 {
+    return chat_session_message_numbered(s, i, chat_exchange_of(s, i));
+}
+
+struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
+                                                  size_t exchange)
+{
     const struct message *m = &s->msgs[i];
     size_t k, n;
     session_siblings(s, i, &k, &n);
@@ -143,7 +149,7 @@ struct chat_message chat_session_message(const struct session *s, size_t i)
                                             : CHAT_SYSTEM,
         .text = m->content,
         .ref = (int)i,
-        .exchange = m->role == ROLE_USER ? (int)chat_exchange_of(s, i) : 0,
+        .exchange = m->role == ROLE_USER ? (int)exchange : 0,
         .interrupted = m->interrupted,
         .out_of_context = m->out_of_context,
         .pinned = m->pinned,
@@ -160,8 +166,11 @@ void chat_show_conv(struct chat *c)
     const char *sys = s->system ? s->system : c->cur->tpl->default_system;
     if (sys && *sys)
         chat_add_message(c, &(struct chat_message){.role = CHAT_SYSTEM, .text = sys, .ref = -1});
+    /* exchange numbers counted on the way: linear in the messages */
+    size_t exchange = 0;
     for (size_t i = 0; i < s->n_msgs; i++) {
-        struct chat_message m = chat_session_message(s, i);
+        exchange += s->msgs[i].role == ROLE_USER;
+        struct chat_message m = chat_session_message_numbered(s, i, exchange);
         chat_add_message(c, &m);
     }
     chat_changed(c);

@@ -89,6 +89,8 @@ static void show_info(struct chat *c)
     ADD("speed: prefill %.1f t/s, decode %.1f t/s", c->prefill_tps, c->decode_tps);
     if (c->ttft_ms > 0)
         ADD("; first token after %.0f ms", c->ttft_ms);
+    if (c->save_error[0])
+        ADD("\nthe last save failed: %s", c->save_error);
     char what[160];
     if (c->lookup_off)
         ADD("\nprompt lookup: off (/set lookup on)");

@@ -165,6 +165,7 @@ struct chat {
     int n_past;
     int n_kv_saves;              /* SAVE_STATE requests not answered yet */
 
+    char save_error[1024];       /* the last failed save, whole (/info); "" none */
     char notice[512];
     bool notice_error;
     double notice_until;         /* monotonic seconds */

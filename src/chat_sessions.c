@@ -197,9 +197,13 @@ bool chat_save_conv(struct chat *c, struct conv *v, bool quiet)
     int rc = session_save(v->s, path, err, sizeof err);
     free(path);
     if (rc != 0) {
-        chat_notice(c, true, "not saved: %s", err);
+        /* the reason first: a long path would push it off the status line */
+        snprintf(c->save_error, sizeof c->save_error, "%s", err);
+        chat_notice(c, true, "not saved (%s): '%s' (the file is as it was; /info: the path)",
+                    rc < 0 ? strerror(-rc) : "error", v->s->name);
         return false;
     }
+    c->save_error[0] = '\0';
     v->dirty = false;
     save_snapshot(c, v);
     if (!quiet)

