@@ -110,8 +110,8 @@ int cmd_generate(int argc, char **argv)
     logits = x_reallocarray(NULL, (size_t)in->n_vocab, sizeof *logits);
     elm_status st = elm_decode(ctx, prompt, (int)n_prompt, logits, 0);
     struct elm_generate_result res = {0};
+    char err[ELM_ERR_MAX] = "";
     if (st == ELM_OK && n_new > 0) {
-        char err[ELM_ERR_MAX];
         struct elm_generate_params gp = elm_generate_default_params();
         gp.sampler = c.sampler;
         gp.max_tokens = n_new;
@@ -139,7 +139,8 @@ int cmd_generate(int argc, char **argv)
         goto done;
     }
     if (st != ELM_OK) {
-        cli_error("stopped after %d new tokens: %s", res.n_generated, elm_status_str(st));
+        cli_error("stopped after %d new tokens: %s", res.n_generated,
+                  err[0] ? err : elm_status_str(st));
         goto done;
     }
     rc = EXIT_OK;

@@ -15,12 +15,14 @@
 
 static void help(void)
 {
-    printf("Usage: elmchat info [-m MODEL]\n"
+    printf("Usage: elmchat info [-m MODEL] [--check]\n"
            "Load MODEL, check every tensor, and print its configuration and the\n"
            "per-layer table of query heads, KV heads and FFN width.\n"
            "\n"
            "  -m, --model MODEL   model folder (Hugging Face layout) or name\n"
            "                      (default: guide-small-instruct)\n"
+           "      --check         also scan every weight for NaN and infinity and name the\n"
+           "                      tensors that hold some (exit 1 when any does)\n"
            "  -h, --help          display this help and exit\n"
            "\n"
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
@@ -48,16 +50,25 @@ static void print_sampling(const struct elm_model_sampling *m)
         printf("\n");
 }
 
+static void report_bad(void *user, const char *tensor, long n_bad)
+{
+    (void)user;
+    printf("  %s: %ld NaN or infinite value%s\n", tensor, n_bad, n_bad == 1 ? "" : "s");
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"model", 1, NULL, 'm'}, {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
+        {"model", 1, NULL, 'm'}, {"help", 0, NULL, 'h'}, {"check", 0, NULL, 'c'},
+        {NULL, 0, NULL, 0}};
     const char *model_arg = NULL;
+    bool check = false;
     int opt;
     option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":m:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'm': model_arg = optarg; break;
+        case 'c': check = true; break;
         case 'h': help(); return EXIT_OK;
         default: return option_loop_error(argv[0], opt, argv);
         }
@@ -99,7 +110,24 @@ int cmd_info(int argc, char **argv)
     for (int i = 0; i < in->n_layers; i++)
         printf("%5d  %7d  %8d  %8.2f  %7d\n", i, in->n_query_heads[i], in->n_kv_heads[i],
                (double)in->ffn_multipliers[i], in->ffn_dim[i]);
+    int rc = EXIT_OK;
+    if (check) {
+        long bad = 0;
+        printf("\nweights:\n");
+        fflush(stdout);
+        if (elm_model_check(model, report_bad, NULL, &bad) != ELM_OK) {
+            cli_error("out of memory for the check");
+            rc = EXIT_RUNTIME;
+        } else if (bad) {
+            printf("  %ld NaN or infinite values in all: the model is damaged\n", bad);
+            rc = EXIT_RUNTIME;
+        } else {
+            printf("  every value finite\n");
+        }
+    }
     elm_model_free(model);
+    if (rc != EXIT_OK)
+        return rc;
     if (fflush(stdout) != 0 || ferror(stdout)) {
         cli_error("write error: %s", strerror(errno));
         return EXIT_RUNTIME;

@@ -295,6 +295,13 @@ struct elm_generate_result {
 elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
                         struct elm_generate_result *res, char *err, size_t err_size);
 
+/* Scan every weight for NaN and infinity (elmchat info --check; never at
+ * load: a 3B BF16 model is 6 GB): bad(user, tensor, count) for each tensor
+ * that has some, *total_bad their sum.  ELM_OK, or ELM_E_NOMEM. */
+elm_status elm_model_check(const elm_model *model,
+                           void (*bad)(void *user, const char *tensor, long n_bad), void *user,
+                           long *total_bad);
+
 /* Can draft propose tokens for target (elm_generate_params.draft)?  The same
  * vocabulary: its size and every piece.  false with err naming both models
  * and the first difference. */

@@ -32,6 +32,7 @@ engine_libelm_a_SOURCES += \
 	engine/model/model.h \
 	engine/model/load.c \
 	engine/model/vocab_match.c \
+	engine/model/check.c \
 	engine/model/load_steps.c engine/model/load_steps.h \
 	engine/model/hf_model.c engine/model/hf_model.h \
 	engine/model/setup.c \

@@ -3,6 +3,7 @@
  * matched here so that every front end holds back the same text. */
 #include "config.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -99,6 +100,16 @@ static void report(const struct elm_generate_params *p, int32_t id, const char *
         p->on_token(p->user, id, text, len);
 }
 
+/* A model with NaN or infinite weights gives such logits, and a sampler
+ * fed them emits token 0 forever: the reply stops with an error instead. */
+static bool all_finite(const float *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return false;
+    return true;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -182,6 +193,14 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     int accepted = 0;
     int32_t next = -1;
     for (int i = 0; i <= k; i++) {
+        if (!all_finite(ps->rows + (size_t)i * (size_t)n_vocab, n_vocab)) {
+            /* the plain step that follows says what is wrong */
+            elm_ctx_truncate(ctx, base + 1 + i);
+            memcpy(logits, ps->rows + (size_t)i * (size_t)n_vocab,
+                   (size_t)n_vocab * sizeof *logits);
+            elm_lookup_pass(lk, k, accepted, now_s() - t0);
+            return ELM_OK;
+        }
         memcpy(scratch, ps->rows + (size_t)i * (size_t)n_vocab, (size_t)n_vocab * sizeof *scratch);
         int32_t t = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx), base + 1 + i);
         if (i < k && t == ps->ids[i + 1]) {
@@ -252,6 +271,14 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
         if (qd) {
             id = qd->id;
         } else {
+            if (!all_finite(logits, n_vocab)) {
+                res->reason = ELM_STOP_ERROR;
+                st = elm_set_error(err, err_size, ELM_E_INVALID,
+                                   "%s computes NaN or infinite logits: its weights are damaged "
+                                   "(elmchat info --check %s names the tensors)",
+                                   info->name, info->name);
+                break;
+            }
             /* the sampler works in place: logits must stay those of the cache */
             memcpy(scratch, logits, (size_t)n_vocab * sizeof *scratch);
             id = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx),

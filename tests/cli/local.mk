@@ -24,3 +24,7 @@ EXTRA_DIST += tests/data/guide/small.tsv
 # elmchat sessions [--grep TEXT] on a folder of session files.
 dist_check_SCRIPTS += tests/cli/test-sessions.sh
 TESTS += tests/cli/test-sessions.sh
+
+# NaN weights: info --check names the tensor, a reply stops with an error.
+dist_check_SCRIPTS += tests/cli/test-damaged-weights.sh
+TESTS += tests/cli/test-damaged-weights.sh
