@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <term.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "src/strbuf.h"
@@ -22,6 +23,65 @@ static int saved_stderr = -1;
 static FILE *captured;    /* where fd 2 goes while curses is up */
 static int attrs[SA_COUNT];
 static bool paste_on;
+
+/* ------------------------------------------------------- fatal signals */
+
+/* Prepared before anything can crash: what the handler writes is ready,
+ * and it makes only async-signal-safe calls (write, tcsetattr, raise). */
+static struct termios tty_before; /* the modes curses found */
+static bool have_tty_before;
+static char leave_seq[128];       /* rmcup, cursor on, bracketed paste off */
+static char crash_note[600];      /* screen_set_crash_note */
+
+static void put_safe(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w <= 0)
+            return;
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+static void on_fatal(int sig)
+{
+    put_safe(STDOUT_FILENO, leave_seq);
+    if (have_tty_before)
+        tcsetattr(STDIN_FILENO, TCSANOW, &tty_before);
+    const char *name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS"
+                       : sig == SIGFPE ? "SIGFPE" : sig == SIGILL ? "SIGILL" : "SIGABRT";
+    int fd = saved_stderr >= 0 ? saved_stderr : STDERR_FILENO;
+    put_safe(fd, "\r\nelmchat: crashed (");
+    put_safe(fd, name);
+    put_safe(fd, "). ");
+    put_safe(fd, crash_note);
+    put_safe(fd, "\r\n");
+    /* SA_RESETHAND: the default action now, so that the exit status and
+     * the core dump are the signal's */
+    raise(sig);
+}
+
+static void install_fatal(void)
+{
+    const char *rmcup = tigetstr("rmcup");
+    snprintf(leave_seq, sizeof leave_seq, "%s\033[?25h\033[?2004l",
+             rmcup && rmcup != (char *)-1 ? rmcup : "\033[?1049l");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = (int)SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+void screen_set_crash_note(const char *text)
+{
+    snprintf(crash_note, sizeof crash_note, "%s", text ? text : "");
+}
 
 static void capture_stderr(void)
 {
@@ -123,6 +183,7 @@ bool screen_init(char *err, size_t err_size)
     /* The tty size is ours to track (SIGWINCH via the self-pipe): LINES
      * and COLUMNS in the environment would freeze it. */
     use_env(FALSE);
+    have_tty_before = tcgetattr(STDIN_FILENO, &tty_before) == 0;
     scr = newterm(NULL, stdout, stdin);
     if (!scr) {
         snprintf(err, err_size, "cannot start the terminal '%s' (no terminfo entry?)", term);
@@ -131,6 +192,7 @@ bool screen_init(char *err, size_t err_size)
     set_term(scr);
     visual = true;
     capture_stderr();
+    install_fatal();
     cbreak();
     noecho();
     nonl();

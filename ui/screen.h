@@ -34,6 +34,10 @@ bool screen_init(char *err, size_t err_size);
  * stderr and replay what was captured.  Async-signal-unsafe: not from a
  * handler. */
 void screen_end(void);
+/* What a crash (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) says after the
+ * terminal is restored, e.g. where the sessions are (copied: set it before,
+ * the handler only writes it). */
+void screen_set_crash_note(const char *text);
 bool screen_active(void);
 /* The curses attribute for a role (colour or monochrome). */
 int screen_attr(enum screen_attr a);

@@ -658,6 +658,12 @@ int tui_main(int argc, char **argv)
     }
     the_tui = t;
     x_set_fatal_hook(fatal_hook);
+    char *sessions = paths_dir(PATHS_DATA, "sessions");
+    char *note = x_asprintf("The conversations are saved after every reply, in %s (elmchat -s "
+                            "NAME opens one); a reply that was streaming is lost.", sessions);
+    screen_set_crash_note(note);
+    free(note);
+    free(sessions);
 
     struct input_hooks hooks = {on_line, on_names, on_matches, on_action, t};
     input_init(NULL, &hooks, history);

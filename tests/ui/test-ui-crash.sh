@@ -1,0 +1,31 @@
+#!/bin/sh
+# test-ui-crash.sh: a fatal signal mid-reply (SIGSEGV, SIGABRT) leaves the
+# terminal as it was (echo and canonical mode on, the main screen), says in
+# one line what happened and where the sessions are, keeps the signal's
+# exit status, and the session file holds the last completed turn.
+. "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
+ui_init
+sessions="$UI_DIR/data/elmchat/sessions"
+UI_TOKEN_DELAY_MS=200 # a reply streams long enough to be hit
+
+for sig in SEGV ABRT; do
+    case $sig in SEGV) num=11 ;; ABRT) num=6 ;; esac
+    ui_start 100 24 -s crash$sig -n 40
+    ok 'ui_wait "idle" 20' "$sig: starts"
+    ui_keys 'first question' Enter
+    ui_until '[ -f "$sessions/crash'$sig'.yaml" ]' 20
+    ui_wait idle 20 >/dev/null
+    ui_keys 'second question' Enter
+    ok 'ui_wait_generated 2 10' "$sig: a second reply is streaming"
+    pid=$(pgrep -P "$(cat "$UI_DIR/shell.pid")" | head -1)
+    kill -$sig "$pid"
+    ok 'ui_exited 10' "$sig: elmchat ended"
+    want=$((128 + num))
+    ok '[ "$UI_EXIT" = "$want" ]' "$sig: the exit status is the signal's ($UI_EXIT)"
+    ok 'ui_tty_sane' "$sig: the terminal is restored (echo, icanon, the main screen)"
+    ok 'grep -q "elmchat: crashed (SIG'$sig')" "$UI_DIR/stderr" && grep -q "saved after every reply" "$UI_DIR/stderr"' \
+       "$sig: one line says what happened and where the sessions are"
+    ok 'grep -q "first question" "$sessions/crash'$sig'.yaml"' "$sig: the last completed turn is in the file"
+    ui_tmux kill-server
+done
+ui_done
