@@ -20,9 +20,14 @@ struct ydoc {
     size_t err_size;
 };
 
+/* Deeper nesting is refused before libyaml builds the document (its
+ * scanner's cost grows with the depth at every token). */
+#define YDOC_MAX_DEPTH 64
+
 /* Parse text (len bytes) as exactly one YAML document whose root is a
- * mapping.  Checks UTF-8 first (error at the first bad byte), then parses.
- * false with err filled.  d must be ydoc_fini'ed either way. */
+ * mapping.  Checks UTF-8 first (error at the first bad byte), then the
+ * nesting (at most YDOC_MAX_DEPTH), then parses.  false with err filled.
+ * d must be ydoc_fini'ed either way. */
 bool ydoc_load(struct ydoc *d, const char *file, const char *text, size_t len, char *err,
                size_t err_size);
 /* Read the file (at most max_size bytes, else "file too large") and load it. */

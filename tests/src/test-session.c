@@ -493,6 +493,16 @@ static void test_config(void)
     bad_config("sampling:\n  top_k: 1.5\n", ":2:10: sampling.top_k: expected an integer",
                "sampling type");
     bad_config("template: [x\n", ":2:1: bad YAML", "bad YAML");
+    /* 100,000 levels of flow nesting: libyaml alone took 23 s on it; the
+     * depth is refused at level 65, before the scanner's cost grows */
+    enum { DEEP = 100000 };
+    char *deep = x_malloc(2 * DEEP + 16);
+    memcpy(deep, "context: ", 9);
+    memset(deep + 9, '[', DEEP);
+    memset(deep + 9 + DEEP, ']', DEEP);
+    strcpy(deep + 9 + 2 * DEEP, "\n");
+    bad_config(deep, ":1:73: nested more than 64 levels deep", "100,000 levels of nesting");
+    free(deep);
     free(cfgdir);
 }
 
