@@ -26,7 +26,9 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/paths.h"
 #include "src/roles.h"
+#include "src/store.h"
 #include "src/xalloc.h"
 
 /* ------------------------------------------------------------ the worker */
@@ -737,6 +739,13 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     c->worker = elm_worker_new(&wp, err, err_size);
     if (!c->worker)
         return false;
+    /* what a killed run left half-written (a minute old: no live writer's) */
+    const char *kinds[] = {"sessions", "kv"};
+    for (int i = 0; i < 2; i++) {
+        char *dir = paths_dir(i ? PATHS_CACHE : PATHS_DATA, kinds[i]);
+        store_remove_stale_temps(dir, time(NULL) - 60);
+        free(dir);
+    }
     chat_post_load_model(c);
     const char *draft = opt->common.draft ? opt->common.draft
                                           : config_alias_draft(&c->cfg, c->model_arg);

@@ -4,6 +4,8 @@
 #include "src/store.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,4 +152,32 @@ int store_read_file(const char *path, size_t max_size, char **data, size_t *len,
     *data = buf;
     *len = n;
     return 0;
+}
+
+/* "...tmp.XXXXXX": mkstemp's six characters after ".tmp." at the end. */
+static bool is_our_temp(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 11 && strncmp(name + n - 11, ".tmp.", 5) == 0;
+}
+
+int store_remove_stale_temps(const char *dir, time_t older_than)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_our_temp(e->d_name))
+            continue;
+        char *path = x_asprintf("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime < older_than &&
+            unlink(path) == 0)
+            removed++;
+        free(path);
+    }
+    closedir(d);
+    return removed;
 }

@@ -28,4 +28,20 @@ for sig in SEGV ABRT; do
     ok 'grep -q "first question" "$sessions/crash'$sig'.yaml"' "$sig: the last completed turn is in the file"
     ui_tmux kill-server
 done
+# What the killed runs left half-written goes at the next start; a fresh
+# temporary file (a live writer's) stays.
+kvdir="$UI_DIR/cache/elmchat/kv"
+mkdir -p "$kvdir"
+: > "$sessions/.crashSEGV.yaml.tmp.AbC123"
+: > "$kvdir/crashSEGV.kv.tmp.XyZ789"
+touch -d '2 hours ago' "$sessions/.crashSEGV.yaml.tmp.AbC123" "$kvdir/crashSEGV.kv.tmp.XyZ789"
+: > "$kvdir/other.kv.tmp.FrEsH1"
+ui_start 100 24 -s crashSEGV -n 4
+ok 'ui_wait "idle" 20' "starts again"
+ok '[ ! -e "$sessions/.crashSEGV.yaml.tmp.AbC123" ] && [ ! -e "$kvdir/crashSEGV.kv.tmp.XyZ789" ]' \
+   "stale temporary files are removed"
+ok '[ -e "$kvdir/other.kv.tmp.FrEsH1" ]' "a fresh one (a live writer's) stays"
+ok 'ui_screen | grep -q "first question"' "the crashed session opens with its last completed turn"
+ui_keys '/quit' Enter
+ok 'ui_exited 10' "quits"
 ui_done
