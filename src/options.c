@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "src/diag.h"
 #include "src/xalloc.h"
@@ -101,11 +102,17 @@ int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char
             return cli_usage_error(cmd, "invalid --ctx '%s'", arg), -1;
         c->n_ctx = (int)l;
         return 1;
-    case OPT_THREADS:
+    case OPT_THREADS: {
+        /* more threads than a few per core only queue behind each other */
+        long cores = sysconf(_SC_NPROCESSORS_ONLN), most = cores > 0 ? 4 * cores : 1024;
         if (!cli_parse_int(arg, 1, 1024, &l))
             return cli_usage_error(cmd, "invalid --threads '%s'", arg), -1;
+        if (l > most)
+            return cli_usage_error(cmd, "--threads %ld: this machine has %ld cores (at most %ld "
+                                        "threads)", l, cores, most), -1;
         c->n_threads = (int)l;
         return 1;
+    }
     case OPT_TEMP:
         if (!cli_parse_float(arg, 0, 100, &d))
             return cli_usage_error(cmd, "invalid --temp '%s'", arg), -1;

@@ -36,6 +36,9 @@ int main(void)
        "--version prints 'elmchat %s'", PACKAGE_VERSION);
     is_int(run_status("no-such-command", out, sizeof out), 2, "unknown command exits 2");
     ok(strstr(out, "unknown command") != NULL, "unknown command is named");
+    /* more threads than 4 a core would only queue */
+    is_int(run_status("run -p x --threads 1000", out, sizeof out), 2, "--threads 1000: a usage error");
+    ok(strstr(out, "--threads 1000: this machine has") != NULL, "... saying how many cores there are");
 
     return done_testing();
 }
