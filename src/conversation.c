@@ -39,6 +39,14 @@ struct conv_policy conv_policy_from_config(const struct config *cfg)
     return p;
 }
 
+size_t conversation_snapshot_bytes(const struct conversation *cv)
+{
+    size_t n = 0;
+    for (size_t i = 0; cv->snaps && i < cv->cap + 2; i++)
+        n += cv->snaps[i].r.pending_cap + cv->snaps[i].r.run_cap;
+    return n;
+}
+
 size_t conv_common_prefix(const int32_t *a, size_t na, const int32_t *b, size_t nb)
 {
     size_t n = na < nb ? na : nb, i = 0;
@@ -81,10 +89,21 @@ static void snap_clear(struct conv_snap *sn)
     sn->n_tokens = NO_POS;
 }
 
+/* A snapshot copies the renderer's pending text, which a template without
+ * a special id between turns (plain) grows by every message: copied at
+ * each of them, 50,000 messages took gigabytes.  Past this size none is
+ * taken; a rewind there renders again instead (linear in the text). */
+#define SNAP_MAX_PENDING 4096
+
 static void snap_take(struct conversation *cv, size_t slot)
 {
     struct conv_snap *sn = &cv->snaps[slot];
     template_render_fini(&sn->r);
+    if (cv->r.n_pending + cv->r.n_run > SNAP_MAX_PENDING) {
+        memset(&sn->r, 0, sizeof sn->r);
+        sn->n_tokens = NO_POS;
+        return;
+    }
     render_copy(&sn->r, &cv->r);
     sn->n_tokens = cv->tokens.n;
 }

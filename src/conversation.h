@@ -246,6 +246,10 @@ void conversation_prefill_request(const struct conversation *cv, struct elm_requ
 /* The expected cost of sending the sequence now. */
 void conversation_plan(const struct conversation *cv, struct conv_plan *plan);
 
+/* Bytes of renderer text the rewind snapshots hold (bounded: they are not
+ * taken past a few KiB of pending text). */
+size_t conversation_snapshot_bytes(const struct conversation *cv);
+
 /* Longest common prefix of two id arrays. */
 size_t conv_common_prefix(const int32_t *a, size_t na, const int32_t *b, size_t nb);
 

@@ -740,6 +740,23 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct message *m, cons
 }
 
 
+/* YAML aliases let a small file name one message many times: the text
+ * they expand to is bounded like a file's size, and so is the count. */
+#define SESSION_MAX_MESSAGES 1000000
+
+static bool within_limits(struct ydoc *d, yaml_node_t *at, const struct session *s,
+                          size_t *text_bytes, const struct message *m)
+{
+    *text_bytes += strlen(m->content);
+    if (*text_bytes > SESSION_MAX_FILE_SIZE)
+        return ydoc_fail(d, at, "the messages hold more than %d MiB of text (YAML aliases?): "
+                                "refused",
+                         SESSION_MAX_FILE_SIZE >> 20);
+    if (s->n_msgs + s->n_alts > SESSION_MAX_MESSAGES)
+        return ydoc_fail(d, at, "more than %d messages: refused", SESSION_MAX_MESSAGES);
+    return true;
+}
+
 /* messages: (the current path; ids given or not, parents implied) then
  * branches: (each with its id and parent), then the tree's checks. */
 static bool load_tree(struct ydoc *d, struct session *s, yaml_node_t *msgs, yaml_node_t *branches,
@@ -750,12 +767,14 @@ static bool load_tree(struct ydoc *d, struct session *s, yaml_node_t *msgs, yaml
     bool *given = x_calloc((size_t)(msgs->data.sequence.items.top - msgs->data.sequence.items.start) + 1,
                            sizeof *given);
     bool okay = true;
+    size_t text_bytes = 0;
     for (yaml_node_item_t *it = msgs->data.sequence.items.start;
          okay && it < msgs->data.sequence.items.top; it++) {
         size_t i = (size_t)(it - msgs->data.sequence.items.start);
         bool have_parent;
         yaml_node_t *n = ydoc_node(d, *it);
-        okay = load_message(d, n, session_path_slot(s), "messages", i, budget, &given[i], &have_parent);
+        okay = load_message(d, n, session_path_slot(s), "messages", i, budget, &given[i], &have_parent) &&
+               within_limits(d, n, s, &text_bytes, &s->msgs[i]);
         uint32_t want = i ? s->msgs[i - 1].id : 0;
         if (okay && have_parent && given[i] && i > 0 && !given[i - 1])
             okay = ydoc_fail(d, n, "messages[%zu]: a parent, but the message before has no id", i);
@@ -776,7 +795,8 @@ static bool load_tree(struct ydoc *d, struct session *s, yaml_node_t *msgs, yaml
             yaml_node_t *n = ydoc_node(d, *it);
             bool have_id, have_parent;
             struct message *m = session_alt_append(s);
-            okay = load_message(d, n, m, "branches", j, budget, &have_id, &have_parent);
+            okay = load_message(d, n, m, "branches", j, budget, &have_id, &have_parent) &&
+                   within_limits(d, n, s, &text_bytes, m);
             if (okay && !have_id)
                 okay = ydoc_fail(d, n, "branches[%zu]: missing key 'id'", j);
             if (okay && !have_parent)

@@ -182,6 +182,8 @@ struct inc_sink {
     int skip_until_eos; /* CLOSE after a sampled EOS: drop up to the first {eos} */
     size_t skip_text;   /* drop this many bytes of (unescaped) text first */
     bool cont;          /* as r->cont, while expanding */
+    size_t n0;          /* pending's length before: a failure cuts it back there */
+    char *saved;        /* pending's first n0 bytes, kept at the first flush (owned) */
 };
 
 /* tok NULL (text rendering): the LLaMA ids. */
@@ -221,6 +223,10 @@ static void inc_fn(struct seg_sink *sink, enum seg kind, const char *text, size_
     case SEG_EOS:
         s->rc = encode_piece(s->r->tok, s->pending.data, s->pending.len, s->cont, s->out);
         if (!s->rc) {
+            if (!s->saved && s->n0) { /* what a failure must give back (once) */
+                s->saved = x_malloc(s->n0);
+                memcpy(s->saved, s->pending.data, s->n0);
+            }
             s->pending.len = 0;
             s->cont = false;
             idvec_push(s->out, special_id(s->r->tok, kind));
@@ -235,25 +241,30 @@ static int inc_expand_cont(struct template_render *r, const char *str, const cha
                            bool skip_until_eos, size_t skip_text, bool cont, struct idvec *out)
 {
     size_t out_n = out->n;
+    /* In place: appending leaves the first n0 bytes as they were, and a
+     * flush saves them first, so a failure can give r back unchanged
+     * without copying pending at every turn (it grows with every message
+     * of a template that has no special id between turns). */
     struct inc_sink s = {{inc_fn}, r, {r->pending, r->n_pending, r->pending_cap},
-                         content ? content : "", out, 0, skip_until_eos, skip_text, cont};
-    /* Work on a copy of pending so that a failure leaves r unchanged. */
-    struct sbuf copy = {0};
-    sbuf_add(&copy, s.pending.data ? s.pending.data : "", s.pending.len);
-    s.pending = copy;
+                         content ? content : "", out, 0, skip_until_eos, skip_text, cont,
+                         r->n_pending, NULL};
     const char *why;
     tpl_scan(str, &s.base, &why);
     if (s.rc) {
         out->n = out_n;
-        free(s.pending.data);
-        return s.rc;
+        if (s.saved)
+            memcpy(s.pending.data, s.saved, s.n0);
+        s.pending.len = s.n0;
+    } else {
+        r->cont = s.cont;
     }
-    free(r->pending);
+    free(s.saved);
     r->pending = s.pending.data;
     r->n_pending = s.pending.len;
     r->pending_cap = s.pending.cap;
-    r->cont = s.cont;
-    return 0;
+    if (r->pending)
+        r->pending[r->n_pending] = '\0';
+    return s.rc;
 }
 
 static int inc_expand(struct template_render *r, const char *str, const char *content,

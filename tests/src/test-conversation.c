@@ -390,6 +390,39 @@ static void test_branches(void)
     session_free(s);
 }
 
+/* 50,000 consecutive user messages with a template that has no special id
+ * between turns (plain): the renderer's pending text grows with every one,
+ * and the snapshots used to copy it at each (4 GB at 50k messages).  The
+ * bytes the snapshots hold stay bounded, and the conversation still
+ * rewinds (by rendering again where no snapshot was kept). */
+static void test_many_messages(void)
+{
+    char path[4096];
+    const char *srcdir = getenv("top_srcdir");
+    snprintf(path, sizeof path, "%s/prompts/plain.yaml", srcdir ? srcdir : ".");
+    struct template *plain = template_load_file(path, err, sizeof err);
+    if (!plain)
+        bail_out("%s", err);
+    enum { N = 50000 };
+    struct session *s = session_new("many");
+    for (int i = 0; i < N; i++)
+        session_append(s, ROLE_USER, "hello there, how are you");
+    struct conversation cv;
+    conversation_init(&cv, s, plain, tok, 1 << 20, NULL);
+    int rc = conversation_render(&cv, err, sizeof err);
+    size_t held = conversation_snapshot_bytes(&cv);
+    ok(rc == 0, "50,000 user messages render (%s)", rc ? err : "ok");
+    ok(held < 64u << 20, "the snapshots hold %zu KiB of renderer text (bounded, not 50,000 copies)",
+       held >> 10);
+    char *text = NULL;
+    rc = conversation_undo(&cv, &text, err, sizeof err);
+    ok(rc == 0 && text && s->n_msgs == N - 1, "/undo there still works (rendered again)");
+    free(text);
+    conversation_fini(&cv);
+    session_free(s);
+    template_free(plain);
+}
+
 /* A conversation loaded from its file renders from text exactly as the
  * whole-conversation renderer does. */
 static void test_load_render(void)
@@ -716,6 +749,7 @@ int main(void)
         bail_out("%s", err);
 
     test_load_render();
+    test_many_messages();
     test_reuse_and_edits();
     test_branches();
     test_snapshots();

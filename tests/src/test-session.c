@@ -18,6 +18,7 @@
 #include "src/macros.h"
 #include "src/session.h"
 #include "src/store.h"
+#include "src/strbuf.h"
 #include "src/xalloc.h"
 #include "tests/lib/tap.h"
 
@@ -280,6 +281,22 @@ static void test_bad(void)
         "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
         "messages: []\nend: true\n",
         "s.yaml:", "an alias bomb");
+    /* One 10 KB message named 30,000 times by aliases (a 160 KB file):
+     * 300 MB of text if expanded, refused at the file-size bound. */
+    {
+        struct sbuf b = {0};
+        const char *head = "elmchat_session: 2\nname: bomb\nmessages:\n- &m {role: user, content: \"";
+        sbuf_add(&b, head, strlen(head));
+        for (int i = 0; i < 10000; i++)
+            sbuf_add(&b, "x", 1);
+        sbuf_add(&b, "\"}\n", 3);
+        for (int i = 0; i < 30000; i++)
+            sbuf_add(&b, "- *m\n", 5);
+        sbuf_add(&b, "end: true\n", 10);
+        bad(b.data, "s.yaml:4:3: the messages hold more than 256 MiB of text (YAML aliases?)",
+            "30,000 aliases of a 10 KB message");
+        sbuf_fini(&b);
+    }
     struct session *s =
         session_load("/nonexistent/dir/s.yaml", err, sizeof err);
     ok(!s && strstr(err, "cannot open"), "a missing file: %s", err);
