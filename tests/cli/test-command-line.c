@@ -36,6 +36,10 @@ int main(void)
        "--version prints 'elmchat %s'", PACKAGE_VERSION);
     is_int(run_status("no-such-command", out, sizeof out), 2, "unknown command exits 2");
     ok(strstr(out, "unknown command") != NULL, "unknown command is named");
+    /* a name with an escape sequence: echoed escaped, never raw */
+    run_status("run -p x -m \"$(printf 'no\\033[31msuch')\"", out, sizeof out);
+    ok(strstr(out, "no\\x1b[31msuch") != NULL && !strchr(out, '\033'),
+       "an error quoting a name with ESC writes it as \\x1b: %s", out);
     /* more threads than 4 a core would only queue */
     is_int(run_status("run -p x --threads 1000", out, sizeof out), 2, "--threads 1000: a usage error");
     ok(strstr(out, "--threads 1000: this machine has") != NULL, "... saying how many cores there are");
