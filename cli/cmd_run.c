@@ -16,6 +16,7 @@
 #include "src/config_file.h"
 #include "src/store.h"
 #include "src/template.h"
+#include "src/utf8.h"
 #include "src/xalloc.h"
 
 #define RUN_MAX_INPUT (16 * 1024 * 1024)
@@ -111,6 +112,11 @@ static char *read_input(const char *file, char *err, size_t err_size)
         text[--len] = '\0';
     if (strlen(text) != len) {
         snprintf(err, err_size, "%s: the text contains a NUL byte", file ? file : "standard input");
+        free(text);
+        return NULL;
+    }
+    /* as the chat's sessions: the text must be UTF-8 */
+    if (!utf8_check_text(file ? file : "standard input", text, len, err, err_size)) {
         free(text);
         return NULL;
     }

@@ -51,20 +51,8 @@ int attachment_from_text(const char *name, const char *text, size_t len, size_t 
                  name, (size_t)(nul - text));
         return -1;
     }
-    size_t bad;
-    if (!utf8_valid(text, len, &bad)) {
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < bad; i++) {
-            if (text[i] == '\n')
-                line++, col = 1;
-            else if (((unsigned char)text[i] & 0xC0) != 0x80)
-                col++;
-        }
-        snprintf(err, err_size, "%s:%zu:%zu: not UTF-8 text (byte 0x%02x): convert it first, "
-                                "e.g. iconv -f latin1 -t utf-8",
-                 name, line, col, (unsigned char)text[bad]);
+    if (!utf8_check_text(name, text, len, err, err_size))
         return -1;
-    }
     while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
         len--;
     if (len == 0) {

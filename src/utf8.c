@@ -3,6 +3,8 @@
 
 #include "src/utf8.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 #include "src/xalloc.h"
@@ -74,4 +76,22 @@ char *utf8_sanitize(const char *s, size_t len)
     }
     out[o] = '\0';
     return out;
+}
+
+bool utf8_check_text(const char *name, const char *s, size_t len, char *err, size_t err_size)
+{
+    size_t bad;
+    if (utf8_valid(s, len, &bad))
+        return true;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < bad; i++) {
+        if (s[i] == '\n')
+            line++, col = 1;
+        else if (((unsigned char)s[i] & 0xC0) != 0x80)
+            col++;
+    }
+    snprintf(err, err_size, "%s:%zu:%zu: not UTF-8 text (byte 0x%02x): convert it first, e.g. "
+                            "iconv -f latin1 -t utf-8",
+             name, line, col, (unsigned char)s[bad]);
+    return false;
 }

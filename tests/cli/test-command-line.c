@@ -40,6 +40,15 @@ int main(void)
     run_status("run -p x -m \"$(printf 'no\\033[31msuch')\"", out, sizeof out);
     ok(strstr(out, "no\\x1b[31msuch") != NULL && !strchr(out, '\033'),
        "an error quoting a name with ESC writes it as \\x1b: %s", out);
+    /* run's input is UTF-8, as sessions are */
+    const char *latin1 = tap_write_tmp("latin1.txt", "caf\351\n", 5);
+    const char *bdir = getenv("top_builddir");
+    char args[8192];
+    snprintf(args, sizeof args, "run --dry-run --tokenizer '%s/tests/random-model/tokenizer.model' < '%s'",
+             bdir ? bdir : ".", latin1);
+    is_int(run_status(args, out, sizeof out), 1, "latin-1 on run's standard input: refused");
+    ok(strstr(out, "standard input:1:4: not UTF-8 text (byte 0xe9)") != NULL,
+       "... with its line and column: %s", out);
     /* more threads than 4 a core would only queue */
     is_int(run_status("run -p x --threads 1000", out, sizeof out), 2, "--threads 1000: a usage error");
     ok(strstr(out, "--threads 1000: this machine has") != NULL, "... saying how many cores there are");
