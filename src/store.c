@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,8 +37,9 @@ int store_write_atomic(const char *path, const void *data, size_t len, char *err
 {
     char *dir = dir_of(path);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    /* Hidden, same folder (so rename is atomic), unique per attempt. */
-    char *tmp = x_asprintf("%s/.%s.tmp.XXXXXX", dir, base);
+    /* Hidden, same folder (so rename is atomic), unique per attempt; the
+     * pid tells a later start whether its writer still lives. */
+    char *tmp = x_asprintf("%s/.%s.tmp.%ld.XXXXXX", dir, base, (long)getpid());
     int rc = 0;
     int fd = mkstemp(tmp); /* mode 0600 */
     if (fd < 0) {
@@ -154,11 +156,31 @@ int store_read_file(const char *path, size_t max_size, char **data, size_t *len,
     return 0;
 }
 
-/* "...tmp.XXXXXX": mkstemp's six characters after ".tmp." at the end. */
-static bool is_our_temp(const char *name)
+/* "...tmp.PID.XXXXXX" (or the older "...tmp.XXXXXX"): mkstemp's six
+ * characters at the end.  *pid: the writer's, 0 when the name has none. */
+static bool is_our_temp(const char *name, long *pid)
 {
     size_t n = strlen(name);
-    return n > 11 && strncmp(name + n - 11, ".tmp.", 5) == 0;
+    *pid = 0;
+    if (n < 12 || name[n - 7] != '.')
+        return false;
+    if (strncmp(name + n - 11, ".tmp.", 5) == 0)
+        return true;
+    /* back from the last dot over the pid's digits to ".tmp." */
+    size_t i = n - 7;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    if (i == n - 7 || i < 5 || strncmp(name + i - 5, ".tmp.", 5) != 0)
+        return false;
+    *pid = strtol(name + i, NULL, 10);
+    return true;
+}
+
+/* The writer is gone: no such process (a pid of another machine's or a
+ * recycled one errs on the side of keeping the file). */
+static bool writer_gone(long pid)
+{
+    return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
 int store_remove_stale_temps(const char *dir, time_t older_than)
@@ -169,12 +191,13 @@ int store_remove_stale_temps(const char *dir, time_t older_than)
     int removed = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!is_our_temp(e->d_name))
+        long pid;
+        if (!is_our_temp(e->d_name, &pid))
             continue;
         char *path = x_asprintf("%s/%s", dir, e->d_name);
         struct stat st;
-        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime < older_than &&
-            unlink(path) == 0)
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+            (writer_gone(pid) || st.st_mtime < older_than) && unlink(path) == 0)
             removed++;
         free(path);
     }

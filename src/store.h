@@ -11,9 +11,10 @@
  * the step; on failure the temp file is removed and path is untouched. */
 int store_write_atomic(const char *path, const void *data, size_t len, char *err,
                        size_t err_size);
-/* Remove the temporary files a killed writer left in dir (ours by name:
- * "*.tmp.XXXXXX", as store_write_atomic and the KV snapshots make them)
- * last modified before older_than.  The number removed. */
+/* Remove the temporary files a killed writer left in dir: ours by name
+ * ("*.tmp.PID.XXXXXX", as store_write_atomic and the KV snapshots make
+ * them) whose writer is no longer running, or any of ours last modified
+ * before older_than.  The number removed. */
 int store_remove_stale_temps(const char *dir, time_t older_than);
 /* Read a whole file (owned, NUL added; *len excludes it).  0, -errno, or
  * -EFBIG when larger than max_size. */

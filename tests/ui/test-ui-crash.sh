@@ -36,11 +36,18 @@ mkdir -p "$kvdir"
 : > "$kvdir/crashSEGV.kv.tmp.XyZ789"
 touch -d '2 hours ago' "$sessions/.crashSEGV.yaml.tmp.AbC123" "$kvdir/crashSEGV.kv.tmp.XyZ789"
 : > "$kvdir/other.kv.tmp.FrEsH1"
+# a fresh one of a writer that is gone (a dead pid), and one of a live one
+dead=999999
+while kill -0 $dead 2>/dev/null; do dead=$((dead - 1)); done
+: > "$sessions/.crashABRT.yaml.tmp.$dead.Qw3rty"
+: > "$kvdir/crashABRT.kv.tmp.$$.Li4ve0"
 ui_start 100 24 -s crashSEGV -n 4
 ok 'ui_wait "idle" 20' "starts again"
 ok '[ ! -e "$sessions/.crashSEGV.yaml.tmp.AbC123" ] && [ ! -e "$kvdir/crashSEGV.kv.tmp.XyZ789" ]' \
    "stale temporary files are removed"
-ok '[ -e "$kvdir/other.kv.tmp.FrEsH1" ]' "a fresh one (a live writer's) stays"
+ok '[ -e "$kvdir/other.kv.tmp.FrEsH1" ]' "a fresh one of unknown writer stays (a minute old goes)"
+ok '[ ! -e "$sessions/.crashABRT.yaml.tmp.$dead.Qw3rty" ]' "a fresh one whose writer is gone goes"
+ok '[ -e "$kvdir/crashABRT.kv.tmp.$$.Li4ve0" ]' "one whose writer runs stays"
 ok 'ui_screen | grep -q "first question"' "the crashed session opens with its last completed turn"
 ui_keys '/quit' Enter
 ok 'ui_exited 10' "quits"
