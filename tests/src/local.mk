@@ -4,7 +4,8 @@
 SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-session-tree \
 	tests/src/test-attachment \
 	tests/src/test-conversation \
-	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller
+	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller \
+	tests/src/test-kill
 check_PROGRAMS += $(SRC_TESTS)
 TESTS += $(SRC_TESTS)
 
@@ -38,3 +39,7 @@ tests_src_test_options_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 # The chat controller on the real worker and two generated checkpoints.
 tests_src_test_controller_SOURCES = tests/src/test-controller.c
 tests_src_test_controller_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+
+# 100 kill -9 while chatting: every session loads, no temporary file stays.
+tests_src_test_kill_SOURCES = tests/src/test-kill.c
+tests_src_test_kill_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
