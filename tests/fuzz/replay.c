@@ -36,6 +36,7 @@ TARGET(template)
 TARGET(session)
 TARGET(config_file)
 TARGET(kvmeta)
+TARGET(render)
 #undef TARGET
 
 static const struct target {
@@ -53,6 +54,7 @@ static const struct target {
     {"session", fuzz_session},
     {"config-file", fuzz_config_file},
     {"kvmeta", fuzz_kvmeta},
+    {"render", fuzz_render},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
