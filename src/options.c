@@ -86,7 +86,7 @@ const char cli_common_help[] =
     "      --seed N             random seed\n"
     "  -n, --max-tokens N       stop after N new tokens\n"
     "      --exact              BF16 weights: f32 activations in the prefill (by default\n"
-    "                           they are rounded to bf16 where the CPU has AVX512_BF16)\n"
+    "                           rounded to bf16 where the CPU does bf16 pairs fastest)\n"
     "      --no-lookup          no prompt lookup (drafts of repeated text verified in one\n"
     "                           pass; the reply is the same either way, only its speed)\n"
     "      --draft MODEL        a smaller model of the same vocabulary proposes tokens\n"
