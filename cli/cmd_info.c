@@ -6,12 +6,14 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
 #include "src/options.h"
 #include "cli/model_open.h"
+#include "src/model_find.h"
 
 static void help(void)
 {
@@ -102,10 +104,16 @@ int cmd_info(int argc, char **argv)
     printf("kv_floats_per_token:  %ld\n", kv);
     printf("fingerprint:          %016" PRIx64 "\n", in->fingerprint);
     print_sampling(&in->sampling);
-    if (tok)
-        printf("tokenizer:            %d pieces\n", elm_tokenizer_n_vocab(tok));
+    char *shipped = model_fallback_tokenizer_path(elm_model_path(model));
+    if (tok && shipped)
+        printf("tokenizer:            %d pieces, elmchat's LLaMA-2 tokenizer.model (the folder "
+               "has none): %s\n",
+               elm_tokenizer_n_vocab(tok), shipped);
+    else if (tok)
+        printf("tokenizer:            %d pieces, the model's own\n", elm_tokenizer_n_vocab(tok));
     else
         printf("tokenizer:            none\n");
+    free(shipped);
     printf("\nlayer  q_heads  kv_heads  ffn_mult  ffn_dim\n");
     for (int i = 0; i < in->n_layers; i++)
         printf("%5d  %7d  %8d  %8.2f  %7d\n", i, in->n_query_heads[i], in->n_kv_heads[i],

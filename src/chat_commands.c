@@ -70,6 +70,11 @@ static void show_info(struct chat *c)
             mi->n_vocab, (double)mi->n_params / 1e6, elm_dtype_name(mi->dtype));
     else
         ADD("%s\n", c->model_loading ? "loading..." : "not loaded");
+    if (c->tokenizer_from)
+        ADD("tokenizer: elmchat's LLaMA-2 tokenizer.model (the model folder has none): %s\n",
+            c->tokenizer_from);
+    else
+        ADD("tokenizer: the model's own\n");
     if (c->model_loading && c->model_ready)
         ADD("loading %s: %d%%\n", c->load_name, (int)(c->load_progress * 100));
     struct elm_sampler_params p;

@@ -815,6 +815,8 @@ void chat_fini(struct chat *c)
     free(c->model_arg);
     free(c->load_arg);
     free(c->queued);
+    free(c->tokenizer_from);
+    free(c->load_tokenizer_from);
     attachment_fini(&c->attach);
     elm_event_fini(&c->pending_ready);
     sbuf_fini(&c->reply_text);

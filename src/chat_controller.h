@@ -106,6 +106,9 @@ struct chat {
     bool model_ready;            /* a model is current in the worker */
     struct elm_model_info *info; /* owned copy from MODEL_READY */
     elm_tokenizer *tok;          /* owned: loaded here, immutable, any thread */
+    char *tokenizer_from;        /* owned: elmchat's tokenizer.model it came from (the model
+                                    folder has none), NULL: the model's own */
+    char *load_tokenizer_from;   /* the same for the model being loaded */
     int n_ctx;
 
     /* a model being loaded (/model, or the first one) */

@@ -22,10 +22,18 @@ bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size
 
 /* The tokenizer is loaded here too (it is immutable and cheap), because the
  * templates render on this thread: the model's own, as the engine finds it. */
-static elm_tokenizer *load_tokenizer(const char *model_path, char *err, size_t err_size)
+/* The model's own tokenizer, else (a folder with none, as Apple's Hub
+ * repos are) the one elmchat ships: *from says which (owned path, NULL:
+ * the model's). */
+static elm_tokenizer *load_tokenizer(const char *model_path, char **from, char *err,
+                                     size_t err_size)
 {
-    elm_tokenizer *tok = NULL;
-    return elm_tokenizer_load_for_model(model_path, &tok, err, err_size) == ELM_OK ? tok : NULL;
+    elm_tokenizer *tok = model_fallback_tokenizer(model_path, from);
+    if (tok)
+        return tok;
+    if (elm_tokenizer_load_for_model(model_path, &tok, err, err_size) != ELM_OK)
+        return NULL;
+    return tok;
 }
 
 static const char *base_name(const char *path)
@@ -58,7 +66,7 @@ bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size
     c->model_arg = arg ? x_strdup(arg) : NULL;
     c->bundled = model_is_bundled(c->model_path);
     model_label(c->model_path, c->model_name, sizeof c->model_name);
-    c->tok = load_tokenizer(c->model_path, err, err_size);
+    c->tok = load_tokenizer(c->model_path, &c->tokenizer_from, err, err_size);
     if (!c->tok)
         return false;
     snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
@@ -87,11 +95,14 @@ void chat_post_load_model(struct chat *c)
 bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, char *err,
                            size_t err_size)
 {
-    elm_tokenizer *tok = load_tokenizer(path, err, err_size);
+    char *from = NULL;
+    elm_tokenizer *tok = load_tokenizer(path, &from, err, err_size);
     if (!tok)
         return false;
     elm_tokenizer_free(c->load_tok);
     c->load_tok = tok;
+    free(c->load_tokenizer_from);
+    c->load_tokenizer_from = from;
     free(c->load_arg);
     c->load_arg = arg ? x_strdup(arg) : NULL;
     snprintf(c->load_path, sizeof c->load_path, "%s", path);
@@ -169,6 +180,9 @@ void chat_model_ready(struct chat *c, struct elm_event *ev)
         old_tok = c->tok;
         c->tok = c->load_tok;
         c->load_tok = NULL;
+        free(c->tokenizer_from);
+        c->tokenizer_from = c->load_tokenizer_from;
+        c->load_tokenizer_from = NULL;
         free(c->model_arg);
         c->model_arg = c->load_arg;
         c->load_arg = NULL;

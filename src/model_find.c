@@ -114,3 +114,35 @@ bool model_resolve(const char *arg, char *path, size_t path_size, char *err, siz
     free(dir);
     return false;
 }
+
+char *model_fallback_tokenizer_path(const char *model_path)
+{
+    struct stat st;
+    if (!model_path || stat(model_path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return NULL; /* a GGUF: its vocabulary */
+    const char *names[] = {"tokenizer.model", "tokenizer.json"};
+    for (size_t i = 0; i < 2; i++) {
+        char *p = x_asprintf("%s/%s", model_path, names[i]);
+        bool there = stat(p, &st) == 0;
+        free(p);
+        if (there)
+            return NULL;
+    }
+    return paths_shipped_tokenizer();
+}
+
+elm_tokenizer *model_fallback_tokenizer(const char *model_path, char **from)
+{
+    *from = NULL;
+    char *shipped = model_fallback_tokenizer_path(model_path);
+    if (!shipped)
+        return NULL;
+    elm_tokenizer *tok = NULL;
+    char err[512];
+    if (elm_tokenizer_load(shipped, &tok, err, sizeof err) != ELM_OK) {
+        free(shipped);
+        return NULL;
+    }
+    *from = shipped;
+    return tok;
+}

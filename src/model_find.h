@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "engine/elm_tokenizer.h"
+
 /* The bundled model used when none is named (also the name "default"). */
 #define MODEL_DEFAULT_NAME "guide-small-instruct"
 /* The environment variable naming the model used when none is given. */
@@ -22,6 +24,14 @@ bool model_resolve(const char *arg, char *path, size_t path_size, char *err, siz
 bool model_bundled_default(char *path, size_t path_size);
 /* Is path one of the bundled models (as model_resolve returns them)? */
 bool model_is_bundled(const char *path);
+/* A model folder without a tokenizer of its own (Apple's OpenELM repos
+ * ship none): elmchat's LLaMA-2 tokenizer, loaded (owned: free it with
+ * elm_tokenizer_free), and *from its path; NULL when the model has its
+ * own (a file beside the weights, a GGUF's vocabulary) or none is
+ * shipped (*from NULL too). */
+elm_tokenizer *model_fallback_tokenizer(const char *model_path, char **from);
+/* Its path alone (owned), NULL in the same cases. */
+char *model_fallback_tokenizer_path(const char *model_path);
 
 /* The folders names are looked up in, in order, NULL-terminated (owned:
  * free each and the vector): the user's, then the bundled one. */

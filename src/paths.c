@@ -111,6 +111,28 @@ char *paths_shipped_dir(const char *sub)
     return x_asprintf("%s/%s", PKGDATADIR, sub);
 }
 
+char *paths_shipped_tokenizer(void)
+{
+    char *path = NULL;
+#if defined(ELMCHAT_BUILDDIR)
+    char *exe = paths_exe_dir();
+    if (exe) {
+        size_t bl = strlen(ELMCHAT_BUILDDIR);
+        if (strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/'))
+            path = x_asprintf("%s/models/llama2-tokenizer.model", ELMCHAT_BUILDDIR);
+        free(exe);
+    }
+#endif
+    if (!path)
+        path = x_asprintf("%s/tokenizer.model", PKGDATADIR);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
 char *paths_find_in(char *const *dirs, const char *name, const char *suffix)
 {
     for (size_t d = 0; dirs[d]; d++) {

@@ -23,6 +23,10 @@ char *paths_exe_dir(void);
  * tree's when this program is the build tree's (a VPATH build has them
  * there only), else $(pkgdatadir)/SUB.  Owned. */
 char *paths_shipped_dir(const char *sub);
+/* The LLaMA-2 tokenizer.model elmchat ships (models/local.mk fetches it at
+ * build time): the build tree's when run from it, else the installed one.
+ * Owned, NULL when there is none. */
+char *paths_shipped_tokenizer(void);
 /* The first dirs[i]/NAME+suffix that exists (owned), NULL when none. */
 char *paths_find_in(char *const *dirs, const char *name, const char *suffix);
 /* The names of the files NAME+suffix (NAME not starting with '.') in the

@@ -28,3 +28,7 @@ TESTS += tests/cli/test-sessions.sh
 # NaN weights: info --check names the tensor, a reply stops with an error.
 dist_check_SCRIPTS += tests/cli/test-damaged-weights.sh
 TESTS += tests/cli/test-damaged-weights.sh
+
+# A Hub folder without a tokenizer runs on the LLaMA-2 one the build fetched.
+dist_check_SCRIPTS += tests/cli/test-shipped-tokenizer.sh
+TESTS += tests/cli/test-shipped-tokenizer.sh
