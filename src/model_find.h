@@ -1,8 +1,11 @@
 /* model_find.h: where a model named on the command line or in /model is:
  * a path; a name in the user's models folder ($XDG_DATA_HOME/elmchat/models,
- * a folder or NAME.gguf); an alias; or one of the models elmchat ships
+ * a folder or NAME.gguf); an alias; one of the models elmchat ships
  * (models/ of the source tree when run from the build tree, else
- * $(pkgdatadir)/models).  Main thread only. */
+ * $(pkgdatadir)/models); or a model in the Hugging Face cache ($HF_HUB_CACHE,
+ * $HF_HOME/hub, ~/.cache/huggingface/hub): an owner/repo id, or the short
+ * names 270M, 450M, 1.1B, 3B (-instruct) for Apple's repos.  Main thread
+ * only. */
 #ifndef ELMCHAT_SRC_MODEL_FIND_H
 #define ELMCHAT_SRC_MODEL_FIND_H
 

@@ -32,3 +32,7 @@ TESTS += tests/cli/test-damaged-weights.sh
 # A Hub folder without a tokenizer runs on the LLaMA-2 one the build fetched.
 dist_check_SCRIPTS += tests/cli/test-shipped-tokenizer.sh
 TESTS += tests/cli/test-shipped-tokenizer.sh
+
+# Models in the Hugging Face cache: -m owner/repo and the short names.
+dist_check_SCRIPTS += tests/cli/test-hf-cache.sh
+TESTS += tests/cli/test-hf-cache.sh
