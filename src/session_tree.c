@@ -147,53 +147,81 @@ size_t session_branch(struct session *s, size_t i, size_t k)
 
 /* ----------------------------------------------------------------- rows */
 
-static int by_id(const void *a, const void *b)
+/* Messages by parent, then id: a node's children are one run of it. */
+static int by_parent_id(const void *a, const void *b)
 {
-    uint32_t x = (*(const struct message *const *)a)->id, y = (*(const struct message *const *)b)->id;
-    return (x > y) - (x < y);
+    const struct message *x = *(const struct message *const *)a;
+    const struct message *y = *(const struct message *const *)b;
+    if (x->parent != y->parent)
+        return (x->parent > y->parent) - (x->parent < y->parent);
+    return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The children of parent, by id, into kids (owned); their count. */
-static size_t children(const struct session *s, uint32_t parent, const struct message ***kids)
+/* The first of all[0, n) whose parent is >= parent. */
+static size_t children_at(const struct message *const *all, size_t n, uint32_t parent)
 {
-    size_t n = 0;
-    *kids = x_malloc((s->n_msgs + s->n_alts + 1) * sizeof **kids);
-    for (size_t i = 0; i < s->n_msgs; i++)
-        if (parent_at(s, i) == parent)
-            (*kids)[n++] = &s->msgs[i];
-    for (size_t j = 0; j < s->n_alts; j++)
-        if (s->alts[j].parent == parent)
-            (*kids)[n++] = &s->alts[j];
-    qsort(*kids, n, sizeof **kids, by_id);
-    return n;
-}
-
-static void add_rows(const struct session *s, uint32_t parent, int depth,
-                     struct session_tree_row *rows, size_t *n, int guard)
-{
-    const struct message **kids;
-    size_t nk = children(s, parent, &kids);
-    if (guard > 0) {
-        int d = nk > 1 ? depth + 1 : depth;
-        for (size_t k = 0; k < nk; k++) {
-            struct session_tree_row *r = &rows[(*n)++];
-            r->m = kids[k];
-            r->depth = d;
-            r->on_path = kids[k] >= s->msgs && kids[k] < s->msgs + s->n_msgs;
-            r->path_index = r->on_path ? (size_t)(kids[k] - s->msgs) : 0;
-            r->k = k + 1;
-            r->n = nk;
-            add_rows(s, kids[k]->id, d, rows, n, guard - 1);
-        }
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (all[mid]->parent < parent)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    free(kids);
+    return lo;
 }
 
+/* A run of siblings being listed: [start, end) of all, the next at. */
+struct run {
+    size_t start, at, end;
+    int depth;
+};
+
+static struct run run_of(const struct message *const *all, size_t n, uint32_t parent, int depth)
+{
+    size_t start = children_at(all, n, parent), end = start;
+    while (end < n && all[end]->parent == parent)
+        end++;
+    /* a chain stays at its depth; a branch point indents its children */
+    return (struct run){start, start, end, end - start > 1 ? depth + 1 : depth};
+}
+
+/* Depth first with a stack of its own (a chain of a million messages would
+ * be as deep a recursion), the children found in one sorted index (looking
+ * them up by scanning every message made the list quadratic). */
 struct session_tree_row *session_tree_rows(const struct session *s, size_t *n)
 {
     size_t total = s->n_msgs + s->n_alts;
     struct session_tree_row *rows = x_calloc(total ? total : 1, sizeof *rows);
+    const struct message **all = x_malloc((total ? total : 1) * sizeof *all);
+    for (size_t i = 0; i < s->n_msgs; i++)
+        all[i] = &s->msgs[i];
+    for (size_t j = 0; j < s->n_alts; j++)
+        all[s->n_msgs + j] = &s->alts[j];
+    qsort(all, total, sizeof *all, by_parent_id);
+    struct run *stack = x_malloc((total + 1) * sizeof *stack);
+    size_t top = 0;
+    stack[top++] = run_of(all, total, 0, 0);
     *n = 0;
-    add_rows(s, 0, 0, rows, n, (int)total + 1);
+    while (top > 0 && *n < total) {
+        struct run *r = &stack[top - 1];
+        if (r->at == r->end) {
+            top--;
+            continue;
+        }
+        const struct message *m = all[r->at++];
+        struct session_tree_row *row = &rows[(*n)++];
+        row->m = m;
+        row->depth = r->depth;
+        row->on_path = m >= s->msgs && m < s->msgs + s->n_msgs;
+        row->path_index = row->on_path ? (size_t)(m - s->msgs) : 0;
+        row->k = r->at - r->start;
+        row->n = r->end - r->start;
+        struct run kids = run_of(all, total, m->id, r->depth);
+        if (kids.end > kids.start && top <= total)
+            stack[top++] = kids;
+    }
+    free(stack);
+    free(all);
     return rows;
 }
