@@ -96,17 +96,27 @@ char *paths_exe_dir(void)
     return x_strdup(exe);
 }
 
+/* The program runs from the build tree (not installed). */
+static bool in_build_tree(void)
+{
+#if defined(ELMCHAT_BUILDDIR)
+    char *exe = paths_exe_dir();
+    if (!exe)
+        return false;
+    size_t bl = strlen(ELMCHAT_BUILDDIR);
+    bool in = strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/');
+    free(exe);
+    return in;
+#else
+    return false;
+#endif
+}
+
 char *paths_shipped_dir(const char *sub)
 {
-#if defined(ELMCHAT_SRCDIR) && defined(ELMCHAT_BUILDDIR)
-    char *exe = paths_exe_dir();
-    if (exe) {
-        size_t bl = strlen(ELMCHAT_BUILDDIR);
-        bool in_build = strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/');
-        free(exe);
-        if (in_build)
-            return x_asprintf("%s/%s", ELMCHAT_SRCDIR, sub);
-    }
+#if defined(ELMCHAT_SRCDIR)
+    if (in_build_tree())
+        return x_asprintf("%s/%s", ELMCHAT_SRCDIR, sub);
 #endif
     return x_asprintf("%s/%s", PKGDATADIR, sub);
 }
@@ -115,13 +125,8 @@ char *paths_shipped_tokenizer(void)
 {
     char *path = NULL;
 #if defined(ELMCHAT_BUILDDIR)
-    char *exe = paths_exe_dir();
-    if (exe) {
-        size_t bl = strlen(ELMCHAT_BUILDDIR);
-        if (strncmp(exe, ELMCHAT_BUILDDIR, bl) == 0 && (exe[bl] == '\0' || exe[bl] == '/'))
-            path = x_asprintf("%s/models/llama2-tokenizer.model", ELMCHAT_BUILDDIR);
-        free(exe);
-    }
+    if (in_build_tree()) /* fetched into the build tree (models/local.mk) */
+        path = x_asprintf("%s/models/llama2-tokenizer.model", ELMCHAT_BUILDDIR);
 #endif
     if (!path)
         path = x_asprintf("%s/tokenizer.model", PKGDATADIR);
