@@ -162,6 +162,19 @@ const char *tap_tmpdir(void)
     return tmpdir;
 }
 
+void tap_private_xdg(void)
+{
+    static const char *const vars[][2] = {{"XDG_CONFIG_HOME", "config"},
+                                          {"XDG_DATA_HOME", "data"},
+                                          {"XDG_STATE_HOME", "state"},
+                                          {"XDG_CACHE_HOME", "cache"}};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        char dir[8192];
+        snprintf(dir, sizeof dir, "%s/%s", tap_tmpdir(), vars[i][1]);
+        setenv(vars[i][0], dir, 1);
+    }
+}
+
 void *tap_alloc64(size_t bytes)
 {
     void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);

@@ -32,6 +32,9 @@ const char *tap_data_path(const char *name);
 /* Static buffer: a fresh private directory for this test (removed at exit
  * unless the test failed). */
 const char *tap_tmpdir(void);
+/* XDG_CONFIG_HOME, XDG_DATA_HOME, XDG_STATE_HOME and XDG_CACHE_HOME set
+ * to folders of tap_tmpdir(): the test's files stay its own. */
+void tap_private_xdg(void);
 /* 64-byte aligned memory (bail_out when there is none); free() it. */
 void *tap_alloc64(size_t bytes);
 /* A uniform number in [-1, 1) from the xorshift state *s (never 0). */

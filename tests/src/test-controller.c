@@ -554,15 +554,7 @@ int main(void)
         !tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b,
                             sizeof model_b, "b"))
         skip_all("tests/lib/gen-checkpoint is not built");
-    static const char *const vars[][2] = {{"XDG_CONFIG_HOME", "config"},
-                                          {"XDG_DATA_HOME", "data"},
-                                          {"XDG_STATE_HOME", "state"},
-                                          {"XDG_CACHE_HOME", "cache"}};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        char *dir = x_asprintf("%s/%s", tap_tmpdir(), vars[i][1]);
-        setenv(vars[i][0], dir, 1);
-        free(dir);
-    }
+    tap_private_xdg();
     setenv("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", "5", 1);
     unsetenv("ELMCHAT_MEM_BUDGET");
     plan_lazy();

@@ -69,15 +69,7 @@ int main(void)
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model, sizeof model,
                             "m"))
         skip_all("tests/lib/gen-checkpoint is not built");
-    static const char *const vars[][2] = {{"XDG_CONFIG_HOME", "config"},
-                                          {"XDG_DATA_HOME", "data"},
-                                          {"XDG_STATE_HOME", "state"},
-                                          {"XDG_CACHE_HOME", "cache"}};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        char *dir = x_asprintf("%s/%s", tap_tmpdir(), vars[i][1]);
-        setenv(vars[i][0], dir, 1);
-        free(dir);
-    }
+    tap_private_xdg();
     setenv("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", "3", 1);
     plan_lazy();
     srand(12345);
