@@ -2,7 +2,7 @@
 # the chat controller and its slash commands.
 # Knows the engine's public API only; includes nothing from ui/ or cli/.
 noinst_LIBRARIES += src/libcore.a
-src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(MD4C_CFLAGS) $(JSONC_CFLAGS)
+src_libcore_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(MD4C_CFLAGS) $(JSONC_CFLAGS) $(CURL_CFLAGS) $(NETTLE_CFLAGS)
 # The build tree's prompts/ (VPATH: the source tree's) for a program run uninstalled.
 src_libcore_a_CPPFLAGS = $(AM_CPPFLAGS) -DELMCHAT_SRCDIR=\"$(abs_top_srcdir)\" \
 	-DELMCHAT_BUILDDIR=\"$(abs_top_builddir)\"
