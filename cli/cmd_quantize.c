@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -58,6 +59,57 @@ static void progress(float f, void *user)
     }
 }
 
+int quantize_model(const char *path, const char *out, enum elm_dtype type, bool quiet)
+{
+    struct elm_quantize_params qp = elm_quantize_default_params();
+    qp.type = type;
+    char err[ELM_ERR_MAX];
+    /* a Hub folder without a tokenizer: the GGUF gets elmchat's LLaMA-2
+     * vocabulary, so that llama.cpp can run it too */
+    char *from = NULL;
+    elm_tokenizer *fallback = model_fallback_tokenizer(path, &from);
+    qp.tokenizer = fallback;
+    if (fallback && !quiet)
+        fprintf(stderr, "elmchat quantize: vocabulary from %s (the model has none)\n", from);
+    free(from);
+    int last = -1;
+    if (!quiet) {
+        qp.progress_cb = progress;
+        qp.progress_user = &last;
+    }
+    elm_status st = elm_quantize(path, out, &qp, err, sizeof err);
+    elm_tokenizer_free(fallback);
+    if (!quiet && last >= 0)
+        fputc('\n', stderr);
+    if (st) {
+        cli_error("%s", err);
+        return EXIT_RUNTIME;
+    }
+    if (quiet)
+        return EXIT_OK;
+
+    /* Load what was written: a check of the file, and its summary. */
+    struct elm_model_params mp = elm_model_default_params();
+    mp.n_threads = 1;
+    elm_model *m;
+    if ((st = elm_model_load(out, &mp, &m, err, sizeof err))) {
+        cli_error("the file just written does not load: %s", err);
+        return EXIT_RUNTIME;
+    }
+    const struct elm_model_info *in = elm_model_get_info(m);
+    struct stat sb;
+    long long size = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
+    printf("%s: %s, %d layers, %llu parameters, %lld bytes\n", out, elm_dtype_name(qp.type),
+           in->n_layers, (unsigned long long)in->n_params, size);
+    if (!elm_model_tokenizer(m))
+        fprintf(stderr,
+                "elmchat quantize: warning: %s has no vocabulary (no tokenizer.model next to "
+                "the model); llama.cpp will not run it\n",
+                out);
+    elm_model_free(m);
+    return EXIT_OK;
+}
+
 int cmd_quantize(int argc, char **argv)
 {
     static const struct option opts[] = {{"type", 1, NULL, 't'},
@@ -93,39 +145,5 @@ int cmd_quantize(int argc, char **argv)
         cli_error("%s", err);
         return EXIT_RUNTIME;
     }
-    int last = -1;
-    if (!quiet) {
-        qp.progress_cb = progress;
-        qp.progress_user = &last;
-    }
-    elm_status st = elm_quantize(path, out, &qp, err, sizeof err);
-    if (!quiet && last >= 0)
-        fputc('\n', stderr);
-    if (st) {
-        cli_error("%s", err);
-        return EXIT_RUNTIME;
-    }
-    if (quiet)
-        return EXIT_OK;
-
-    /* Load what was written: a check of the file, and its summary. */
-    struct elm_model_params mp = elm_model_default_params();
-    mp.n_threads = 1;
-    elm_model *m;
-    if ((st = elm_model_load(out, &mp, &m, err, sizeof err))) {
-        cli_error("the file just written does not load: %s", err);
-        return EXIT_RUNTIME;
-    }
-    const struct elm_model_info *in = elm_model_get_info(m);
-    struct stat sb;
-    long long size = stat(out, &sb) == 0 ? (long long)sb.st_size : -1;
-    printf("%s: %s, %d layers, %llu parameters, %lld bytes\n", out, elm_dtype_name(qp.type),
-           in->n_layers, (unsigned long long)in->n_params, size);
-    if (!elm_model_tokenizer(m))
-        fprintf(stderr,
-                "elmchat quantize: warning: %s has no vocabulary (no tokenizer.model next to "
-                "the model); llama.cpp will not run it\n",
-                out);
-    elm_model_free(m);
-    return EXIT_OK;
+    return quantize_model(path, out, qp.type, quiet);
 }

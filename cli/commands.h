@@ -4,6 +4,9 @@
 #ifndef ELMCHAT_CLI_COMMANDS_H
 #define ELMCHAT_CLI_COMMANDS_H
 
+#include <stdbool.h>
+
+#include "engine/elm.h"
 #include "src/diag.h"
 
 int cmd_run(int argc, char **argv);
@@ -15,5 +18,12 @@ int cmd_generate(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_sessions(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+int cmd_models(int argc, char **argv);
+
+/* quantize's work, also pull --quantize's: PATH (resolved) to OUT.gguf,
+ * checked by loading it; progress and the summary unless quiet.  An exit
+ * code. */
+int quantize_model(const char *path, const char *out, enum elm_dtype type, bool quiet);
 
 #endif

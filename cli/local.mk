@@ -1,7 +1,7 @@
 # The command line: main, the subcommand table, one file per subcommand.
 # The top layer: may include ui/, src/ and the engine's public headers.
 noinst_LIBRARIES += cli/libcli.a
-cli_libcli_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
+cli_libcli_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(CURL_CFLAGS)
 cli_libcli_a_SOURCES = \
 	cli/commands.h \
 	cli/model_open.c cli/model_open.h \
@@ -12,6 +12,9 @@ cli_libcli_a_SOURCES = \
 	cli/cmd_quantize.c \
 	cli/cmd_info.c \
 	cli/cmd_sessions.c \
+	cli/cmd_pull.c \
+	cli/pull_progress.c cli/pull_progress.h \
+	cli/cmd_models.c \
 	cli/cmd_logits.c \
 	cli/cmd_generate.c \
 	cli/cmd_bench.c \

@@ -25,6 +25,8 @@ static const struct command {
     {"quantize", cmd_quantize, "write a GGUF file from a model"},
     {"info", cmd_info, "model configuration and per-layer shapes"},
     {"sessions", cmd_sessions, "list the saved conversations, or --grep them"},
+    {"pull", cmd_pull, "download a model from the Hugging Face Hub"},
+    {"models", cmd_models, "list the models here (--rm one from the Hub cache)"},
 };
 
 static void print_help(FILE *f)

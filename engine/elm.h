@@ -127,6 +127,9 @@ struct elm_quantize_params {
     /* Optional progress callback, 0..1, called from the calling thread. */
     void (*progress_cb)(float fraction, void *user);
     void *progress_user;
+    /* Optional: the vocabulary written when the model has none of its own
+     * (a Hub folder of Apple's, which ships no tokenizer). */
+    const elm_tokenizer *tokenizer;
 };
 struct elm_quantize_params elm_quantize_default_params(void); /* q8_0 */
 
@@ -135,8 +138,8 @@ struct elm_quantize_params elm_quantize_default_params(void); /* q8_0 */
  * and shapes, alignment 32, 2-D weights in params->type (q4_0 keeps the tied
  * embedding in q8_0, q4_k and q5_k in q6_k; a row length the block does not
  * divide falls back to q8_0 for the K-quants, else f16), norms in f32, the
- * model's vocabulary (tokenizer.ggml.model "llama", or "no_vocab" when the
- * model has no tokenizer).  out_path is written through out_path.tmp and a
+ * model's vocabulary, else params->tokenizer's (tokenizer.ggml.model
+ * "llama", or "no_vocab" when there is neither).  out_path is written through out_path.tmp and a
  * rename. */
 elm_status elm_quantize(const char *in_path, const char *out_path,
                         const struct elm_quantize_params *params, char *err, size_t err_size);

@@ -11,6 +11,10 @@ src_libcore_a_SOURCES = \
 	src/diag.c src/diag.h \
 	src/options.c src/options.h \
 	src/model_find.c src/model_find.h \
+	src/http_client.c src/http_client.h \
+	src/hub_cache.c src/hub_cache.h \
+	src/hub_api.c src/hub_api.h \
+	src/hub_pull.c src/hub_pull.h \
 	src/xalloc.c src/xalloc.h \
 	src/utf8.c src/utf8.h \
 	src/strbuf.c src/strbuf.h \

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <dirent.h>
 
+#include "src/hub_cache.h"
 #include "src/macros.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
@@ -72,104 +73,19 @@ bool model_is_bundled(const char *path)
     return in;
 }
 
-/* ------------------------------------------------- the Hugging Face cache */
-
-/* $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub (owned). */
-static char *hf_hub_cache(void)
-{
-    const char *v = getenv("HF_HUB_CACHE");
-    if (v && *v)
-        return x_strdup(v);
-    v = getenv("HF_HOME");
-    if (v && *v)
-        return x_asprintf("%s/hub", v);
-    const char *home = getenv("HOME");
-    return x_asprintf("%s/.cache/huggingface/hub", home && *home ? home : ".");
-}
-
-/* The OpenELM names elmchat knows: 270M, 450M, 1.1B, 3B, each also with
- * -instruct, as Apple's repo ids. */
-static bool known_repo(const char *name, char *repo, size_t size)
-{
-    static const char *const sizes[][2] = {
-        {"270m", "270M"}, {"450m", "450M"}, {"1.1b", "1_1B"}, {"3b", "3B"}};
-    for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
-        size_t n = strlen(sizes[i][0]);
-        if (strncasecmp(name, sizes[i][0], n) != 0)
-            continue;
-        if (name[n] == '\0') {
-            snprintf(repo, size, "apple/OpenELM-%s", sizes[i][1]);
-            return true;
-        }
-        if (strcasecmp(name + n, "-instruct") == 0) {
-            snprintf(repo, size, "apple/OpenELM-%s-Instruct", sizes[i][1]);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* owner/repo in the Hugging Face cache (huggingface-cli, transformers and
- * mlx store them there): the snapshot refs/main names, else the newest. */
-static bool find_in_hf_cache(const char *repo, char *path, size_t path_size)
-{
-    const char *slash = strchr(repo, '/');
-    if (!slash || slash == repo || !slash[1] || strchr(slash + 1, '/') || repo[0] == '.')
-        return false;
-    char *cache = hf_hub_cache();
-    char *dir = x_asprintf("%s/models--%.*s--%s", cache, (int)(slash - repo), repo, slash + 1);
-    free(cache);
-    char ref[128] = "";
-    char *refs = x_asprintf("%s/refs/main", dir);
-    FILE *f = fopen(refs, "r");
-    if (f) {
-        if (fgets(ref, sizeof ref, f))
-            ref[strcspn(ref, "\r\n")] = '\0';
-        fclose(f);
-    }
-    free(refs);
-    bool found = false;
-    if (*ref && !strchr(ref, '/')) {
-        found = (size_t)snprintf(path, path_size, "%s/snapshots/%s", dir, ref) < path_size &&
-                exists(path);
-    }
-    if (!found) { /* no refs/main: the snapshot written last */
-        char *snaps = x_asprintf("%s/snapshots", dir);
-        DIR *d = opendir(snaps);
-        time_t best = 0;
-        struct dirent *e;
-        while (d && (e = readdir(d)) != NULL) {
-            if (e->d_name[0] == '.')
-                continue;
-            char *p = x_asprintf("%s/%s", snaps, e->d_name);
-            struct stat st;
-            if (stat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_mtime >= best &&
-                strlen(p) < path_size) {
-                best = st.st_mtime;
-                snprintf(path, path_size, "%s", p);
-                found = true;
-            }
-            free(p);
-        }
-        if (d)
-            closedir(d);
-        free(snaps);
-    }
-    free(dir);
-    return found;
-}
-
 static bool resolve_name(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
 {
     char repo[128];
     /* a repo id, when no such path exists: the Hugging Face cache */
-    if (!exists(arg) && find_in_hf_cache(arg, path, path_size))
+    if (!exists(arg) && hub_cache_find(arg, path, path_size)) {
+        hub_snapshot_model(path, path_size);
         return true;
+    }
     if (strchr(arg, '/') || exists(arg)) {
         if (!exists(arg)) {
             const char *sl = strchr(arg, '/');
             if (arg[0] != '/' && arg[0] != '.' && sl && !strchr(sl + 1, '/')) {
-                char *cache = hf_hub_cache();
+                char *cache = hub_cache_dir();
                 snprintf(err, err_size,
                          "%s: not a path, and not in the Hugging Face cache %s "
                          "(huggingface-cli download %s)",
@@ -190,10 +106,11 @@ static bool resolve_name(const char *arg, char *path, size_t path_size, char *er
     if (!found && strcmp(arg, "default") == 0)
         found = model_bundled_default(path, path_size);
     /* 270M-instruct and the like: Apple's repo in the Hugging Face cache */
-    if (!found && known_repo(arg, repo, sizeof repo))
-        found = find_in_hf_cache(repo, path, path_size);
-    if (!found && known_repo(arg, repo, sizeof repo)) {
-        char *cache = hf_hub_cache();
+    if (!found && hub_known_repo(arg, repo, sizeof repo))
+        found = hub_cache_find(repo, path, path_size) &&
+                (hub_snapshot_model(path, path_size) || true);
+    if (!found && hub_known_repo(arg, repo, sizeof repo)) {
+        char *cache = hub_cache_dir();
         snprintf(err, err_size,
                  "model '%s' not found (not in %s or %s, and %s is not in the Hugging Face "
                  "cache %s: huggingface-cli download %s)",

@@ -82,7 +82,7 @@ static enum elm_dtype pick(enum elm_dtype want, const struct elm_matrix *m, bool
 struct elm_quantize_params elm_quantize_default_params(void)
 {
     struct elm_quantize_params p = {.type = ELM_DTYPE_Q8_0, .progress_cb = NULL,
-                                    .progress_user = NULL};
+                                    .progress_user = NULL, .tokenizer = NULL};
     return p;
 }
 
@@ -234,7 +234,8 @@ elm_status elm_quantize(const char *in_path, const char *out_path,
         st = elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", out_path);
     } else {
         build(w, m, type, src, tmp);
-        if (!add_vocab(w, elm_model_tokenizer(m), &pieces, &scores, &types))
+        const elm_tokenizer *tok = elm_model_tokenizer(m);
+        if (!add_vocab(w, tok ? tok : params->tokenizer, &pieces, &scores, &types))
             st = elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", out_path);
         else
             st = elm_gguf_writer_write(w, out_path, params->progress_cb, params->progress_user,

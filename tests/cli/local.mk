@@ -36,3 +36,7 @@ TESTS += tests/cli/test-shipped-tokenizer.sh
 # Models in the Hugging Face cache: -m owner/repo and the short names.
 dist_check_SCRIPTS += tests/cli/test-hf-cache.sh
 TESTS += tests/cli/test-hf-cache.sh
+
+# elmchat pull against a stand-in Hub on 127.0.0.1, and elmchat models.
+dist_check_SCRIPTS += tests/cli/test-pull.sh
+TESTS += tests/cli/test-pull.sh

@@ -1,0 +1,354 @@
+/* hub_api.c: the Hub's listing endpoints (hub_api.h).  Sources: the Hub
+ * API documentation (huggingface.co/docs/hub/api: GET
+ * /api/models/{repo_id}/revision/{revision}, GET
+ * /api/models/{repo_id}/tree/{revision}) and huggingface_hub's
+ * file_download.py for the resolve URL and its headers. */
+#include "config.h"
+
+#include "src/hub_api.h"
+
+#include <ctype.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "src/http_client.h"
+#include "src/strbuf.h"
+#include "src/xalloc.h"
+
+char *hub_endpoint(void)
+{
+    const char *v = getenv("HF_ENDPOINT");
+    if (!v || !*v)
+        v = "https://huggingface.co";
+    size_t n = strlen(v);
+    while (n > 1 && v[n - 1] == '/')
+        n--;
+    return x_strndup(v, n);
+}
+
+static char *read_token_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char line[512] = "";
+    char *tok = NULL;
+    if (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (*line)
+            tok = x_strdup(line);
+    }
+    fclose(f);
+    return tok;
+}
+
+char *hub_token(void)
+{
+    const char *v = getenv("HF_TOKEN");
+    if (v && *v)
+        return x_strdup(v);
+    v = getenv("HF_TOKEN_PATH");
+    if (v && *v)
+        return read_token_file(v);
+    char *path;
+    v = getenv("HF_HOME");
+    if (v && *v) {
+        path = x_asprintf("%s/token", v);
+    } else {
+        const char *home = getenv("HOME");
+        path = x_asprintf("%s/.cache/huggingface/token", home && *home ? home : ".");
+    }
+    char *tok = read_token_file(path);
+    free(path);
+    return tok;
+}
+
+bool hub_offline(void)
+{
+    const char *v = getenv("HF_HUB_OFFLINE");
+    return v && (strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0 || strcasecmp(v, "yes") == 0 ||
+                 strcasecmp(v, "true") == 0);
+}
+
+static void add_escaped(struct sbuf *b, const char *s, bool keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
+            sbuf_add(b, (const char *)&c, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            sbuf_add(b, e, 3);
+        }
+    }
+}
+
+char *hub_file_url(const char *endpoint, const char *id, const char *commit, const char *path)
+{
+    struct sbuf b = {0};
+    sbuf_add(&b, endpoint, strlen(endpoint));
+    sbuf_add(&b, "/", 1);
+    sbuf_add(&b, id, strlen(id));
+    sbuf_add(&b, "/resolve/", 9);
+    add_escaped(&b, commit, false);
+    sbuf_add(&b, "/", 1);
+    add_escaped(&b, path, true);
+    return b.data;
+}
+
+long hub_retry_delay_ms(int attempt)
+{
+    const char *v = getenv("ELMCHAT_PULL_RETRY_MS");
+    long base = v && *v ? strtol(v, NULL, 10) : 1000;
+    if (base < 0)
+        base = 0;
+    long d = base;
+    for (int i = 1; i < attempt && d < 30000; i++)
+        d *= 2;
+    return d > 30000 ? 30000 : d;
+}
+
+enum hub_status hub_status_of(long http_status, const char *id, const char *what, bool have_token,
+                              const char *hub_message, char *err, size_t err_size)
+{
+    char said[300] = "";
+    if (hub_message && *hub_message)
+        snprintf(said, sizeof said, " (the Hub says: %s)", hub_message);
+    if (http_status == 401) {
+        if (have_token)
+            snprintf(err, err_size,
+                     "%s: the Hub refuses the token in HF_TOKEN (401)%s: it may have expired, "
+                     "or the repository is private to someone else",
+                     id, said);
+        else
+            snprintf(err, err_size,
+                     "%s: the Hub answers 401 (not found, or private)%s: check the name; for a "
+                     "private or gated repository set HF_TOKEN to an access token "
+                     "(huggingface.co/settings/tokens)",
+                     id, said);
+        return HUB_UNAUTHORIZED;
+    }
+    if (http_status == 403) {
+        snprintf(err, err_size,
+                 "%s: access refused (403)%s: a gated model needs its licence accepted on its "
+                 "page on the Hub, with the account of HF_TOKEN",
+                 id, said);
+        return HUB_FORBIDDEN;
+    }
+    if (http_status == 404) {
+        snprintf(err, err_size, "%s: %s not found on the Hub (404)%s", id, what, said);
+        return HUB_NOT_FOUND;
+    }
+    snprintf(err, err_size, "%s: the Hub answers HTTP %ld for %s%s", id, http_status, what, said);
+    return http_status >= 500 || http_status == 429 ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* GET a JSON answer, retrying what may pass.  The parsed body, or NULL
+ * with err set. */
+static json_object *get_json(const char *url, const char *id, const char *what,
+                             const char *token, char *next, size_t next_size,
+                             enum hub_status *st, char *err, size_t err_size)
+{
+    for (int attempt = 1;; attempt++) {
+        struct http_request rq = {.url = url, .follow_redirects = true, .token = token,
+                                  .max_body = 64u << 20};
+        struct http_response rs;
+        bool got = http_perform(&rq, &rs);
+        bool transient = !got ? rs.error == HTTP_ERR_NETWORK
+                              : rs.status >= 500 || rs.status == 429;
+        if (transient && attempt <= HUB_RETRIES) {
+            http_response_fini(&rs);
+            sleep_ms(hub_retry_delay_ms(attempt));
+            continue;
+        }
+        if (!got) {
+            snprintf(err, err_size, "%s: cannot reach the Hub for %s: %s", id, what,
+                     rs.error_text);
+            *st = rs.error == HTTP_ERR_NETWORK ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
+            return NULL;
+        }
+        if (rs.status != 200) {
+            *st = hub_status_of(rs.status, id, what, token != NULL, rs.error_message, err,
+                                err_size);
+            http_response_fini(&rs);
+            return NULL;
+        }
+        if (next)
+            snprintf(next, next_size, "%s", rs.link_next);
+        json_tokener *tk = json_tokener_new_ex(64);
+        json_object *j = tk ? json_tokener_parse_ex(tk, rs.body, (int)rs.body_len) : NULL;
+        bool complete = tk && json_tokener_get_error(tk) == json_tokener_success;
+        if (tk)
+            json_tokener_free(tk);
+        http_response_fini(&rs);
+        if (!j || !complete) {
+            json_object_put(j);
+            snprintf(err, err_size, "%s: the Hub's answer for %s is not valid JSON (%s)", id,
+                     what, url);
+            *st = HUB_BAD_ANSWER;
+            return NULL;
+        }
+        return j;
+    }
+}
+
+static bool is_hex(const char *s, size_t n)
+{
+    if (strlen(s) != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+static const char *str_field(json_object *o, const char *key)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : NULL;
+}
+
+/* A path from the listing that is safe to create under the snapshot. */
+static bool path_safe(const char *p)
+{
+    if (!*p || p[0] == '/' || strlen(p) > 1024)
+        return false;
+    for (const char *s = p; *s;) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return false;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)s[i] < 0x20)
+                return false;
+        s += n + (e ? 1 : 0);
+        if (!e)
+            break;
+    }
+    return true;
+}
+
+static bool add_entry(struct hub_listing *l, json_object *e, char *err, size_t err_size,
+                      const char *id)
+{
+    const char *type = str_field(e, "type");
+    if (type && strcmp(type, "file") != 0)
+        return true; /* folders: their files come too (recursive) */
+    const char *path = str_field(e, "path");
+    const char *oid = str_field(e, "oid");
+    json_object *size, *lfs;
+    if (!path || !oid || !json_object_object_get_ex(e, "size", &size) || !path_safe(path)) {
+        snprintf(err, err_size, "%s: the Hub's file list has an entry without a usable path, "
+                                "oid or size", id);
+        return false;
+    }
+    struct hub_file f = {.size = json_object_get_int64(size)};
+    snprintf(f.oid, sizeof f.oid, "%s", oid);
+    if (json_object_object_get_ex(e, "lfs", &lfs) && json_object_is_type(lfs, json_type_object)) {
+        const char *sha = str_field(lfs, "oid");
+        json_object *lsize;
+        if (!sha || !is_hex(sha, 64)) {
+            snprintf(err, err_size, "%s: %s: the Hub lists no sha256 for this LFS file", id, path);
+            return false;
+        }
+        snprintf(f.sha256, sizeof f.sha256, "%s", sha);
+        if (json_object_object_get_ex(lfs, "size", &lsize))
+            f.size = json_object_get_int64(lsize);
+    } else if (!is_hex(oid, 40)) {
+        snprintf(err, err_size, "%s: %s: the Hub lists an oid that is not a git id", id, path);
+        return false;
+    }
+    if (f.size < 0) {
+        snprintf(err, err_size, "%s: %s: negative size in the Hub's list", id, path);
+        return false;
+    }
+    f.path = x_strdup(path);
+    l->files = x_reallocarray(l->files, l->n + 1, sizeof *l->files);
+    l->files[l->n++] = f;
+    return true;
+}
+
+enum hub_status hub_list(const char *id, const char *revision, const char *token,
+                         struct hub_listing *out, char *err, size_t err_size)
+{
+    memset(out, 0, sizeof *out);
+    if (hub_offline()) {
+        snprintf(err, err_size, "%s: HF_HUB_OFFLINE is set: not asking the Hub", id);
+        return HUB_OFFLINE;
+    }
+    char *ep = hub_endpoint();
+    struct sbuf u = {0};
+    sbuf_add(&u, ep, strlen(ep));
+    sbuf_add(&u, "/api/models/", 12);
+    sbuf_add(&u, id, strlen(id));
+    sbuf_add(&u, "/revision/", 10);
+    add_escaped(&u, revision, false);
+    enum hub_status st = HUB_OK;
+    json_object *j = get_json(u.data, id, "the revision", token, NULL, 0, &st, err, err_size);
+    sbuf_fini(&u);
+    if (!j) {
+        free(ep);
+        return st;
+    }
+    const char *sha = str_field(j, "sha");
+    if (!sha || !is_hex(sha, 40)) {
+        snprintf(err, err_size, "%s: the Hub's answer for revision %s has no commit id", id,
+                 revision);
+        json_object_put(j);
+        free(ep);
+        return HUB_BAD_ANSWER;
+    }
+    snprintf(out->commit, sizeof out->commit, "%s", sha);
+    json_object_put(j);
+
+    char *url = x_asprintf("%s/api/models/%s/tree/%s?recursive=true", ep, id, out->commit);
+    free(ep);
+    char next[2048];
+    while (url) {
+        j = get_json(url, id, "the file list", token, next, sizeof next, &st, err, err_size);
+        free(url);
+        url = NULL;
+        if (!j)
+            break;
+        if (!json_object_is_type(j, json_type_array)) {
+            snprintf(err, err_size, "%s: the Hub's file list is not a list", id);
+            st = HUB_BAD_ANSWER;
+        }
+        for (size_t i = 0; st == HUB_OK && i < json_object_array_length(j); i++)
+            if (!add_entry(out, json_object_array_get_idx(j, i), err, err_size, id))
+                st = HUB_BAD_ANSWER;
+        json_object_put(j);
+        if (st == HUB_OK && *next)
+            url = x_strdup(next);
+    }
+    if (st == HUB_OK && out->n == 0) {
+        snprintf(err, err_size, "%s: the repository has no files at %s", id, revision);
+        st = HUB_NOT_FOUND;
+    }
+    if (st != HUB_OK)
+        hub_listing_fini(out);
+    return st;
+}
+
+void hub_listing_fini(struct hub_listing *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->files[i].path);
+    free(l->files);
+    l->files = NULL;
+    l->n = 0;
+}

@@ -1,0 +1,61 @@
+/* hub_api.h: the Hugging Face Hub's HTTP API as elmchat pull uses it
+ * (docs/DESIGN.md §7, "The Hub"): the endpoint and token from the
+ * environment, a revision's commit and its files with sizes and hashes.
+ * Main thread (or one thread at a time). */
+#ifndef ELMCHAT_SRC_HUB_API_H
+#define ELMCHAT_SRC_HUB_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct hub_file {
+    char *path;        /* in the repository, '/'-separated */
+    long long size;    /* bytes */
+    char oid[48];      /* the git blob id (sha1 hex) */
+    char sha256[72];   /* an LFS file's sha256 (hex), "" for a plain one */
+};
+
+struct hub_listing {
+    char commit[48]; /* the revision's commit id */
+    struct hub_file *files;
+    size_t n;
+};
+
+enum hub_status {
+    HUB_OK = 0,
+    HUB_NOT_FOUND,    /* 404: no such repository, revision or file */
+    HUB_UNAUTHORIZED, /* 401: private or gated without a (good) token */
+    HUB_FORBIDDEN,    /* 403: gated, the licence not accepted */
+    HUB_UNAVAILABLE,  /* network errors and 5xx/429 after the retries */
+    HUB_BAD_ANSWER,   /* an answer elmchat cannot read */
+    HUB_OFFLINE,      /* HF_HUB_OFFLINE is set */
+    HUB_CANCELLED,
+};
+
+/* $HF_ENDPOINT (a mirror) without a trailing '/', else https://huggingface.co
+ * (owned). */
+char *hub_endpoint(void);
+/* $HF_TOKEN, else the token huggingface-cli login stores ($HF_TOKEN_PATH,
+ * else $HF_HOME/token, else ~/.cache/huggingface/token); owned, NULL for
+ * none. */
+char *hub_token(void);
+/* HF_HUB_OFFLINE set to 1/ON/YES/TRUE. */
+bool hub_offline(void);
+/* The resolve URL of a file at a commit (owned); the path is escaped. */
+char *hub_file_url(const char *endpoint, const char *id, const char *commit, const char *path);
+/* The commit of revision and its files (recursive).  err says what went
+ * wrong in words for the user, naming the repository. */
+enum hub_status hub_list(const char *id, const char *revision, const char *token,
+                         struct hub_listing *out, char *err, size_t err_size);
+void hub_listing_fini(struct hub_listing *l);
+/* Fill err for a response that is not a success (status, the Hub's
+ * X-Error-Message), saying what to do about it. */
+enum hub_status hub_status_of(long http_status, const char *id, const char *what, bool have_token,
+                              const char *hub_message, char *err, size_t err_size);
+/* The wait before retry number attempt (1, 2, ...), in milliseconds:
+ * doubling from $ELMCHAT_PULL_RETRY_MS (default 1000), at most 30 s. */
+long hub_retry_delay_ms(int attempt);
+/* Retries of a transient failure before giving up. */
+#define HUB_RETRIES 5
+
+#endif

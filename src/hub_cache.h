@@ -1,0 +1,37 @@
+/* hub_cache.h: the Hugging Face Hub cache, as huggingface_hub lays it out
+ * (and huggingface-cli, transformers and mlx read it):
+ *   CACHE/models--OWNER--NAME/blobs/ETAG          the files' bytes
+ *   CACHE/models--OWNER--NAME/blobs/ETAG.incomplete   a download under way
+ *   CACHE/models--OWNER--NAME/snapshots/COMMIT/PATH   -> ../../blobs/ETAG
+ *   CACHE/models--OWNER--NAME/refs/REVISION        the commit it names
+ * CACHE is $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+ * ETAG is an LFS file's sha256, else the git blob id.  Main thread only. */
+#ifndef ELMCHAT_SRC_HUB_CACHE_H
+#define ELMCHAT_SRC_HUB_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The cache folder (owned). */
+char *hub_cache_dir(void);
+/* An owner/name id the Hub could have: two parts of [A-Za-z0-9._-], not
+ * starting with '.' or '-', no "..". */
+bool hub_repo_id_valid(const char *id);
+/* The OpenELM names elmchat knows (270M, 450M, 1.1B, 3B, each also with
+ * -instruct, any case) as Apple's repo ids; false for any other name. */
+bool hub_known_repo(const char *name, char *repo, size_t size);
+/* The known repo ids in order, NULL-terminated (static). */
+const char *const *hub_known_repos(void);
+/* CACHE/models--OWNER--NAME (owned); id must be valid. */
+char *hub_repo_dir(const char *cache, const char *id);
+/* The snapshot of id in the cache: the commit refs/main names, else the
+ * newest snapshot.  false when the cache has none. */
+bool hub_cache_find(const char *id, char *path, size_t path_size);
+/* In a snapshot folder, the GGUF elmchat pull --quantize wrote beside the
+ * download (elmchat-q8_0.gguf first, then the other types): path becomes
+ * it.  false (path unchanged) when there is none. */
+bool hub_snapshot_model(char *path, size_t path_size);
+/* The id of a repo folder name "models--OWNER--NAME" (false for others). */
+bool hub_repo_id_of_dir(const char *dirname, char *id, size_t size);
+
+#endif
