@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/option_loop.h"
 #include "engine/elm.h"
+#include "src/human_size.h"
 #include "src/hub_cache.h"
 #include "src/model_find.h"
 #include "src/paths.h"
@@ -65,17 +66,6 @@ static long long disk_size(const char *path)
     tree_bytes = 0;
     nftw(path, add_size, 16, FTW_PHYS);
     return tree_bytes;
-}
-
-static const char *size_str(long long b, char *buf, size_t n)
-{
-    if (b >= 1000LL * 1000 * 1000)
-        snprintf(buf, n, "%.2f GB", (double)b / 1e9);
-    else if (b >= 1000 * 1000)
-        snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-    else
-        snprintf(buf, n, "%.1f kB", (double)b / 1e3);
-    return buf;
 }
 
 static const char *params_str(unsigned long long p, char *buf, size_t n)
@@ -159,8 +149,7 @@ static void list_hub_cache(struct row **v, size_t *n)
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
         char id[256], path[PATH_MAX];
-        if (hub_repo_id_of_dir(e->d_name, id, sizeof id) &&
-            hub_cache_find(id, path, sizeof path)) {
+        if (hub_repo_id_of_dir(e->d_name, id, sizeof id) && hub_cache_find(id, path, sizeof path)) {
             hub_snapshot_model(path, sizeof path);
             add_row(v, n, id, "hub cache", path);
         }
@@ -177,8 +166,7 @@ static int by_name(const void *a, const void *b)
 
 static void print_rows(struct row *v, size_t n)
 {
-    printf("%-34s %-11s %10s %-6s %8s  %s\n", "NAME", "WHERE", "SIZE", "TYPE", "PARAMS",
-           "USED BY");
+    printf("%-34s %-11s %10s %-6s %8s  %s\n", "NAME", "WHERE", "SIZE", "TYPE", "PARAMS", "USED BY");
     for (size_t i = 0; i < n; i++) {
         struct elm_model_params mp = elm_model_default_params();
         mp.n_threads = 1;
@@ -193,7 +181,7 @@ static void print_rows(struct row *v, size_t n)
         }
         char *users = users_of(v[i].path);
         printf("%-34s %-11s %10s %-6s %8s  %s\n", v[i].name, v[i].where,
-               size_str(disk_size(v[i].path), sz, sizeof sz), type, params, users);
+               human_size(disk_size(v[i].path), sz, sizeof sz), type, params, users);
         if (!m)
             fprintf(stderr, "elmchat models: %s does not load: %s\n", v[i].path, err);
         free(users);
@@ -243,7 +231,7 @@ static int remove_model(const char *name, bool yes)
             return EXIT_RUNTIME;
         }
         fprintf(stderr, "Remove %s (%s in %s%s%s)? [y/N] ", id,
-                size_str(disk_size(dir), sz, sizeof sz), dir,
+                human_size(disk_size(dir), sz, sizeof sz), dir,
                 strcmp(users, "-") ? "; used by " : "", strcmp(users, "-") ? users : "");
         char answer[16] = "";
         bool ok = fgets(answer, sizeof answer, stdin) && (answer[0] == 'y' || answer[0] == 'Y');
@@ -267,20 +255,25 @@ static int remove_model(const char *name, bool yes)
 
 int cmd_models(int argc, char **argv)
 {
-    static const struct option opts[] = {{"rm", 1, NULL, 'r'},
-                                         {"yes", 0, NULL, 'y'},
-                                         {"help", 0, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"rm", 1, NULL, 'r'}, {"yes", 0, NULL, 'y'}, {"help", 0, NULL, 'h'}, {NULL, 0, NULL, 0}};
     const char *rm = NULL;
     bool yes = false;
     int opt;
     option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":yh", opts, NULL)) != -1) {
         switch (opt) {
-        case 'r': rm = optarg; break;
-        case 'y': yes = true; break;
-        case 'h': help(); return EXIT_OK;
-        default: return option_loop_error(argv[0], opt, argv);
+        case 'r':
+            rm = optarg;
+            break;
+        case 'y':
+            yes = true;
+            break;
+        case 'h':
+            help();
+            return EXIT_OK;
+        default:
+            return option_loop_error(argv[0], opt, argv);
         }
     }
     if (optind < argc)

@@ -15,7 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "cli/pull_progress.h"
+#include "src/pull_progress.h"
 #include "src/http_client.h"
 #include "src/hub_cache.h"
 #include "src/hub_pull.h"
@@ -84,20 +84,30 @@ int cmd_pull(int argc, char **argv)
     option_loop_begin();
     while ((opt = getopt_long(argc, argv, ":r:i:qh", opts, NULL)) != -1) {
         switch (opt) {
-        case 'r': revision = optarg; break;
-        case 'i': include[n_include++] = optarg; break;
+        case 'r':
+            revision = optarg;
+            break;
+        case 'i':
+            include[n_include++] = optarg;
+            break;
         case 'Q':
             if (!parse_type(optarg, &qtype)) {
                 free(include);
-                return cli_usage_error(argv[0],
-                                       "unknown type '%s' (q8_0, q4_k, q4_0, q5_k, q6_k, f16, bf16)",
-                                       optarg);
+                return cli_usage_error(
+                    argv[0], "unknown type '%s' (q8_0, q4_k, q4_0, q5_k, q6_k, f16, bf16)", optarg);
             }
             quantize = true;
             break;
-        case 'q': quiet = true; break;
-        case 'h': free(include); help(); return EXIT_OK;
-        default: free(include); return option_loop_error(argv[0], opt, argv);
+        case 'q':
+            quiet = true;
+            break;
+        case 'h':
+            free(include);
+            help();
+            return EXIT_OK;
+        default:
+            free(include);
+            return option_loop_error(argv[0], opt, argv);
         }
     }
     if (argc - optind != 1) {
@@ -127,12 +137,17 @@ int cmd_pull(int argc, char **argv)
     sigaction(SIGTERM, &sa, &old_term);
 
     struct pull_progress pp;
-    pull_progress_init(&pp, id, quiet ? PULL_PROGRESS_NONE
-                                      : isatty(STDERR_FILENO) ? PULL_PROGRESS_BAR
-                                                              : PULL_PROGRESS_LINES);
-    struct hub_pull_opts po = {.id = id, .revision = revision,
+    pull_progress_init(&pp, id,
+                       quiet                   ? PULL_PROGRESS_NONE
+                       : isatty(STDERR_FILENO) ? PULL_PROGRESS_BAR
+                                               : PULL_PROGRESS_LINES,
+                       stderr);
+    struct hub_pull_opts po = {.id = id,
+                               .revision = revision,
                                .include = n_include ? include : NULL,
-                               .on_event = pull_progress_event, .ctx = &pp, .cancel = &interrupted};
+                               .on_event = pull_progress_event,
+                               .ctx = &pp,
+                               .cancel = &interrupted};
     struct hub_pull_result r;
     enum hub_status st = hub_pull(&po, &r, err, sizeof err);
     pull_progress_end(&pp);

@@ -12,6 +12,7 @@
 #include "cli/model_open.h"
 #include "src/attachment.h"
 #include "src/model_find.h"
+#include "src/pull_on_demand.h"
 #include "src/options.h"
 #include "src/config_file.h"
 #include "src/store.h"
@@ -279,8 +280,8 @@ int cmd_run(int argc, char **argv)
     char model_path[4096] = "";
     if (c.model) {
         const char *alias = config_alias(&cfg, c.model);
-        if (!model_resolve(alias ? alias : c.model, model_path, sizeof model_path, err,
-                               sizeof err)) {
+        if (!model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, model_path,
+                                   sizeof model_path, err, sizeof err)) {
             cli_error("%s", err);
             goto out;
         }

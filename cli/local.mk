@@ -13,7 +13,6 @@ cli_libcli_a_SOURCES = \
 	cli/cmd_info.c \
 	cli/cmd_sessions.c \
 	cli/cmd_pull.c \
-	cli/pull_progress.c cli/pull_progress.h \
 	cli/cmd_models.c \
 	cli/cmd_logits.c \
 	cli/cmd_generate.c \

@@ -37,6 +37,7 @@ struct chat_options {
     const char *role;           /* --role: a role preset's system prompt (roles.h) */
     bool raw;                   /* --raw: replies as written, no markdown */
     int worker_nice;            /* nice levels the worker runs below the caller */
+    bool pull_missing;          /* the start's model may be downloaded first (pull_on_demand.h) */
 };
 
 /* A transcript line's kind. */
@@ -258,6 +259,9 @@ void chat_notice(struct chat *c, bool error, const char *fmt, ...)
 /* Names for completion and the session list (owned NULL-ended list;
  * strv_free). */
 char **chat_names(struct chat *c, enum cmd_arg_kind kind);
+/* Is the model name (an alias, a path, a name, a Hub id) on this machine?
+ * (Completion marks the known ones that are not: elmchat pull gets them.) */
+bool chat_model_here(struct chat *c, const char *name);
 
 /* Monotonic seconds. */
 double chat_now(void);

@@ -10,7 +10,9 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/hub_cache.h"
 #include "src/model_find.h"
+#include "src/pull_on_demand.h"
 #include "src/xalloc.h"
 
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
@@ -18,6 +20,12 @@ bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size
 {
     const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
     return model_resolve(alias ? alias : arg, path, size, err, err_size);
+}
+
+bool chat_model_here(struct chat *c, const char *name)
+{
+    char path[4096], err[1024];
+    return chat_resolve_model(c, name, path, sizeof path, err, sizeof err);
 }
 
 /* The tokenizer is loaded here too (it is immutable and cheap), because the
@@ -50,6 +58,8 @@ static const char *base_name(const char *path)
 /* The folder or file name, without ".gguf": what the replies are labelled with. */
 static void model_label(const char *path, char *out, size_t size)
 {
+    if (hub_label_of_path(path, out, size))
+        return;
     const char *b = base_name(path);
     size_t n = strcspn(b, "/");
     if (n > 5 && strncmp(b + n - 5, ".gguf", 5) == 0)
@@ -61,7 +71,13 @@ static void model_label(const char *path, char *out, size_t size)
  * resolved, named, its tokenizer loaded; the worker loads it later. */
 bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size)
 {
-    if (!chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err, err_size))
+    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
+    bool found = c->opt.pull_missing || c->opt.common.no_pull
+                     ? model_resolve_or_pull(alias ? alias : arg, !c->opt.common.no_pull,
+                                             c->model_path, sizeof c->model_path, err, err_size)
+                     : chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err,
+                                          err_size);
+    if (!found)
         return false;
     c->model_arg = arg ? x_strdup(arg) : NULL;
     c->bundled = model_is_bundled(c->model_path);

@@ -16,6 +16,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
+#include "src/hub_cache.h"
 #include "src/model_find.h"
 #include "src/roles.h"
 #include "src/kvcache_store.h"
@@ -328,6 +329,25 @@ char **chat_names(struct chat *c, enum cmd_arg_kind kind)
             free(dirs[i]);
         }
         free(dirs);
+        /* the Hugging Face cache's models, and the OpenELM names (those not
+         * downloaded are marked where the matches are shown) */
+        char *cache = hub_cache_dir();
+        DIR *d = opendir(cache);
+        struct dirent *e;
+        char id[256];
+        while (d && (e = readdir(d)) != NULL)
+            if (hub_repo_id_of_dir(e->d_name, id, sizeof id))
+                strv_push(&v, &n, id);
+        if (d)
+            closedir(d);
+        free(cache);
+        static const char *const sizes[] = {"270M", "450M", "1.1B", "3B"};
+        for (size_t i = 0; i < 4; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s-instruct", sizes[i]);
+            strv_push(&v, &n, name);
+            strv_push(&v, &n, sizes[i]);
+        }
     }
     if (v)
         qsort(v, n, sizeof *v, cmp_str);

@@ -216,7 +216,8 @@ bool http_perform(const struct http_request *rq, struct http_response *rs)
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, rq->connect_timeout_s ? rq->connect_timeout_s : 15L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT,
+                     rq->connect_timeout_s ? rq->connect_timeout_s : 15L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, rq->stall_timeout_s ? rq->stall_timeout_s : 30L);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);

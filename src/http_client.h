@@ -43,8 +43,8 @@ enum http_error {
 struct http_response {
     enum http_error error;
     char error_text[256]; /* when error != HTTP_OK: libcurl's words */
-    long status; /* set as soon as the headers come (a sink may look) */
-    char *body; /* without a sink: NUL-terminated (owned: http_response_fini) */
+    long status;          /* set as soon as the headers come (a sink may look) */
+    char *body;           /* without a sink: NUL-terminated (owned: http_response_fini) */
     size_t body_len;
     long long content_length; /* -1 when not given */
     long long range_start;    /* from Content-Range on a 206, else 0 */
@@ -52,10 +52,10 @@ struct http_response {
      * the X- ones, which only the Hub sends and are kept from any) */
     char etag[160];
     char location[2048];
-    char link_next[2048]; /* Link: <URL>; rel="next" (paged listings) */
-    char repo_commit[64]; /* X-Repo-Commit */
-    char linked_etag[160]; /* X-Linked-Etag (an LFS file's sha256) */
-    long long linked_size; /* X-Linked-Size, -1 when not given */
+    char link_next[2048];    /* Link: <URL>; rel="next" (paged listings) */
+    char repo_commit[64];    /* X-Repo-Commit */
+    char linked_etag[160];   /* X-Linked-Etag (an LFS file's sha256) */
+    long long linked_size;   /* X-Linked-Size, -1 when not given */
     char error_code[64];     /* X-Error-Code */
     char error_message[256]; /* X-Error-Message */
 };

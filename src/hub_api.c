@@ -79,7 +79,8 @@ static void add_escaped(struct sbuf *b, const char *s, bool keep_slash)
     static const char hex[] = "0123456789ABCDEF";
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
+        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+            (keep_slash && c == '/')) {
             sbuf_add(b, (const char *)&c, 1);
         } else {
             char e[3] = {'%', hex[c >> 4], hex[c & 15]};
@@ -157,31 +158,29 @@ static void sleep_ms(long ms)
 
 /* GET a JSON answer, retrying what may pass.  The parsed body, or NULL
  * with err set. */
-static json_object *get_json(const char *url, const char *id, const char *what,
-                             const char *token, char *next, size_t next_size,
-                             enum hub_status *st, char *err, size_t err_size)
+static json_object *get_json(const char *url, const char *id, const char *what, const char *token,
+                             char *next, size_t next_size, enum hub_status *st, char *err,
+                             size_t err_size)
 {
     for (int attempt = 1;; attempt++) {
-        struct http_request rq = {.url = url, .follow_redirects = true, .token = token,
-                                  .max_body = 64u << 20};
+        struct http_request rq = {
+            .url = url, .follow_redirects = true, .token = token, .max_body = 64u << 20};
         struct http_response rs;
         bool got = http_perform(&rq, &rs);
-        bool transient = !got ? rs.error == HTTP_ERR_NETWORK
-                              : rs.status >= 500 || rs.status == 429;
+        bool transient = !got ? rs.error == HTTP_ERR_NETWORK : rs.status >= 500 || rs.status == 429;
         if (transient && attempt <= HUB_RETRIES) {
             http_response_fini(&rs);
             sleep_ms(hub_retry_delay_ms(attempt));
             continue;
         }
         if (!got) {
-            snprintf(err, err_size, "%s: cannot reach the Hub for %s: %s", id, what,
-                     rs.error_text);
+            snprintf(err, err_size, "%s: cannot reach the Hub for %s: %s", id, what, rs.error_text);
             *st = rs.error == HTTP_ERR_NETWORK ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
             return NULL;
         }
         if (rs.status != 200) {
-            *st = hub_status_of(rs.status, id, what, token != NULL, rs.error_message, err,
-                                err_size);
+            *st =
+                hub_status_of(rs.status, id, what, token != NULL, rs.error_message, err, err_size);
             http_response_fini(&rs);
             return NULL;
         }
@@ -195,8 +194,8 @@ static json_object *get_json(const char *url, const char *id, const char *what,
         http_response_fini(&rs);
         if (!j || !complete) {
             json_object_put(j);
-            snprintf(err, err_size, "%s: the Hub's answer for %s is not valid JSON (%s)", id,
-                     what, url);
+            snprintf(err, err_size, "%s: the Hub's answer for %s is not valid JSON (%s)", id, what,
+                     url);
             *st = HUB_BAD_ANSWER;
             return NULL;
         }
@@ -252,8 +251,10 @@ static bool add_entry(struct hub_listing *l, json_object *e, char *err, size_t e
     const char *oid = str_field(e, "oid");
     json_object *size, *lfs;
     if (!path || !oid || !json_object_object_get_ex(e, "size", &size) || !path_safe(path)) {
-        snprintf(err, err_size, "%s: the Hub's file list has an entry without a usable path, "
-                                "oid or size", id);
+        snprintf(err, err_size,
+                 "%s: the Hub's file list has an entry without a usable path, "
+                 "oid or size",
+                 id);
         return false;
     }
     struct hub_file f = {.size = json_object_get_int64(size)};

@@ -9,10 +9,10 @@
 #include <stddef.h>
 
 struct hub_file {
-    char *path;        /* in the repository, '/'-separated */
-    long long size;    /* bytes */
-    char oid[48];      /* the git blob id (sha1 hex) */
-    char sha256[72];   /* an LFS file's sha256 (hex), "" for a plain one */
+    char *path;      /* in the repository, '/'-separated */
+    long long size;  /* bytes */
+    char oid[48];    /* the git blob id (sha1 hex) */
+    char sha256[72]; /* an LFS file's sha256 (hex), "" for a plain one */
 };
 
 struct hub_listing {

@@ -44,13 +44,19 @@ static bool part_valid(const char *s, size_t n)
 bool hub_repo_id_valid(const char *id)
 {
     const char *slash = strchr(id, '/');
-    return slash && part_valid(id, (size_t)(slash - id)) && part_valid(slash + 1, strlen(slash + 1));
+    return slash && part_valid(id, (size_t)(slash - id)) &&
+           part_valid(slash + 1, strlen(slash + 1));
 }
 
-static const char *const known_ids[] = {
-    "apple/OpenELM-270M-Instruct", "apple/OpenELM-450M-Instruct", "apple/OpenELM-1_1B-Instruct",
-    "apple/OpenELM-3B-Instruct",   "apple/OpenELM-270M",          "apple/OpenELM-450M",
-    "apple/OpenELM-1_1B",          "apple/OpenELM-3B",            NULL};
+static const char *const known_ids[] = {"apple/OpenELM-270M-Instruct",
+                                        "apple/OpenELM-450M-Instruct",
+                                        "apple/OpenELM-1_1B-Instruct",
+                                        "apple/OpenELM-3B-Instruct",
+                                        "apple/OpenELM-270M",
+                                        "apple/OpenELM-450M",
+                                        "apple/OpenELM-1_1B",
+                                        "apple/OpenELM-3B",
+                                        NULL};
 
 const char *const *hub_known_repos(void)
 {
@@ -154,4 +160,28 @@ bool hub_snapshot_model(char *path, size_t path_size)
             return true;
     }
     return false;
+}
+
+bool hub_label_of_path(const char *path, char *out, size_t size)
+{
+    const char *m = NULL;
+    for (const char *p = strstr(path, "/models--"); p; p = strstr(p + 1, "/models--"))
+        m = p;
+    if (!m)
+        return false;
+    const char *snap = strstr(m, "/snapshots/");
+    const char *sep = strstr(m + 9, "--");
+    if (!snap || !sep || sep > snap)
+        return false;
+    const char *name = sep + 2;
+    const char *q = strstr(snap, "/elmchat-");
+    size_t ql = 0;
+    if (q) {
+        q += 9;
+        ql = strlen(q);
+        if (ql > 5 && strcmp(q + ql - 5, ".gguf") == 0)
+            ql -= 5;
+    }
+    snprintf(out, size, "%.*s%s%.*s", (int)(snap - name), name, q ? "-" : "", (int)ql, q ? q : "");
+    return true;
 }

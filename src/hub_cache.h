@@ -31,6 +31,10 @@ bool hub_cache_find(const char *id, char *path, size_t path_size);
  * download (elmchat-q8_0.gguf first, then the other types): path becomes
  * it.  false (path unchanged) when there is none. */
 bool hub_snapshot_model(char *path, size_t path_size);
+/* A model in the cache named for people: ".../models--apple--OpenELM-3B/
+ * snapshots/COMMIT[/elmchat-q8_0.gguf]" is "OpenELM-3B[-q8_0]" (a commit
+ * id says nothing).  false for a path outside the cache's layout. */
+bool hub_label_of_path(const char *path, char *out, size_t size);
 /* The id of a repo folder name "models--OWNER--NAME" (false for others). */
 bool hub_repo_id_of_dir(const char *dirname, char *id, size_t size);
 

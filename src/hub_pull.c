@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "src/http_client.h"
+#include "src/human_size.h"
 #include "src/hub_cache.h"
 #include "src/paths.h"
 #include "src/store.h"
@@ -40,7 +41,7 @@ static bool has_suffix(const char *s, const char *suf)
  * frameworks: elmchat reads none of them. */
 static bool other_weights(const char *path)
 {
-    static const char *const suf[] = {".bin", ".pt", ".pth", ".h5", ".msgpack", ".ckpt",
+    static const char *const suf[] = {".bin",  ".pt", ".pth",    ".h5",   ".msgpack", ".ckpt",
                                       ".onnx", ".ot", ".tflite", ".gguf", ".mlmodel"};
     for (size_t i = 0; i < sizeof suf / sizeof *suf; i++)
         if (has_suffix(path, suf[i]))
@@ -123,9 +124,9 @@ struct file_fetch {
     long long have;
     struct file_hash hash;
     const struct http_response *rs; /* being received */
-    bool writing;    /* this response's body goes to the file */
-    bool started;    /* the first body byte of this response came */
-    int write_errno; /* the sink's failure */
+    bool writing;                   /* this response's body goes to the file */
+    bool started;                   /* the first body byte of this response came */
+    int write_errno;                /* the sink's failure */
 };
 
 static void emit(struct pull *p, enum hub_pull_event_kind kind)
@@ -247,19 +248,6 @@ static bool hash_existing(struct file_fetch *ff, const char *part)
     return ok && lseek(ff->fd, 0, SEEK_END) >= 0;
 }
 
-static const char *mb(long long bytes, char *buf, size_t size)
-{
-    if (bytes >= 1000LL * 1000 * 1000)
-        snprintf(buf, size, "%.2f GB", (double)bytes / 1e9);
-    else if (bytes >= 1000 * 1000)
-        snprintf(buf, size, "%.1f MB", (double)bytes / 1e6);
-    else if (bytes >= 1000)
-        snprintf(buf, size, "%.1f kB", (double)bytes / 1e3);
-    else
-        snprintf(buf, size, "%lld bytes", bytes);
-    return buf;
-}
-
 /* Download f to blob (through blob.incomplete).  err on failure. */
 static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, const char *blob,
                                   char *err, size_t err_size)
@@ -288,14 +276,13 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
         ff.have = 0;
     hash_start(&ff.hash, f->sha256[0] != '\0', f->size);
     if (!hash_existing(&ff, part)) {
-        snprintf(err, err_size, "%s: cannot read the partial download: %s", part,
-                 strerror(errno));
+        snprintf(err, err_size, "%s: cannot read the partial download: %s", part, strerror(errno));
         close(ff.fd);
         free(part);
         return HUB_BAD_ANSWER;
     }
     if (ff.have > 0)
-        notice(p, "%s: resuming after %s", f->path, mb(ff.have, b1, sizeof b1));
+        notice(p, "%s: resuming after %s", f->path, human_size(ff.have, b1, sizeof b1));
     p->ev.file_done = ff.have;
     p->ev.all_done += ff.have;
     emit(p, HUB_PULL_FILE_START);
@@ -304,28 +291,36 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
     for (int attempt = 1; ff.have < f->size || attempt == 1; attempt++) {
         if (ff.have == f->size && f->size > 0)
             break; /* a complete partial file: only the check is left */
-        struct http_request rq = {.url = url, .follow_redirects = true, .token = p->token,
-                                  .range_from = ff.have, .sink = sink, .sink_ctx = &ff,
-                                  .progress = on_progress, .progress_ctx = &ff};
+        struct http_request rq = {.url = url,
+                                  .follow_redirects = true,
+                                  .token = p->token,
+                                  .range_from = ff.have,
+                                  .sink = sink,
+                                  .sink_ctx = &ff,
+                                  .progress = on_progress,
+                                  .progress_ctx = &ff};
         struct http_response rs;
         ff.rs = &rs;
         ff.started = ff.writing = false;
         bool got = http_perform(&rq, &rs);
         ff.rs = NULL;
         if (!got && rs.error == HTTP_ERR_CANCELLED) {
-            snprintf(err, err_size, "interrupted: %s of %s of %s kept in %s; elmchat pull %s "
-                                    "resumes it",
-                     mb(ff.have, b1, sizeof b1), mb(f->size, b2, sizeof b2), f->path, part, id);
+            snprintf(err, err_size,
+                     "interrupted: %s of %s of %s kept in %s; elmchat pull %s "
+                     "resumes it",
+                     human_size(ff.have, b1, sizeof b1), human_size(f->size, b2, sizeof b2),
+                     f->path, part, id);
             st = HUB_CANCELLED;
             break;
         }
         if (!got && rs.error == HTTP_ERR_WRITE) {
-            snprintf(err, err_size, "%s: %s%s; %s kept there: free some space and run elmchat "
-                                    "pull %s again",
+            snprintf(err, err_size,
+                     "%s: %s%s; %s kept there: free some space and run elmchat "
+                     "pull %s again",
                      part, strerror(ff.write_errno),
                      ff.write_errno == EOVERFLOW ? " (the server sends more than the Hub lists)"
                                                  : "",
-                     mb(ff.have, b1, sizeof b1), id);
+                     human_size(ff.have, b1, sizeof b1), id);
             st = HUB_BAD_ANSWER;
             break;
         }
@@ -339,8 +334,8 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
                 }
             }
             if (!(rs.status >= 500 || rs.status == 429) || attempt > HUB_RETRIES) {
-                st = hub_status_of(rs.status, id, f->path, p->token != NULL, rs.error_message,
-                                   err, err_size);
+                st = hub_status_of(rs.status, id, f->path, p->token != NULL, rs.error_message, err,
+                                   err_size);
                 break;
             }
         } else if (got) {
@@ -353,9 +348,10 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
                 http_etag_value(rs.etag, tag, sizeof tag);
             const char *want = f->sha256[0] ? f->sha256 : f->oid;
             if (*tag && strcmp(tag, want) != 0) {
-                snprintf(err, err_size, "%s: %s: the Hub's ETag %s is not the %s its file list "
-                                        "gives (%s): did the repository change? run elmchat pull "
-                                        "again",
+                snprintf(err, err_size,
+                         "%s: %s: the Hub's ETag %s is not the %s its file list "
+                         "gives (%s): did the repository change? run elmchat pull "
+                         "again",
                          id, f->path, tag, f->sha256[0] ? "sha256" : "git id", want);
                 if (ftruncate(ff.fd, 0) == 0)
                     unlink(part);
@@ -366,10 +362,12 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
                 break;
         }
         if (attempt > HUB_RETRIES) {
-            snprintf(err, err_size, "%s: %s: %s after %d tries; %s of %s kept in %s: run "
-                                    "elmchat pull %s again to resume",
+            snprintf(err, err_size,
+                     "%s: %s: %s after %d tries; %s of %s kept in %s: run "
+                     "elmchat pull %s again to resume",
                      id, f->path, got ? "the download stops short" : rs.error_text, attempt,
-                     mb(ff.have, b1, sizeof b1), mb(f->size, b2, sizeof b2), part, id);
+                     human_size(ff.have, b1, sizeof b1), human_size(f->size, b2, sizeof b2), part,
+                     id);
             st = HUB_UNAVAILABLE;
             break;
         }
@@ -377,18 +375,20 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
         if (got)
             notice(p, "%s: %s at %s: retrying in %.1f s (try %d of %d)", f->path,
                    rs.status >= 500 || rs.status == 429 ? "the Hub is busy" : "cut short",
-                   mb(ff.have, b1, sizeof b1), (double)wait / 1000.0, attempt + 1,
+                   human_size(ff.have, b1, sizeof b1), (double)wait / 1000.0, attempt + 1,
                    HUB_RETRIES + 1);
         else
             notice(p, "%s: the connection broke at %s (%s): resuming in %.1f s (try %d of %d)",
-                   f->path, mb(ff.have, b1, sizeof b1), rs.error_text, (double)wait / 1000.0,
-                   attempt + 1, HUB_RETRIES + 1);
+                   f->path, human_size(ff.have, b1, sizeof b1), rs.error_text,
+                   (double)wait / 1000.0, attempt + 1, HUB_RETRIES + 1);
         http_response_fini(&rs);
         sleep_ms(wait);
         if (cancelled(p)) {
-            snprintf(err, err_size, "interrupted: %s of %s of %s kept in %s; elmchat pull %s "
-                                    "resumes it",
-                     mb(ff.have, b1, sizeof b1), mb(f->size, b2, sizeof b2), f->path, part, id);
+            snprintf(err, err_size,
+                     "interrupted: %s of %s of %s kept in %s; elmchat pull %s "
+                     "resumes it",
+                     human_size(ff.have, b1, sizeof b1), human_size(f->size, b2, sizeof b2),
+                     f->path, part, id);
             st = HUB_CANCELLED;
             break;
         }
@@ -399,8 +399,9 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
         hash_hex(&ff.hash, hex);
         const char *want = f->sha256[0] ? f->sha256 : f->oid;
         if (ff.have != f->size || strcmp(hex, want) != 0) {
-            snprintf(err, err_size, "%s: %s: the download's %s is %s, the Hub's is %s: it is "
-                                    "damaged and was removed; run elmchat pull %s again",
+            snprintf(err, err_size,
+                     "%s: %s: the download's %s is %s, the Hub's is %s: it is "
+                     "damaged and was removed; run elmchat pull %s again",
                      id, f->path, f->sha256[0] ? "sha256" : "git blob id", hex, want, id);
             unlink(part);
             p->ev.all_done -= ff.have;
@@ -416,8 +417,8 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
 }
 
 /* snapshots/COMMIT/PATH -> ../../blobs/ETAG (one more ../ per folder). */
-static bool link_file(const char *snapshot, const struct hub_file *f, const char *etag,
-                      char *err, size_t err_size)
+static bool link_file(const char *snapshot, const struct hub_file *f, const char *etag, char *err,
+                      size_t err_size)
 {
     char *link = x_asprintf("%s/%s", snapshot, f->path);
     char *slash = strrchr(link, '/');
@@ -457,7 +458,7 @@ static bool room_for(const char *dir, long long bytes, char *err, size_t err_siz
         return true;
     char b1[32], b2[32];
     snprintf(err, err_size, "%s: the download needs %s and the disk has %s free", dir,
-             mb(bytes, b1, sizeof b1), mb(avail, b2, sizeof b2));
+             human_size(bytes, b1, sizeof b1), human_size(avail, b2, sizeof b2));
     return false;
 }
 
@@ -499,8 +500,8 @@ enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *
             continue;
         p.ev.count++;
         p.ev.all_size += l.files[i].size;
-        char *blob = x_asprintf("%s/%s", blobs, l.files[i].sha256[0] ? l.files[i].sha256
-                                                                     : l.files[i].oid);
+        char *blob =
+            x_asprintf("%s/%s", blobs, l.files[i].sha256[0] ? l.files[i].sha256 : l.files[i].oid);
         char *part = x_asprintf("%s.incomplete", blob);
         struct stat sb;
         if (stat(blob, &sb) != 0 || sb.st_size != l.files[i].size)

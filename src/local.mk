@@ -15,6 +15,9 @@ src_libcore_a_SOURCES = \
 	src/hub_cache.c src/hub_cache.h \
 	src/hub_api.c src/hub_api.h \
 	src/hub_pull.c src/hub_pull.h \
+	src/human_size.c src/human_size.h \
+	src/pull_progress.c src/pull_progress.h \
+	src/pull_on_demand.c src/pull_on_demand.h \
 	src/xalloc.c src/xalloc.h \
 	src/utf8.c src/utf8.h \
 	src/strbuf.c src/strbuf.h \

@@ -88,7 +88,7 @@ static bool resolve_name(const char *arg, char *path, size_t path_size, char *er
                 char *cache = hub_cache_dir();
                 snprintf(err, err_size,
                          "%s: not a path, and not in the Hugging Face cache %s "
-                         "(huggingface-cli download %s)",
+                         "(elmchat pull %s downloads it)",
                          arg, cache, arg);
                 free(cache);
             } else {
@@ -113,8 +113,8 @@ static bool resolve_name(const char *arg, char *path, size_t path_size, char *er
         char *cache = hub_cache_dir();
         snprintf(err, err_size,
                  "model '%s' not found (not in %s or %s, and %s is not in the Hugging Face "
-                 "cache %s: huggingface-cli download %s)",
-                 arg, dirs[0], dirs[1], repo, cache, repo);
+                 "cache %s: elmchat pull %s)",
+                 arg, dirs[0], dirs[1], repo, cache, arg);
         free(cache);
     } else if (!found) {
         snprintf(err, err_size, "model '%s' not found (not a path, and not in %s or %s)", arg,

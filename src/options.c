@@ -90,7 +90,9 @@ const char cli_common_help[] =
     "      --no-lookup          no prompt lookup (drafts of repeated text verified in one\n"
     "                           pass; the reply is the same either way, only its speed)\n"
     "      --draft MODEL        a smaller model of the same vocabulary proposes tokens\n"
-    "                           that the model checks in one pass (the same reply)\n";
+    "                           that the model checks in one pass (the same reply)\n"
+    "      --no-pull            a model named with -m that is not here (270M-instruct,\n"
+    "                           owner/name) is not downloaded from the Hugging Face Hub\n";
 
 int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char *arg)
 {
@@ -153,6 +155,9 @@ int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char
         return 1;
     case OPT_NO_LOOKUP:
         c->no_lookup = true;
+        return 1;
+    case OPT_NO_PULL:
+        c->no_pull = true;
         return 1;
     case OPT_DRAFT:
         c->draft = arg;

@@ -30,12 +30,13 @@ struct cli_common {
     bool exact;     /* --exact: BF16 weights keep f32 activations (elm_ctx_params.exact) */
     bool no_lookup; /* --no-lookup: no prompt lookup drafts (elm_generate_params.lookup) */
     const char *draft; /* --draft MODEL: a smaller model proposes tokens (NULL: none) */
+    bool no_pull;      /* --no-pull: a model that is not here is not downloaded */
 };
 void cli_common_init(struct cli_common *c);
 /* getopt_long ids for the shared long options (>= 0x1000). */
 enum {
     OPT_CTX = 0x1000, OPT_THREADS, OPT_TEMP, OPT_TOP_K, OPT_TOP_P, OPT_MIN_P,
-    OPT_REPEAT_PENALTY, OPT_SEED, OPT_MAX_TOKENS, OPT_EXACT, OPT_NO_LOOKUP, OPT_DRAFT,
+    OPT_REPEAT_PENALTY, OPT_SEED, OPT_MAX_TOKENS, OPT_EXACT, OPT_NO_LOOKUP, OPT_DRAFT, OPT_NO_PULL,
 };
 /* The struct option entries for the shared options (terminated), to append
  * to a command's own table. */
@@ -46,7 +47,7 @@ enum {
     {"repeat-penalty", 1, NULL, OPT_REPEAT_PENALTY},                   \
     {"seed", 1, NULL, OPT_SEED}, {"max-tokens", 1, NULL, OPT_MAX_TOKENS}, \
     {"exact", 0, NULL, OPT_EXACT}, {"no-lookup", 0, NULL, OPT_NO_LOOKUP}, \
-    {"draft", 1, NULL, OPT_DRAFT}
+    {"draft", 1, NULL, OPT_DRAFT}, {"no-pull", 0, NULL, OPT_NO_PULL}
 /* Handle one shared option; returns 1 handled, 0 not ours, -1 bad value
  * (message printed). */
 int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char *arg);

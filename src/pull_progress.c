@@ -1,13 +1,15 @@
 /* pull_progress.c: a pull on standard error (pull_progress.h). */
 #include "config.h"
 
-#include "cli/pull_progress.h"
+#include "src/pull_progress.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "src/human_size.h"
 
 static double now_s(void)
 {
@@ -16,22 +18,11 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static const char *size_str(long long b, char *buf, size_t n)
-{
-    if (b >= 1000LL * 1000 * 1000)
-        snprintf(buf, n, "%.2f GB", (double)b / 1e9);
-    else if (b >= 1000 * 1000)
-        snprintf(buf, n, "%.1f MB", (double)b / 1e6);
-    else if (b >= 1000)
-        snprintf(buf, n, "%.1f kB", (double)b / 1e3);
-    else
-        snprintf(buf, n, "%lld B", b);
-    return buf;
-}
-
-void pull_progress_init(struct pull_progress *pp, const char *id, enum pull_progress_mode mode)
+void pull_progress_init(struct pull_progress *pp, const char *id, enum pull_progress_mode mode,
+                        FILE *out)
 {
     memset(pp, 0, sizeof *pp);
+    pp->out = out;
     pp->mode = mode;
     pp->id = id;
     pp->start = now_s();
@@ -51,10 +42,10 @@ static double speed(struct pull_progress *pp, double t)
     return dt > 0.05 ? (double)(pp->fetched - pp->sample_b[0]) / dt : 0.0;
 }
 
-static int term_width(void)
+static int term_width(const struct pull_progress *pp)
 {
     struct winsize ws;
-    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+    if (ioctl(fileno(pp->out), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
         return ws.ws_col;
     return 80;
 }
@@ -62,7 +53,7 @@ static int term_width(void)
 static void clear_bar(struct pull_progress *pp)
 {
     if (pp->bar_drawn) {
-        fputs("\r\033[K", stderr);
+        fputs("\r\033[K", pp->out);
         pp->bar_drawn = false;
     }
 }
@@ -72,9 +63,9 @@ static void draw_bar(struct pull_progress *pp, const struct hub_pull_event *ev)
     double t = now_s();
     double bps = speed(pp, t);
     char done[24], total[24], rate[24], eta[24] = "--:--";
-    size_str(ev->all_done, done, sizeof done);
-    size_str(ev->all_size, total, sizeof total);
-    size_str((long long)bps, rate, sizeof rate);
+    human_size(ev->all_done, done, sizeof done);
+    human_size(ev->all_size, total, sizeof total);
+    human_size((long long)bps, rate, sizeof rate);
     if (bps > 0) {
         long s = (long)((double)(ev->all_size - ev->all_done) / bps);
         if (s >= 3600)
@@ -87,18 +78,19 @@ static void draw_bar(struct pull_progress *pp, const struct hub_pull_event *ev)
     snprintf(tail, sizeof tail, " %3d%% %s/%s %s/s ETA %s", pct, done, total, rate, eta);
     char head[64];
     snprintf(head, sizeof head, "[%zu/%zu] %.24s ", ev->index, ev->count, ev->file);
-    int width = term_width() - 1 - (int)strlen(head) - (int)strlen(tail) - 2;
+    int width = term_width(pp) - 1 - (int)strlen(head) - (int)strlen(tail) - 2;
     if (width < 10)
         width = 10;
     if (width > 40)
         width = 40;
-    int fill = ev->all_size > 0 ? (int)((double)width * (double)ev->all_done / (double)ev->all_size) : width;
+    int fill = ev->all_size > 0 ? (int)((double)width * (double)ev->all_done / (double)ev->all_size)
+                                : width;
     char bar[48];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
-    fprintf(stderr, "\r%s[%s]%s\033[K", head, bar, tail);
-    fflush(stderr);
+    fprintf(pp->out, "\r%s[%s]%s\033[K", head, bar, tail);
+    fflush(pp->out);
     pp->bar_drawn = true;
 }
 
@@ -109,8 +101,8 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
     switch (ev->kind) {
     case HUB_PULL_LISTED:
         if (pp->mode != PULL_PROGRESS_NONE)
-            fprintf(stderr, "%s: %zu files, %s\n", pp->id, ev->count,
-                    size_str(ev->all_size, a, sizeof a));
+            fprintf(pp->out, "%s: %zu files, %s\n", pp->id, ev->count,
+                    human_size(ev->all_size, a, sizeof a));
         break;
     case HUB_PULL_FILE_START:
         pp->last_file_done = ev->file_done; /* a resumed part came before */
@@ -127,15 +119,15 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
             clear_bar(pp);
         if (pp->mode != PULL_PROGRESS_NONE) {
             if (ev->cached) {
-                fprintf(stderr, "[%zu/%zu] %s %s: already here\n", ev->index, ev->count,
-                        ev->file, size_str(ev->file_size, a, sizeof a));
+                fprintf(pp->out, "[%zu/%zu] %s %s: already here\n", ev->index, ev->count, ev->file,
+                        human_size(ev->file_size, a, sizeof a));
             } else {
                 double dt = now_s() - pp->file_start;
-                fprintf(stderr, "[%zu/%zu] %s %s in %.1f s (%s/s), %s ok\n", ev->index,
-                        ev->count, ev->file, size_str(ev->file_size, a, sizeof a), dt,
-                        size_str(dt > 0 ? (long long)((double)ev->file_size / dt) : 0, b,
-                                 sizeof b),
-                        ev->lfs ? "sha256" : "git blob id");
+                fprintf(
+                    pp->out, "[%zu/%zu] %s %s in %.1f s (%s/s), %s ok\n", ev->index, ev->count,
+                    ev->file, human_size(ev->file_size, a, sizeof a), dt,
+                    human_size(dt > 0 ? (long long)((double)ev->file_size / dt) : 0, b, sizeof b),
+                    ev->lfs ? "sha256" : "git blob id");
             }
         }
         break;
@@ -143,7 +135,7 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
         if (pp->mode == PULL_PROGRESS_BAR)
             clear_bar(pp);
         if (pp->mode != PULL_PROGRESS_NONE)
-            fprintf(stderr, "%s\n", ev->message);
+            fprintf(pp->out, "%s\n", ev->message);
         break;
     }
     if (ev->kind == HUB_PULL_PROGRESS && pp->mode == PULL_PROGRESS_BAR)
@@ -160,9 +152,10 @@ void pull_progress_summary(const struct pull_progress *pp, const struct hub_pull
 {
     double dt = now_s() - pp->start;
     char a[24], b[24], c[24];
-    fprintf(stderr, "%s: %zu files, %s (%s fetched in %.1f s, %s/s; %zu already here), commit %s\n",
-            pp->id, r->files, size_str(r->bytes_total, a, sizeof a),
-            size_str(r->bytes_fetched, b, sizeof b), dt,
-            size_str(dt > 0 ? (long long)((double)r->bytes_fetched / dt) : 0, c, sizeof c),
+    fprintf(pp->out,
+            "%s: %zu files, %s (%s fetched in %.1f s, %s/s; %zu already here), commit %s\n", pp->id,
+            r->files, human_size(r->bytes_total, a, sizeof a),
+            human_size(r->bytes_fetched, b, sizeof b), dt,
+            human_size(dt > 0 ? (long long)((double)r->bytes_fetched / dt) : 0, c, sizeof c),
             r->files_cached, r->commit);
 }

@@ -1,0 +1,129 @@
+/* pull_on_demand.c: the download of a named model that is missing
+ * (pull_on_demand.h). */
+#include "config.h"
+
+#include "src/pull_on_demand.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "src/http_client.h"
+#include "src/hub_api.h"
+#include "src/hub_cache.h"
+#include "src/hub_pull.h"
+#include "src/human_size.h"
+#include "src/model_find.h"
+#include "src/pull_progress.h"
+#include "src/xalloc.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+bool model_hub_id(const char *arg, char *id, size_t size)
+{
+    if (!arg || !*arg)
+        return false;
+    if (hub_known_repo(arg, id, size))
+        return true;
+    if (arg[0] == '/' || arg[0] == '.' || !hub_repo_id_valid(arg))
+        return false;
+    snprintf(id, size, "%s", arg);
+    return true;
+}
+
+/* The terminal to ask on and show the bar: standard error, else standard
+ * output (the chat's tests keep stderr in a file); NULL for a script. */
+static FILE *terminal(void)
+{
+    if (!isatty(STDIN_FILENO))
+        return NULL;
+    return isatty(STDERR_FILENO) ? stderr : isatty(STDOUT_FILENO) ? stdout : NULL;
+}
+
+/* Ask on the terminal; true to go on.  Without one (a script): yes. */
+static bool confirm(FILE *term, const char *id, const struct hub_listing *l)
+{
+    if (!term) {
+        fprintf(stderr, "elmchat: %s is not here: downloading it from the Hub\n", id);
+        return true;
+    }
+    long long total = 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (hub_pull_wants(l, i, NULL))
+            total += l->files[i].size;
+    char *cache = hub_cache_dir();
+    char size[32];
+    fprintf(term, "%s is not on this machine. Download it from the Hub (%s) into %s? [Y/n] ", id,
+            human_size(total, size, sizeof size), cache);
+    free(cache);
+    fflush(term);
+    char answer[16] = "";
+    if (!fgets(answer, sizeof answer, stdin))
+        return false;
+    return answer[0] == '\n' || answer[0] == 'y' || answer[0] == 'Y';
+}
+
+bool model_resolve_or_pull(const char *arg, bool allow_pull, char *path, size_t path_size,
+                           char *err, size_t err_size)
+{
+    if (model_resolve(arg, path, path_size, err, err_size))
+        return true;
+    char id[256];
+    if (!model_hub_id(arg, id, sizeof id))
+        return false;
+    if (!allow_pull || hub_offline()) {
+        snprintf(err, err_size, "%s is not downloaded (%s): elmchat pull %s", id,
+                 allow_pull ? "HF_HUB_OFFLINE is set" : "--no-pull", arg);
+        return false;
+    }
+    char herr[2048];
+    if (http_global_init(herr, sizeof herr) != 0) {
+        snprintf(err, err_size, "%s", herr);
+        return false;
+    }
+    /* the listing twice (here for the size, then in the pull): cheap next
+     * to the download, and it keeps hub_pull one call */
+    char *token = hub_token();
+    struct hub_listing l;
+    enum hub_status st = hub_list(id, "main", token, &l, herr, sizeof herr);
+    free(token);
+    bool ok = false;
+    FILE *term = terminal();
+    if (st != HUB_OK) {
+        snprintf(err, err_size, "%s", herr);
+    } else if (!confirm(term, id, &l)) {
+        snprintf(err, err_size, "%s: not downloaded", id);
+    } else {
+        struct sigaction sa = {.sa_handler = on_sigint}, old;
+        sigemptyset(&sa.sa_mask);
+        interrupted = 0;
+        sigaction(SIGINT, &sa, &old);
+        struct pull_progress pp;
+        pull_progress_init(&pp, id, term ? PULL_PROGRESS_BAR : PULL_PROGRESS_LINES,
+                           term ? term : stderr);
+        struct hub_pull_opts po = {
+            .id = id, .on_event = pull_progress_event, .ctx = &pp, .cancel = &interrupted};
+        struct hub_pull_result r;
+        st = hub_pull(&po, &r, herr, sizeof herr);
+        pull_progress_end(&pp);
+        sigaction(SIGINT, &old, NULL);
+        if (st != HUB_OK) {
+            snprintf(err, err_size, "%s", herr);
+        } else {
+            pull_progress_summary(&pp, &r);
+            free(r.snapshot);
+            ok = model_resolve(arg, path, path_size, err, err_size);
+        }
+    }
+    hub_listing_fini(&l);
+    http_global_cleanup();
+    return ok;
+}

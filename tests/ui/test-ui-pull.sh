@@ -1,0 +1,54 @@
+#!/bin/sh
+# test-ui-pull.sh: `elmchat -m NAME` for a model that is not here, in the
+# real binary on a terminal: the question with the download size before the
+# screen starts, the pull with its progress (from a stand-in Hub on
+# 127.0.0.1), then the chat on the pulled model; "n" declines; --no-pull
+# refuses; /model completion marks the known models not downloaded.
+. "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
+ui_init
+top_srcdir=${top_srcdir:-${srcdir:-.}}
+GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
+[ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
+command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3 for the fake Hub"; exit 0; }
+HUB_ROOT="$UI_DIR/root" HUB_DIR="$UI_DIR"
+. "$top_srcdir/tests/lib/fake-hub.sh"
+trap 'stop_hub; ui_cleanup' EXIT
+"$GEN" --preset micro --synthetic-tokenizer -o "$HUB_ROOT/tester/tiny" >/dev/null 2>&1
+start_hub
+cache="$UI_DIR/hub"
+UI_ENV="HF_ENDPOINT=$HF_ENDPOINT HF_HUB_CACHE=$cache ELMCHAT_PULL_RETRY_MS=20"
+
+ui_start 120 30 -m tester/tiny -n 3
+ok 'ui_until "ui_screen | grep -q \"tester/tiny is not on this machine. Download it from the Hub ([0-9.]* MB) into $cache? \[Y/n\]\"" 10' \
+   "-m REPO not here: asked first, with the size and the place"
+ui_keys n Enter
+ok 'ui_until "[ -f \"$UI_DIR/exit\" ]" 10 && [ "$(cat "$UI_DIR/exit")" = 1 ] && grep -q "tester/tiny: not downloaded" "$UI_DIR/stderr"' \
+   "n: nothing downloaded, said so"
+ok '[ ! -d "$cache/models--tester--tiny/blobs" ] || [ -z "$(ls "$cache/models--tester--tiny/blobs")" ]' "... and nothing fetched"
+
+ui_start 120 30 -m tester/tiny -n 3
+ui_wait "Download it from the Hub" 10 >/dev/null
+ui_keys Enter
+ok 'ui_wait "idle" 30' "Enter (yes): pulled, and the chat starts"
+ok 'grep -q "^GET /cdn/" "$HUB_DIR/log" && [ -d "$cache/models--tester--tiny/snapshots" ]' \
+   "the weights came from the Hub into its cache"
+ok 'ui_screen | grep -q "tiny"' "the model is named for the repository, not its commit"
+ui_keys "hello there" Enter
+ok 'ui_until "ui_screen | grep -q \"\[interrupted\]\"" 20' "a reply from the pulled model"
+ui_keys "/model 3B" Tab Tab
+ok 'ui_wait "3B(+)  3B-instruct(+)" 5 && ui_screen | grep -q "(+): not downloaded, elmchat pull NAME"' \
+   "/model completion marks the known models not downloaded"
+ui_keys C-u "/quit" Enter
+ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
+
+: > "$HUB_DIR/log"
+ui_start 120 30 -m tester/tiny -n 3
+ok 'ui_wait "idle" 20 && ! grep -q "^GET" "$HUB_DIR/log"' "the next start finds it in the cache: no question, no request"
+ui_keys "/quit" Enter
+ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
+
+ui_start 120 30 -m apple/OpenELM-450M --no-pull
+ok 'ui_until "[ -f \"$UI_DIR/exit\" ]" 10 && grep -q "apple/OpenELM-450M is not downloaded (--no-pull): elmchat pull apple/OpenELM-450M" "$UI_DIR/stderr"' \
+   "--no-pull: refused with the command that gets it"
+echo "1..$n"
+[ "$failed" -eq 0 ]
