@@ -16,10 +16,12 @@
 #include "cli/commands.h"
 #include "cli/option_loop.h"
 #include "src/pull_progress.h"
+#include "src/config_file.h"
 #include "src/http_client.h"
 #include "src/hub_cache.h"
 #include "src/hub_pull.h"
 #include "src/model_find.h"
+#include "src/options.h"
 #include "src/xalloc.h"
 
 static volatile sig_atomic_t interrupted;
@@ -57,18 +59,6 @@ static void help(void)
     free(cache);
 }
 
-static bool parse_type(const char *s, enum elm_dtype *out)
-{
-    static const enum elm_dtype types[] = {ELM_DTYPE_F16,  ELM_DTYPE_BF16, ELM_DTYPE_Q8_0,
-                                           ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K, ELM_DTYPE_Q5_K,
-                                           ELM_DTYPE_Q6_K};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (strcasecmp(s, elm_dtype_name(types[i])) == 0) {
-            *out = types[i];
-            return true;
-        }
-    return false;
-}
 
 int cmd_pull(int argc, char **argv)
 {
@@ -91,7 +81,7 @@ int cmd_pull(int argc, char **argv)
             include[n_include++] = optarg;
             break;
         case 'Q':
-            if (!parse_type(optarg, &qtype)) {
+            if (!cli_parse_dtype(optarg, &qtype) && qtype != ELM_DTYPE_F32) {
                 free(include);
                 return cli_usage_error(
                     argv[0], "unknown type '%s' (q8_0, q4_k, q4_0, q5_k, q6_k, f16, bf16)", optarg);
@@ -126,6 +116,16 @@ int cmd_pull(int argc, char **argv)
                                name);
     }
     char err[2048];
+    struct config cfg;
+    config_init(&cfg);
+    if (config_load(&cfg, NULL, err, sizeof err) != 0) {
+        free(include);
+        cli_error("%s", err);
+        return EXIT_RUNTIME;
+    }
+    if (!quantize && cfg.pull_quantize && cli_parse_dtype(cfg.pull_quantize, &qtype))
+        quantize = true; /* config.yaml's pull_quantize */
+    config_fini(&cfg);
     if (http_global_init(err, sizeof err) != 0) {
         free(include);
         cli_error("%s", err);

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
+#include "src/model_convert.h"
 #include "src/model_find.h"
 #include "src/options.h"
 
@@ -34,19 +35,6 @@ static void help(void)
            "Exit status: 0 ok, 1 runtime error, 2 usage error.\n");
 }
 
-static bool parse_type(const char *s, enum elm_dtype *out)
-{
-    static const enum elm_dtype types[] = {ELM_DTYPE_F32,  ELM_DTYPE_F16,  ELM_DTYPE_BF16,
-                                           ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K,
-                                           ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        if (strcasecmp(s, elm_dtype_name(types[i])) == 0) {
-            *out = types[i];
-            return true;
-        }
-    }
-    return false;
-}
 
 static void progress(float f, void *user)
 {
@@ -64,23 +52,18 @@ int quantize_model(const char *path, const char *out, enum elm_dtype type, bool 
     struct elm_quantize_params qp = elm_quantize_default_params();
     qp.type = type;
     char err[ELM_ERR_MAX];
-    /* a Hub folder without a tokenizer: the GGUF gets elmchat's LLaMA-2
-     * vocabulary, so that llama.cpp can run it too */
-    char *from = NULL;
-    elm_tokenizer *fallback = model_fallback_tokenizer(path, &from);
-    qp.tokenizer = fallback;
-    if (fallback && !quiet)
-        fprintf(stderr, "elmchat quantize: vocabulary from %s (the model has none)\n", from);
-    free(from);
     int last = -1;
     if (!quiet) {
         qp.progress_cb = progress;
         qp.progress_user = &last;
     }
-    elm_status st = elm_quantize(path, out, &qp, err, sizeof err);
-    elm_tokenizer_free(fallback);
+    char *from = NULL;
+    elm_status st = model_convert(path, out, &qp, &from, err, sizeof err);
     if (!quiet && last >= 0)
         fputc('\n', stderr);
+    if (from && !quiet)
+        fprintf(stderr, "elmchat quantize: vocabulary from %s (the model has none)\n", from);
+    free(from);
     if (st) {
         cli_error("%s", err);
         return EXIT_RUNTIME;
@@ -123,7 +106,7 @@ int cmd_quantize(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, ":t:qh", opts, NULL)) != -1) {
         switch (opt) {
         case 't':
-            if (!parse_type(optarg, &qp.type))
+            if (!cli_parse_dtype(optarg, &qp.type))
                 return cli_usage_error(argv[0],
                                        "unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k)",
                                        optarg);

@@ -280,7 +280,7 @@ int cmd_run(int argc, char **argv)
     char model_path[4096] = "";
     if (c.model) {
         const char *alias = config_alias(&cfg, c.model);
-        if (!model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, model_path,
+        if (!model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, cfg.pull_quantize, model_path,
                                    sizeof model_path, err, sizeof err)) {
             cli_error("%s", err);
             goto out;

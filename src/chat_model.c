@@ -74,7 +74,8 @@ bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size
     const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
     bool found = c->opt.pull_missing || c->opt.common.no_pull
                      ? model_resolve_or_pull(alias ? alias : arg, !c->opt.common.no_pull,
-                                             c->model_path, sizeof c->model_path, err, err_size)
+                                             c->cfg.pull_quantize, c->model_path,
+                                             sizeof c->model_path, err, err_size)
                      : chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err,
                                           err_size);
     if (!found)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "src/options.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
 #include "src/yamldoc.h"
@@ -32,6 +33,7 @@ void config_fini(struct config *c)
 {
     free(c->path);
     free(c->default_model);
+    free(c->pull_quantize);
     free(c->template_name);
     for (size_t i = 0; i < c->n_aliases; i++) {
         free(c->aliases[i].name);
@@ -114,6 +116,21 @@ static bool load_models(struct ydoc *d, yaml_node_t *n, struct config *c)
     return true;
 }
 
+static bool load_pull_quantize(struct ydoc *d, yaml_node_t *n, struct config *c)
+{
+    char *v = ydoc_strdup(d, n, "pull_quantize");
+    enum elm_dtype t;
+    if (!v)
+        return false;
+    if (!cli_parse_dtype(v, &t) || t == ELM_DTYPE_F32) {
+        free(v);
+        return ydoc_fail(d, n, "pull_quantize: unknown type (q8_0, q4_k, q4_0, q5_k, q6_k, "
+                               "f16, bf16)");
+    }
+    c->pull_quantize = v;
+    return true;
+}
+
 static bool load_context(struct ydoc *d, yaml_node_t *n, struct config *c)
 {
     if (!ydoc_expect(d, n, YAML_MAPPING_NODE, "context") || !ydoc_check_keys(d, n))
@@ -164,10 +181,12 @@ static bool load_doc(struct ydoc *d, struct config *c)
             okay = sampling_load(d, v, &c->sampling);
         else if (strcmp(key, "context") == 0)
             okay = load_context(d, v, c);
+        else if (strcmp(key, "pull_quantize") == 0)
+            okay = load_pull_quantize(d, v, c);
         else
             okay = ydoc_fail(d, ydoc_node(d, p->key),
                              "unknown key '%s' (known: default_model, template, models, "
-                             "sampling, context)",
+                             "sampling, context, pull_quantize)",
                              key);
         if (!okay)
             return false;

@@ -10,6 +10,7 @@
  *       draft: 270M-instruct
  *   sampling: {temperature: 0, top_k: 0, top_p: 1, min_p: 0,
  *              repeat_penalty: 1.2, repeat_last_n: -1, seed: 1, max_tokens: 256}
+ *   pull_quantize: q8_0               # elmchat pull (and -m on demand) also writes a GGUF
  *   context:
  *     policy: drop-oldest             # or: stop
  *     size: 2048                      # tokens; 0 = the model's
@@ -45,6 +46,7 @@ struct config {
     struct sampling sampling;
     enum context_policy policy;
     int n_ctx;           /* 0: the model's */
+    char *pull_quantize; /* owned or NULL: the type pull converts to (options.h's names) */
     struct config_alias *aliases; /* owned array */
     size_t n_aliases;
 };

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "src/diag.h"
@@ -66,6 +67,20 @@ bool cli_parse_ids(const char *s, int32_t **ids, size_t *n)
     *ids = v;
     *n = len;
     return true;
+}
+
+bool cli_parse_dtype(const char *s, enum elm_dtype *out)
+{
+    static const enum elm_dtype types[] = {ELM_DTYPE_F32,  ELM_DTYPE_F16,  ELM_DTYPE_BF16,
+                                           ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K,
+                                           ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
+    for (size_t i = 0; i < ARRAY_LEN(types); i++) {
+        if (strcasecmp(s, elm_dtype_name(types[i])) == 0) {
+            *out = types[i];
+            return true;
+        }
+    }
+    return false;
 }
 
 void cli_common_init(struct cli_common *c)

@@ -19,6 +19,8 @@ bool cli_parse_ids(const char *s, int32_t **ids, size_t *n);
 /* Strict integer / float parsing of an option value. */
 bool cli_parse_int(const char *s, long min, long max, long *out);
 bool cli_parse_float(const char *s, double min, double max, double *out);
+/* A weight type elm_quantize writes ("q8_0", "Q4_K", "bf16", ...). */
+bool cli_parse_dtype(const char *s, enum elm_dtype *out);
 
 /* Sampling and context options shared by run, generate, the TUI. */
 struct cli_common {

@@ -15,7 +15,9 @@
 #include "src/hub_cache.h"
 #include "src/hub_pull.h"
 #include "src/human_size.h"
+#include "src/model_convert.h"
 #include "src/model_find.h"
+#include "src/options.h"
 #include "src/pull_progress.h"
 #include "src/xalloc.h"
 
@@ -71,8 +73,38 @@ static bool confirm(FILE *term, const char *id, const struct hub_listing *l)
     return answer[0] == '\n' || answer[0] == 'y' || answer[0] == 'Y';
 }
 
-bool model_resolve_or_pull(const char *arg, bool allow_pull, char *path, size_t path_size,
-                           char *err, size_t err_size)
+static void convert_progress(float f, void *user)
+{
+    FILE *out = user;
+    fprintf(out, "\rwriting the GGUF: %3d%%", (int)(f * 100.0f));
+    fflush(out);
+}
+
+/* The GGUF of type name beside the snapshot (elmchat-TYPE.gguf). */
+static bool convert(FILE *term, const char *snapshot, const char *name, char *err,
+                    size_t err_size)
+{
+    struct elm_quantize_params qp = elm_quantize_default_params();
+    if (!cli_parse_dtype(name, &qp.type)) {
+        snprintf(err, err_size, "pull_quantize: unknown type '%s'", name);
+        return false;
+    }
+    FILE *out = term ? term : stderr;
+    qp.progress_cb = convert_progress;
+    qp.progress_user = out;
+    char *gguf = x_asprintf("%s/elmchat-%s.gguf", snapshot, elm_dtype_name(qp.type));
+    char *from = NULL;
+    bool ok = model_convert(snapshot, gguf, &qp, &from, err, err_size) == ELM_OK;
+    fprintf(out, "\n");
+    if (ok)
+        fprintf(out, "wrote %s\n", gguf);
+    free(from);
+    free(gguf);
+    return ok;
+}
+
+bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantize, char *path,
+                           size_t path_size, char *err, size_t err_size)
 {
     if (model_resolve(arg, path, path_size, err, err_size))
         return true;
@@ -119,8 +151,9 @@ bool model_resolve_or_pull(const char *arg, bool allow_pull, char *path, size_t 
             snprintf(err, err_size, "%s", herr);
         } else {
             pull_progress_summary(&pp, &r);
+            ok = (!quantize || convert(term, r.snapshot, quantize, err, err_size)) &&
+                 model_resolve(arg, path, path_size, err, err_size);
             free(r.snapshot);
-            ok = model_resolve(arg, path, path_size, err, err_size);
         }
     }
     hub_listing_fini(&l);

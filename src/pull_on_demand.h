@@ -12,9 +12,11 @@
 
 /* model_resolve, and when that fails for a name the Hub could have: the
  * pull (unless allow_pull is false or HF_HUB_OFFLINE is set: then err says
- * how to get it).  false with err when there is no model. */
-bool model_resolve_or_pull(const char *arg, bool allow_pull, char *path, size_t path_size,
-                           char *err, size_t err_size);
+ * how to get it), then a GGUF of type quantize beside it when that is not
+ * NULL (config.yaml's pull_quantize).  false with err when there is no
+ * model. */
+bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantize, char *path,
+                           size_t path_size, char *err, size_t err_size);
 /* The Hub id arg names when it is a known model or a repository id (id
  * filled), else false. */
 bool model_hub_id(const char *arg, char *id, size_t size);

@@ -205,6 +205,20 @@ ok $? "run -m REPO with HF_HUB_OFFLINE=1: refused"
     grep -q "sha256 ok" "$tmp/err" && [ -s "$tmp/out" ] && [ -d "$HF_HUB_CACHE/models--tester--tiny/snapshots" ]
 ok $? "run -m REPO: pulled on demand, then the reply"
 
+# config.yaml's pull_quantize: the pull on demand writes the GGUF too
+rm -rf "$HF_HUB_CACHE/models--tester--tiny"
+mkdir -p "$XDG_CONFIG_HOME/elmchat"
+printf 'pull_quantize: q8_0\n' > "$XDG_CONFIG_HOME/elmchat/config.yaml"
+"$ELMCHAT" run -m tester/tiny -n 2 --temp 0 -p hi >"$tmp/out" 2>"$tmp/err"
+[ $? -eq 0 ] && ls "$HF_HUB_CACHE"/models--tester--tiny/snapshots/*/elmchat-q8_0.gguf >/dev/null 2>&1 &&
+    "$ELMCHAT" info -m tester/tiny 2>&1 | grep -q "elmchat-q8_0.gguf"
+ok $? "pull_quantize: q8_0 in config.yaml: -m on demand writes and then loads the Q8_0 GGUF"
+printf 'pull_quantize: q9\n' > "$XDG_CONFIG_HOME/elmchat/config.yaml"
+"$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "config.yaml:1:16: pull_quantize: unknown type" "$tmp/err"
+ok $? "a wrong pull_quantize: an error naming the file, line and column"
+rm "$XDG_CONFIG_HOME/elmchat/config.yaml"
+
 # elmchat models
 mkdir -p "$XDG_DATA_HOME/elmchat/sessions"
 "$ELMCHAT" models >"$tmp/models" 2>&1
