@@ -400,7 +400,8 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     case CMD_MODEL: {
         char path[4096];
         if (!chat_resolve_model(c, cmd->arg, path, sizeof path, err, sizeof err)) {
-            chat_notice(c, true, "%s", err);
+            if (!chat_pull_offer(c, cmd->arg)) /* not downloaded: ask, then pull */
+                chat_notice(c, true, "%s", err);
             break;
         }
         if (c->model_ready && !c->model_loading && strcmp(path, c->model_path) == 0) {

@@ -335,6 +335,13 @@ void chat_cancel(struct chat *c)
 {
     if (c->generating)
         cancel_reply(c);
+    else
+        chat_pull_cancel(c);
+}
+
+void chat_tick(struct chat *c)
+{
+    chat_pull_tick(c);
 }
 
 bool chat_unqueue(struct chat *c)
@@ -413,6 +420,10 @@ void chat_submit(struct chat *c, char *line)
 {
     if (!line) {
         c->quit = true;
+        return;
+    }
+    if (chat_pull_answer(c, line)) {
+        free(line);
         return;
     }
     struct cmd cmd;
@@ -543,6 +554,8 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
         snprintf(c->state_text, sizeof c->state_text, "generating %zu · Esc stops",
                  c->reply_n_ids);
         st->busy = true;
+    } else if (chat_pull_status(c, c->state_text, sizeof c->state_text)) {
+        st->busy = true;
     } else if (!c->model_ready) {
         snprintf(c->state_text, sizeof c->state_text, "no model");
     } else if (c->edit_conv && c->edit_conv == v) {
@@ -590,7 +603,7 @@ bool chat_quit_requested(const struct chat *c)
 
 bool chat_has_notice(const struct chat *c)
 {
-    return c->notice[0] != '\0';
+    return c->notice[0] != '\0' || chat_pull_active(c);
 }
 
 const char *chat_model_label(const struct chat *c)
@@ -801,6 +814,7 @@ static void wait_kv_saves(struct chat *c, double limit)
 
 void chat_fini(struct chat *c)
 {
+    chat_pull_fini(c);
     if (c->worker) {
         chat_save_all(c);
         wait_kv_saves(c, 3.0);

@@ -173,7 +173,9 @@ struct chat {
     char notice[512];
     bool notice_error;
     double notice_until;         /* monotonic seconds */
-    char state_text[128];
+    char state_text[160];
+    struct chat_pull *pull;      /* a /model download under way (chat_pull.c), NULL: none */
+    bool http_ready;             /* libcurl started (for the pulls) */
     char warn_text[128];
     bool quit;
 };
@@ -262,6 +264,12 @@ char **chat_names(struct chat *c, enum cmd_arg_kind kind);
 /* Is the model name (an alias, a path, a name, a Hub id) on this machine?
  * (Completion marks the known ones that are not: elmchat pull gets them.) */
 bool chat_model_here(struct chat *c, const char *name);
+
+/* Work the main loop owes between events (a /model download's end): call
+ * it each time the loop wakes; chat_has_notice keeps it waking. */
+void chat_tick(struct chat *c);
+/* A /model download is being asked about or under way (Esc stops it). */
+bool chat_pull_active(const struct chat *c);
 
 /* Monotonic seconds. */
 double chat_now(void);

@@ -7,7 +7,8 @@
  *   chat_model.c       model names, tokenizers, background loads, switches
  *   chat_commands.c    running the slash commands
  *   chat_branches.c    the conversation's tree: /fork, /branch, /tree, picks
- *   chat_attach.c      /read: a file attached to the next message */
+ *   chat_attach.c      /read: a file attached to the next message
+ *   chat_pull.c        /model of a model not downloaded: ask, pull, load */
 #ifndef ELMCHAT_SRC_CHAT_INTERNAL_H
 #define ELMCHAT_SRC_CHAT_INTERNAL_H
 
@@ -106,6 +107,15 @@ bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size
                         size_t err_size);
 bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size);
 void chat_post_load_model(struct chat *c);
+/* chat_pull.c: /model NAME of a model not downloaded.  offer: true when it
+ * took the name over (a known name or a Hub id); answer: true when line was
+ * the y/n to its question; cancel: true when there was a pull to stop. */
+bool chat_pull_offer(struct chat *c, const char *name);
+bool chat_pull_answer(struct chat *c, const char *line);
+bool chat_pull_cancel(struct chat *c);
+void chat_pull_tick(struct chat *c);
+bool chat_pull_status(struct chat *c, char *buf, size_t size);
+void chat_pull_fini(struct chat *c);
 bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, char *err,
                            size_t err_size);
 void chat_model_ready(struct chat *c, struct elm_event *ev);

@@ -156,9 +156,7 @@ static bool cancelled(const struct pull *p)
 
 static size_t sink(const void *data, size_t n, void *ctx)
 {
-    struct file_fetch *ff = ctx;
-    if (cancelled(ff->p))
-        return 0;
+    struct file_fetch *ff = ctx; /* a cancel comes through on_progress */
     if (!ff->started) {
         ff->started = true;
         long st = ff->rs->status;
@@ -484,10 +482,8 @@ enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *
     r->snapshot = x_asprintf("%s/snapshots/%s", p.repo_dir, l.commit);
     snprintf(r->commit, sizeof r->commit, "%s", l.commit);
     int rc = paths_mkdir_p(blobs);
-    if (rc == 0)
-        rc = paths_mkdir_p(r->snapshot);
     if (rc != 0) {
-        snprintf(err, err_size, "%s: %s", rc ? blobs : r->snapshot, strerror(-rc));
+        snprintf(err, err_size, "%s: %s", blobs, strerror(-rc));
         st = HUB_BAD_ANSWER;
         goto out_blobs;
     }
@@ -543,13 +539,20 @@ enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *
             st = fetch_file(&p, f, blob, err, err_size);
             r->bytes_fetched += p.ev.all_done - before;
         }
-        if (st == HUB_OK && link_file(r->snapshot, f, etag, err, err_size)) {
-            r->files++;
+        if (st == HUB_OK)
             emit(&p, HUB_PULL_FILE_DONE);
-        } else if (st == HUB_OK) {
-            st = HUB_BAD_ANSWER;
-        }
         free(blob);
+    }
+    /* the snapshot only once every file is in: a folder there is a model
+     * whole (elmchat -m and the other tools take any snapshot they find) */
+    for (size_t i = 0; i < l.n && st == HUB_OK; i++) {
+        if (!want[i])
+            continue;
+        const struct hub_file *f = &l.files[i];
+        if (link_file(r->snapshot, f, f->sha256[0] ? f->sha256 : f->oid, err, err_size))
+            r->files++;
+        else
+            st = HUB_BAD_ANSWER;
     }
     if (st == HUB_OK && strcmp(rev, l.commit) != 0 && !strchr(rev, '/') && rev[0] != '.') {
         char *refs = x_asprintf("%s/refs", p.repo_dir);

@@ -45,6 +45,7 @@ src_libcore_a_SOURCES = \
 	src/chat_base.c \
 	src/chat_sessions.c \
 	src/chat_model.c \
+	src/chat_pull.c \
 	src/chat_commands.c \
 	src/chat_branches.c \
 	src/chat_attach.c

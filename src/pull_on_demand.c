@@ -81,8 +81,7 @@ static void convert_progress(float f, void *user)
 }
 
 /* The GGUF of type name beside the snapshot (elmchat-TYPE.gguf). */
-static bool convert(FILE *term, const char *snapshot, const char *name, char *err,
-                    size_t err_size)
+static bool convert(FILE *term, const char *snapshot, const char *name, char *err, size_t err_size)
 {
     struct elm_quantize_params qp = elm_quantize_default_params();
     if (!cli_parse_dtype(name, &qp.type)) {

@@ -461,6 +461,7 @@ static int run(struct tui *t)
     input_set_tty_fd(tty);
     relayout(t);
     while (!chat_quit_requested(&t->chat) && !leave) {
+        chat_tick(&t->chat);
         double now = chat_now();
         bool deferred = !urgent && now - last_draw < STREAM_FRAME_SEC;
         if (!deferred) {
@@ -586,7 +587,9 @@ static int run(struct tui *t)
                 }
                 /* In vi mode Esc is readline's (to command mode): Ctrl-C
                  * stops the reply there. */
-                bool esc = len > 0 && (chat_generating(&t->chat) || t->view.tr.search) &&
+                bool esc = len > 0 &&
+                           (chat_generating(&t->chat) || t->view.tr.search ||
+                            chat_pull_active(&t->chat)) &&
                            !input_vi_mode() && trailing_escape(buf, len, tty);
                 if (esc)
                     len--;

@@ -5,7 +5,8 @@
 # bundled tokenizer, a pull with nothing left to fetch, a connection cut in
 # the middle of a file (resumed with Range), a wrong sha256 (rejected, not
 # installed), 503 answers (retried), a 404 repo, a 401 private repo without
-# and with HF_TOKEN, HF_ENDPOINT elsewhere, a full disk, Ctrl-C and resume,
+# and with HF_TOKEN, HF_ENDPOINT elsewhere, a full disk, Ctrl-C and resume (no
+# snapshot until every file is in),
 # HF_HUB_OFFLINE, a paged file list, --include, --quantize, and `elmchat
 # models` listing and --rm.
 set -u
@@ -165,8 +166,9 @@ rc=$?
 [ $rc -eq 130 ] && grep -q "interrupted: .* of model.safetensors kept in .*$tsha.incomplete; elmchat pull tester/tiny resumes it" "$tmp/err"
 ok $? "Ctrl-C: exit 130, the partial file kept and named (rc $rc)"
 kept=$(stat -c %s "$part" 2>/dev/null || echo 0)
-[ "$kept" -gt 0 ] && [ ! -e "$HF_HUB_CACHE/models--tester--tiny/blobs/$tsha" ]
-ok $? "... $kept bytes in the partial file, none under the final name"
+[ "$kept" -gt 0 ] && [ ! -e "$HF_HUB_CACHE/models--tester--tiny/blobs/$tsha" ] &&
+    [ ! -d "$HF_HUB_CACHE/models--tester--tiny/snapshots" ]
+ok $? "... $kept bytes in the partial file, none under the final name, no snapshot yet"
 start_hub
 "$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err"
 [ $? -eq 0 ] && grep -q "resuming after" "$tmp/err" && grep -q "^GET /cdn/.* bytes=$kept- " "$tmp/log" &&

@@ -3,7 +3,9 @@
 # real binary on a terminal: the question with the download size before the
 # screen starts, the pull with its progress (from a stand-in Hub on
 # 127.0.0.1), then the chat on the pulled model; "n" declines; --no-pull
-# refuses; /model completion marks the known models not downloaded.
+# refuses; /model completion marks the known models not downloaded; /model
+# NAME inside the chat asks, shows the progress in the status bar, Esc stops
+# it, a second /model resumes and loads it.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 top_srcdir=${top_srcdir:-${srcdir:-.}}
@@ -44,6 +46,32 @@ ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
 : > "$HUB_DIR/log"
 ui_start 120 30 -m tester/tiny -n 3
 ok 'ui_wait "idle" 20 && ! grep -q "^GET" "$HUB_DIR/log"' "the next start finds it in the cache: no question, no request"
+ui_keys "/quit" Enter
+ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
+
+# /model NAME inside the chat: the question, the progress in the status bar,
+# Esc stops it (resumable), a second /model resumes and loads it
+rm -rf "$cache/models--tester--tiny"
+start_hub --rate 300000
+UI_ENV="HF_ENDPOINT=$HF_ENDPOINT HF_HUB_CACHE=$cache ELMCHAT_PULL_RETRY_MS=20"
+ui_start 140 30 -n 3
+ok 'ui_wait "idle" 20' "the chat starts on the default model"
+ui_keys "/model tester/tiny" Enter
+ok 'ui_until "ui_screen | grep -q \"Download tester/tiny ([0-9.]* MB) into $cache? y/n\"" 10' \
+   "/model REPO not here: a confirm line with the size"
+ui_keys y Enter
+ok 'ui_until "ui_screen | grep -q \"downloading tester/tiny [0-9]*% .* · Esc stops\"" 10' \
+   "y: the download's progress in the status bar"
+ui_keys Escape
+ok 'ui_wait "download stopped: " 10 && ui_screen | grep -q "kept; /model tester/tiny resumes it"' "Esc stops it and says what is kept"
+ui_keys "/model tester/tiny" Enter
+ui_until "ui_screen | grep -q \"Download tester/tiny\"" 10 >/dev/null
+ui_keys Enter
+ok 'ui_until "grep -q \"bytes=[1-9][0-9]*-\" \"$HUB_DIR/log\"" 20' "the next /model resumes the download"
+ok 'ui_until "ui_screen | grep -q \"idle\" && ui_screen | grep -q tiny" 30' "then the model loads and is current"
+ui_keys "/model tester/none" Enter
+ui_until "ui_screen | grep -q \"Download tester/none\\|not found\"" 10 >/dev/null
+ok 'ui_wait "tester/none: the revision not found on the Hub (404)" 10' "a repository the Hub does not have: said so"
 ui_keys "/quit" Enter
 ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
 
