@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
+#include "src/hub_cache.h"
 #include "src/options.h"
 #include "cli/model_open.h"
 #include "src/model_find.h"
@@ -86,7 +87,9 @@ int cmd_info(int argc, char **argv)
     long kv = 0;
     for (int i = 0; i < in->n_layers; i++)
         kv += 2L * in->n_kv_heads[i] * in->head_dim;
-    printf("name:                 %s\n", in->name);
+    char label[256]; /* a Hub cache snapshot's folder is a commit id */
+    printf("name:                 %s\n",
+           hub_label_of_path(elm_model_path(model), label, sizeof label) ? label : in->name);
     printf("path:                 %s\n", elm_model_path(model));
     printf("weights:              %s, %" PRIu64 " parameters, %" PRIu64 " bytes\n",
            elm_dtype_name(in->dtype), in->n_params, in->weight_bytes);
