@@ -283,6 +283,43 @@ static bool add_entry(struct hub_listing *l, json_object *e, char *err, size_t e
     return true;
 }
 
+/* One page of /tree's answer into l. */
+static enum hub_status add_page(struct hub_listing *l, json_object *j, const char *id, char *err,
+                                size_t err_size)
+{
+    if (!json_object_is_type(j, json_type_array)) {
+        snprintf(err, err_size, "%s: the Hub's file list is not a list", id);
+        return HUB_BAD_ANSWER;
+    }
+    size_t n = json_object_array_length(j);
+    if (l->n + n > HUB_MAX_FILES) {
+        snprintf(err, err_size, "%s: the repository lists more than %d files", id, HUB_MAX_FILES);
+        return HUB_BAD_ANSWER;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!add_entry(l, json_object_array_get_idx(j, i), err, err_size, id))
+            return HUB_BAD_ANSWER;
+    return HUB_OK;
+}
+
+enum hub_status hub_parse_file_list(const char *body, size_t len, const char *id,
+                                    struct hub_listing *l, char *err, size_t err_size)
+{
+    json_tokener *tk = json_tokener_new_ex(64);
+    json_object *j = tk ? json_tokener_parse_ex(tk, body, (int)len) : NULL;
+    bool complete = tk && json_tokener_get_error(tk) == json_tokener_success;
+    if (tk)
+        json_tokener_free(tk);
+    if (!j || !complete) {
+        json_object_put(j);
+        snprintf(err, err_size, "%s: the Hub's file list is not valid JSON", id);
+        return HUB_BAD_ANSWER;
+    }
+    enum hub_status st = add_page(l, j, id, err, err_size);
+    json_object_put(j);
+    return st;
+}
+
 enum hub_status hub_list(const char *id, const char *revision, const char *token,
                          struct hub_listing *out, char *err, size_t err_size)
 {
@@ -325,13 +362,7 @@ enum hub_status hub_list(const char *id, const char *revision, const char *token
         url = NULL;
         if (!j)
             break;
-        if (!json_object_is_type(j, json_type_array)) {
-            snprintf(err, err_size, "%s: the Hub's file list is not a list", id);
-            st = HUB_BAD_ANSWER;
-        }
-        for (size_t i = 0; st == HUB_OK && i < json_object_array_length(j); i++)
-            if (!add_entry(out, json_object_array_get_idx(j, i), err, err_size, id))
-                st = HUB_BAD_ANSWER;
+        st = add_page(out, j, id, err, err_size);
         json_object_put(j);
         if (st == HUB_OK && *next)
             url = x_strdup(next);

@@ -48,6 +48,14 @@ char *hub_file_url(const char *endpoint, const char *id, const char *commit, con
 enum hub_status hub_list(const char *id, const char *revision, const char *token,
                          struct hub_listing *out, char *err, size_t err_size);
 void hub_listing_fini(struct hub_listing *l);
+/* One page of the /tree answer (JSON text) appended to l: what hub_list
+ * does with each page, for the fuzz target.  Paths are checked to stay
+ * inside the snapshot (no "..", no absolute path, no control character). */
+enum hub_status hub_parse_file_list(const char *body, size_t len, const char *id,
+                                    struct hub_listing *l, char *err, size_t err_size);
+/* A listing longer than this is refused (the Hub's largest model repos
+ * hold a few thousand files). */
+#define HUB_MAX_FILES 100000
 /* Fill err for a response that is not a success (status, the Hub's
  * X-Error-Message), saying what to do about it. */
 enum hub_status hub_status_of(long http_status, const char *id, const char *what, bool have_token,

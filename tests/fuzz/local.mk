@@ -3,7 +3,7 @@
 # tests/fuzz/replay (seeds plus deterministic mutations); `make fuzz` builds
 # real libFuzzer binaries with clang in fuzz/ for long runs (HACKING.md).
 FUZZ_NAMES = safetensors config json gguf sp-model tokenizer-json state template \
-	session config-file kvmeta render
+	session config-file kvmeta render hub-list
 
 check_PROGRAMS += tests/fuzz/replay
 TESTS += tests/fuzz/replay
@@ -13,14 +13,15 @@ tests_fuzz_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h tests/fuzz/fuz
 	tests/fuzz/replay-safetensors.c tests/fuzz/replay-config.c tests/fuzz/replay-json.c \
 	tests/fuzz/replay-gguf.c tests/fuzz/replay-sp-model.c tests/fuzz/replay-tokenizer-json.c \
 	tests/fuzz/replay-state.c tests/fuzz/replay-template.c tests/fuzz/replay-session.c \
-	tests/fuzz/replay-config-file.c tests/fuzz/replay-kvmeta.c tests/fuzz/replay-render.c
+	tests/fuzz/replay-config-file.c tests/fuzz/replay-kvmeta.c tests/fuzz/replay-render.c \
+	tests/fuzz/replay-hub-list.c
 tests_fuzz_replay_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 # The targets themselves are #included by the replay-NAME.c wrappers.
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/fuzz-safetensors.c tests/fuzz/fuzz-config.c \
 	tests/fuzz/fuzz-json.c tests/fuzz/fuzz-gguf.c tests/fuzz/fuzz-sp-model.c \
 	tests/fuzz/fuzz-tokenizer-json.c tests/fuzz/fuzz-state.c tests/fuzz/fuzz-template.c \
 	tests/fuzz/fuzz-session.c tests/fuzz/fuzz-config-file.c tests/fuzz/fuzz-kvmeta.c \
-	tests/fuzz/fuzz-render.c
+	tests/fuzz/fuzz-render.c tests/fuzz/fuzz-hub-list.c
 
 # make fuzz: every parser source and every target compiled with clang's
 # libFuzzer, ASan and UBSan into $(FUZZ_DIR)/ (objects rebuilt when their
@@ -37,7 +38,7 @@ FUZZ_CFLAGS = -g -O1 -std=c11 -fno-omit-frame-pointer $(FUZZ_SANITIZE) \
 # kernels) fall back to the configured compiler, without instrumentation.
 FUZZ_PLAIN_CFLAGS = -O2 -std=c11 -I$(top_srcdir) -I$(top_builddir) $(PTHREAD_CFLAGS) \
 	$(JSONC_CFLAGS) $(YAML_CFLAGS)
-FUZZ_LIBS = $(YAML_LIBS) $(BLIS_LIBS) $(JSONC_LIBS) $(PTHREAD_LIBS) -lm
+FUZZ_LIBS = $(YAML_LIBS) $(BLIS_LIBS) $(JSONC_LIBS) $(CURL_LIBS) $(NETTLE_LIBS) $(PTHREAD_LIBS) -lm
 
 fuzz: $(BUILT_SOURCES)
 	@mkdir -p $(FUZZ_DIR)/obj

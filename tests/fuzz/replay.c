@@ -37,6 +37,7 @@ TARGET(session)
 TARGET(config_file)
 TARGET(kvmeta)
 TARGET(render)
+TARGET(hub_list)
 #undef TARGET
 
 static const struct target {
@@ -55,6 +56,7 @@ static const struct target {
     {"config-file", fuzz_config_file},
     {"kvmeta", fuzz_kvmeta},
     {"render", fuzz_render},
+    {"hub-list", fuzz_hub_list},
 };
 #define N_TARGETS (sizeof targets / sizeof targets[0])
 
