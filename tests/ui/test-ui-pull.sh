@@ -5,7 +5,8 @@
 # 127.0.0.1), then the chat on the pulled model; "n" declines; --no-pull
 # refuses; /model completion marks the known models not downloaded; /model
 # NAME inside the chat asks, shows the progress in the status bar, Esc stops
-# it, a second /model resumes and loads it.
+# it, a second /model resumes and loads it; a folder in Apple's layout (no
+# tokenizer) pulled at the start chats on the bundled LLaMA-2 tokenizer.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 top_srcdir=${top_srcdir:-${srcdir:-.}}
@@ -74,6 +75,28 @@ ui_until "ui_screen | grep -q \"Download tester/none\\|not found\"" 10 >/dev/nul
 ok 'ui_wait "tester/none: the revision not found on the Hub (404)" 10' "a repository the Hub does not have: said so"
 ui_keys "/quit" Enter
 ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
+
+# Apple's layout, no tokenizer: pulled at the start, it chats on the LLaMA-2
+# tokenizer the build fetched
+shipped=$(dirname "$ELMCHAT")/models/llama2-tokenizer.model
+if [ -f "$shipped" ]; then
+    "$GEN" --preset default --no-tokenizer -o "$HUB_ROOT/apple/OpenELM-270M-Instruct" >/dev/null 2>&1
+    start_hub
+    UI_ENV="HF_ENDPOINT=$HF_ENDPOINT HF_HUB_CACHE=$cache ELMCHAT_PULL_RETRY_MS=20"
+    ui_start 140 40 -m 270M-instruct -n 3
+    ui_wait "Download it from the Hub" 10 >/dev/null
+    ui_keys y Enter
+    ok 'ui_wait "idle" 60' "-m 270M-instruct: Apple's layout pulled, the chat starts"
+    ui_keys "/info" Enter
+    ok 'ui_wait "tokenizer: elmchat'"'"'s LLaMA-2 tokenizer.model (the model folder has none)" 10' \
+       "/info: on the bundled tokenizer"
+    ui_keys "hello" Enter
+    ok 'ui_until "ui_screen | grep -q \"\[interrupted\]\"" 20' "and it replies"
+    ui_keys "/quit" Enter
+    ui_until "[ -f \"$UI_DIR/exit\" ]" 10 >/dev/null
+else
+    skip "-m 270M-instruct: Apple's layout chats on the bundled tokenizer" "the build fetched no LLaMA-2 tokenizer.model"
+fi
 
 ui_start 120 30 -m apple/OpenELM-450M --no-pull
 ok 'ui_until "[ -f \"$UI_DIR/exit\" ]" 10 && grep -q "apple/OpenELM-450M is not downloaded (--no-pull): elmchat pull apple/OpenELM-450M" "$UI_DIR/stderr"' \
