@@ -17,7 +17,7 @@ tests_fuzz_replay_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz.h tests/fuzz/fuz
 	tests/fuzz/replay-hub-list.c
 tests_fuzz_replay_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 # The targets themselves are #included by the replay-NAME.c wrappers.
-EXTRA_DIST += tests/fuzz/corpus tests/fuzz/fuzz-safetensors.c tests/fuzz/fuzz-config.c \
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/dict tests/fuzz/fuzz-safetensors.c tests/fuzz/fuzz-config.c \
 	tests/fuzz/fuzz-json.c tests/fuzz/fuzz-gguf.c tests/fuzz/fuzz-sp-model.c \
 	tests/fuzz/fuzz-tokenizer-json.c tests/fuzz/fuzz-state.c tests/fuzz/fuzz-template.c \
 	tests/fuzz/fuzz-session.c tests/fuzz/fuzz-config-file.c tests/fuzz/fuzz-kvmeta.c \
@@ -73,14 +73,18 @@ clean-fuzz:
 # executions, the coverage libFuzzer reached, the findings (crash-, leak-,
 # timeout- and oom- files, kept in $(FUZZ_DIR)/findings-NAME/).
 FUZZ_SECONDS = 60
+# a subset, e.g. FUZZ_TARGETS="gguf session" (a long campaign over several runs)
+FUZZ_TARGETS = $(FUZZ_NAMES)
 fuzz-run: fuzz
 	@printf '%-16s %8s %12s %8s %8s\n' target seconds execs cov findings; \
-	for name in $(FUZZ_NAMES); do \
+	for name in $(FUZZ_TARGETS); do \
 	  work=$(FUZZ_DIR)/corpus-$$name; out=$(FUZZ_DIR)/findings-$$name; \
 	  mkdir -p $$work $$out; \
 	  cp $(top_srcdir)/tests/fuzz/corpus/$$name/* $$work/ 2>/dev/null; \
+	  dict=$(top_srcdir)/tests/fuzz/dict/$$name.dict; test -f $$dict || dict=; \
 	  $(FUZZ_DIR)/fuzz-$$name -max_total_time=$(FUZZ_SECONDS) -max_len=1048576 \
-	    -print_final_stats=1 -artifact_prefix=$$out/ $$work > $(FUZZ_DIR)/fuzz-$$name.log 2>&1; \
+	    $${dict:+-dict=$$dict} -print_final_stats=1 -artifact_prefix=$$out/ $$work \
+	    > $(FUZZ_DIR)/fuzz-$$name.log 2>&1; \
 	  execs=`sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_DIR)/fuzz-$$name.log`; \
 	  cov=`grep -o 'cov: [0-9]*' $(FUZZ_DIR)/fuzz-$$name.log | tail -1 | cut -d' ' -f2`; \
 	  found=`ls $$out | wc -l`; \
