@@ -115,7 +115,8 @@ long hub_retry_delay_ms(int attempt)
 }
 
 enum hub_status hub_status_of(long http_status, const char *id, const char *what, bool have_token,
-                              const char *hub_message, char *err, size_t err_size)
+                              const char *hub_code, const char *hub_message, char *err,
+                              size_t err_size)
 {
     char said[300] = "";
     if (hub_message && *hub_message)
@@ -142,7 +143,13 @@ enum hub_status hub_status_of(long http_status, const char *id, const char *what
         return HUB_FORBIDDEN;
     }
     if (http_status == 404) {
-        snprintf(err, err_size, "%s: %s not found on the Hub (404)%s", id, what, said);
+        /* X-Error-Code says which part is missing */
+        if (hub_code && strcmp(hub_code, "RepoNotFound") == 0)
+            snprintf(err, err_size, "%s: no such repository on the Hub (404)", id);
+        else if (hub_code && strcmp(hub_code, "RevisionNotFound") == 0)
+            snprintf(err, err_size, "%s: no such revision on the Hub (404)%s", id, said);
+        else
+            snprintf(err, err_size, "%s: %s not found on the Hub (404)%s", id, what, said);
         return HUB_NOT_FOUND;
     }
     snprintf(err, err_size, "%s: the Hub answers HTTP %ld for %s%s", id, http_status, what, said);
@@ -174,13 +181,14 @@ static json_object *get_json(const char *url, const char *id, const char *what, 
             continue;
         }
         if (!got) {
-            snprintf(err, err_size, "%s: cannot reach the Hub for %s: %s", id, what, rs.error_text);
+            snprintf(err, err_size, "%s: cannot reach the Hub for %s (%d tries): %s", id, what,
+                     attempt, rs.error_text);
             *st = rs.error == HTTP_ERR_NETWORK ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
             return NULL;
         }
         if (rs.status != 200) {
-            *st =
-                hub_status_of(rs.status, id, what, token != NULL, rs.error_message, err, err_size);
+            *st = hub_status_of(rs.status, id, what, token != NULL, rs.error_code, rs.error_message,
+                                err, err_size);
             http_response_fini(&rs);
             return NULL;
         }

@@ -59,7 +59,8 @@ enum hub_status hub_parse_file_list(const char *body, size_t len, const char *id
 /* Fill err for a response that is not a success (status, the Hub's
  * X-Error-Message), saying what to do about it. */
 enum hub_status hub_status_of(long http_status, const char *id, const char *what, bool have_token,
-                              const char *hub_message, char *err, size_t err_size);
+                              const char *hub_code, const char *hub_message, char *err,
+                              size_t err_size);
 /* The wait before retry number attempt (1, 2, ...), in milliseconds:
  * doubling from $ELMCHAT_PULL_RETRY_MS (default 1000), at most 30 s. */
 long hub_retry_delay_ms(int attempt);

@@ -332,8 +332,8 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
                 }
             }
             if (!(rs.status >= 500 || rs.status == 429) || attempt > HUB_RETRIES) {
-                st = hub_status_of(rs.status, id, f->path, p->token != NULL, rs.error_message, err,
-                                   err_size);
+                st = hub_status_of(rs.status, id, f->path, p->token != NULL, rs.error_code,
+                                   rs.error_message, err, err_size);
                 break;
             }
         } else if (got) {
