@@ -40,3 +40,9 @@ TESTS += tests/cli/test-hf-cache.sh
 # elmchat pull against a stand-in Hub on 127.0.0.1, and elmchat models.
 dist_check_SCRIPTS += tests/cli/test-pull.sh
 TESTS += tests/cli/test-pull.sh
+
+# One Hugging Face cache for every tool: @huggingface/hub (npm) reads what
+# pull wrote; elmchat runs what it downloaded.
+dist_check_SCRIPTS += tests/cli/test-hub-interop.sh
+TESTS += tests/cli/test-hub-interop.sh
+EXTRA_DIST += tests/cli/hub-interop.mjs

@@ -8,6 +8,8 @@ Hub documents and answers them:
   GET  /api/models/OWNER/NAME/tree/REV?recursive=true
        [{"type", "path", "size", "oid", "lfs": {"oid", "size", "pointerSize"}}]
        (paged: Link: <...>; rel="next" when --page N is given)
+  POST /api/models/OWNER/NAME/paths-info/REV {"paths": [...]}
+       the same entries for those paths (huggingface.js asks this way)
   GET  /OWNER/NAME/resolve/REV/PATH
        a plain file: 200, ETag "GIT-OID", X-Repo-Commit
        an LFS file: 302 to /cdn/SHA256 with X-Linked-Etag "SHA256",
@@ -126,6 +128,26 @@ class Hub(BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET()
 
+    def do_POST(self):
+        """POST /api/models/OWNER/NAME/paths-info/REV {"paths": [...]}: the
+        entries of those paths, as /tree lists them (huggingface.js asks so)."""
+        self.log_request_line()
+        parts = [unquote(p) for p in urlparse(self.path).path.split("/")[1:]]
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length) if length else b""
+        if parts[:2] != ["api", "models"] or len(parts) < 6 or parts[4] != "paths-info":
+            return self.error(404, "EntryNotFound", "no such endpoint")
+        d = self.repo(parts[2], parts[3])
+        if d is None:
+            return
+        try:
+            paths = json.loads(body or b"{}").get("paths", [])
+        except ValueError:
+            return self.error(400, "BadRequest", "the body is not JSON")
+        files = repo_files(d)
+        out = [file_info(d, p) for p in paths if p in files]
+        self.answer(200, json.dumps(out).encode())
+
     def do_GET(self):
         self.log_request_line()
         url = urlparse(self.path)
@@ -190,15 +212,17 @@ class Hub(BaseHTTPRequestHandler):
         data = open(os.path.join(d, path), "rb").read()
         if path in (ARGS.corrupt or []):
             data = data[:-1] + bytes([data[-1] ^ 0xFF]) if data else data
-        start, status = 0, 200
+        start, end, status = 0, len(data) - 1, 200
         rng = self.headers.get("Range")
-        if rng and rng.startswith("bytes=") and rng.endswith("-"):
-            start = int(rng[6:-1])
-            if start >= len(data):
+        if rng and rng.startswith("bytes=") and "-" in rng and "," not in rng:
+            a, b = rng[6:].split("-", 1)
+            start = int(a)
+            end = min(int(b), len(data) - 1) if b else len(data) - 1
+            if start >= len(data) or start > end:
                 return self.answer(416, b"", {"Content-Range": "bytes */%d" % len(data)})
             status = 206
-            headers = dict(headers, **{"Content-Range": "bytes %d-%d/%d" % (start, len(data) - 1, len(data))})
-        body = data[start:]
+            headers = dict(headers, **{"Content-Range": "bytes %d-%d/%d" % (start, end, len(data))})
+        body = data[start:end + 1]
         drop = False
         if cdn and ARGS.drop_once and start == 0 and len(body) > 1:
             with LOCK:
