@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "src/http_client.h"
+#include "src/hub_cache.h"
 #include "src/strbuf.h"
 #include "src/xalloc.h"
 
@@ -54,14 +55,9 @@ char *hub_token(void)
     v = getenv("HF_TOKEN_PATH");
     if (v && *v)
         return read_token_file(v);
-    char *path;
-    v = getenv("HF_HOME");
-    if (v && *v) {
-        path = x_asprintf("%s/token", v);
-    } else {
-        const char *home = getenv("HOME");
-        path = x_asprintf("%s/.cache/huggingface/token", home && *home ? home : ".");
-    }
+    char *home = hub_home_dir();
+    char *path = x_asprintf("%s/token", home);
+    free(home);
     char *tok = read_token_file(path);
     free(path);
     return tok;
@@ -89,17 +85,28 @@ static void add_escaped(struct sbuf *b, const char *s, bool keep_slash)
     }
 }
 
-char *hub_file_url(const char *endpoint, const char *id, const char *commit, const char *path)
+/* BASE/ID/KIND/REV[/PATH], REV and PATH escaped (owned). */
+static char *repo_url(const char *base, const char *id, const char *kind, const char *rev,
+                      const char *path)
 {
     struct sbuf b = {0};
-    sbuf_add(&b, endpoint, strlen(endpoint));
+    sbuf_add(&b, base, strlen(base));
     sbuf_add(&b, "/", 1);
     sbuf_add(&b, id, strlen(id));
-    sbuf_add(&b, "/resolve/", 9);
-    add_escaped(&b, commit, false);
     sbuf_add(&b, "/", 1);
-    add_escaped(&b, path, true);
+    sbuf_add(&b, kind, strlen(kind));
+    sbuf_add(&b, "/", 1);
+    add_escaped(&b, rev, false);
+    if (path) {
+        sbuf_add(&b, "/", 1);
+        add_escaped(&b, path, true);
+    }
     return b.data;
+}
+
+char *hub_file_url(const char *endpoint, const char *id, const char *commit, const char *path)
+{
+    return repo_url(endpoint, id, "resolve", commit, path);
 }
 
 long hub_retry_delay_ms(int attempt)
@@ -156,7 +163,7 @@ enum hub_status hub_status_of(long http_status, const char *id, const char *what
     return http_status >= 500 || http_status == 429 ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
 }
 
-static void sleep_ms(long ms)
+void hub_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0) {
@@ -177,7 +184,7 @@ static json_object *get_json(const char *url, const char *id, const char *what, 
         bool transient = !got ? rs.error == HTTP_ERR_NETWORK : rs.status >= 500 || rs.status == 429;
         if (transient && attempt <= HUB_RETRIES) {
             http_response_fini(&rs);
-            sleep_ms(hub_retry_delay_ms(attempt));
+            hub_sleep_ms(hub_retry_delay_ms(attempt));
             continue;
         }
         if (!got) {
@@ -337,17 +344,14 @@ enum hub_status hub_list(const char *id, const char *revision, const char *token
         return HUB_OFFLINE;
     }
     char *ep = hub_endpoint();
-    struct sbuf u = {0};
-    sbuf_add(&u, ep, strlen(ep));
-    sbuf_add(&u, "/api/models/", 12);
-    sbuf_add(&u, id, strlen(id));
-    sbuf_add(&u, "/revision/", 10);
-    add_escaped(&u, revision, false);
+    char *api = x_asprintf("%s/api/models", ep);
+    free(ep);
+    char *rev_url = repo_url(api, id, "revision", revision, NULL);
     enum hub_status st = HUB_OK;
-    json_object *j = get_json(u.data, id, "the revision", token, NULL, 0, &st, err, err_size);
-    sbuf_fini(&u);
+    json_object *j = get_json(rev_url, id, "the revision", token, NULL, 0, &st, err, err_size);
+    free(rev_url);
     if (!j) {
-        free(ep);
+        free(api);
         return st;
     }
     const char *sha = str_field(j, "sha");
@@ -355,14 +359,16 @@ enum hub_status hub_list(const char *id, const char *revision, const char *token
         snprintf(err, err_size, "%s: the Hub's answer for revision %s has no commit id", id,
                  revision);
         json_object_put(j);
-        free(ep);
+        free(api);
         return HUB_BAD_ANSWER;
     }
     snprintf(out->commit, sizeof out->commit, "%s", sha);
     json_object_put(j);
 
-    char *url = x_asprintf("%s/api/models/%s/tree/%s?recursive=true", ep, id, out->commit);
-    free(ep);
+    char *tree = repo_url(api, id, "tree", out->commit, NULL);
+    free(api);
+    char *url = x_asprintf("%s?recursive=true", tree);
+    free(tree);
     char next[2048];
     while (url) {
         j = get_json(url, id, "the file list", token, next, sizeof next, &st, err, err_size);

@@ -64,6 +64,8 @@ enum hub_status hub_status_of(long http_status, const char *id, const char *what
 /* The wait before retry number attempt (1, 2, ...), in milliseconds:
  * doubling from $ELMCHAT_PULL_RETRY_MS (default 1000), at most 30 s. */
 long hub_retry_delay_ms(int attempt);
+/* Sleep ms milliseconds (through EINTR). */
+void hub_sleep_ms(long ms);
 /* Retries of a transient failure before giving up. */
 #define HUB_RETRIES 5
 

@@ -14,16 +14,24 @@
 #include "src/macros.h"
 #include "src/xalloc.h"
 
+char *hub_home_dir(void)
+{
+    const char *v = getenv("HF_HOME");
+    if (v && *v)
+        return x_strdup(v);
+    const char *home = getenv("HOME");
+    return x_asprintf("%s/.cache/huggingface", home && *home ? home : ".");
+}
+
 char *hub_cache_dir(void)
 {
     const char *v = getenv("HF_HUB_CACHE");
     if (v && *v)
         return x_strdup(v);
-    v = getenv("HF_HOME");
-    if (v && *v)
-        return x_asprintf("%s/hub", v);
-    const char *home = getenv("HOME");
-    return x_asprintf("%s/.cache/huggingface/hub", home && *home ? home : ".");
+    char *home = hub_home_dir();
+    char *dir = x_asprintf("%s/hub", home);
+    free(home);
+    return dir;
 }
 
 static bool part_valid(const char *s, size_t n)

@@ -12,6 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* $HF_HOME, else ~/.cache/huggingface (owned): the cache's parent, where
+ * huggingface-cli login keeps the token. */
+char *hub_home_dir(void);
 /* The cache folder (owned). */
 char *hub_cache_dir(void);
 /* An owner/name id the Hub could have: two parts of [A-Za-z0-9._-], not

@@ -214,13 +214,6 @@ static bool on_progress(void *ctx, long long now, long long total)
     return !cancelled(ff->p);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 /* Feed the hash with the bytes a partial file already holds. */
 static bool hash_existing(struct file_fetch *ff, const char *part)
 {
@@ -244,6 +237,17 @@ static bool hash_existing(struct file_fetch *ff, const char *part)
     free(buf);
     (void)part;
     return ok && lseek(ff->fd, 0, SEEK_END) >= 0;
+}
+
+/* Ctrl-C or Esc: what is kept and how to go on. */
+static enum hub_status interrupted(const struct file_fetch *ff, const char *part, const char *id,
+                                   char *err, size_t err_size)
+{
+    char b1[32], b2[32];
+    snprintf(err, err_size, "interrupted: %s of %s of %s kept in %s; elmchat pull %s resumes it",
+             human_size(ff->have, b1, sizeof b1), human_size(ff->f->size, b2, sizeof b2),
+             ff->f->path, part, id);
+    return HUB_CANCELLED;
 }
 
 /* Download f to blob (through blob.incomplete).  err on failure. */
@@ -303,12 +307,7 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
         bool got = http_perform(&rq, &rs);
         ff.rs = NULL;
         if (!got && rs.error == HTTP_ERR_CANCELLED) {
-            snprintf(err, err_size,
-                     "interrupted: %s of %s of %s kept in %s; elmchat pull %s "
-                     "resumes it",
-                     human_size(ff.have, b1, sizeof b1), human_size(f->size, b2, sizeof b2),
-                     f->path, part, id);
-            st = HUB_CANCELLED;
+            st = interrupted(&ff, part, id, err, err_size);
             break;
         }
         if (!got && rs.error == HTTP_ERR_WRITE) {
@@ -380,14 +379,9 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
                    f->path, human_size(ff.have, b1, sizeof b1), rs.error_text,
                    (double)wait / 1000.0, attempt + 1, HUB_RETRIES + 1);
         http_response_fini(&rs);
-        sleep_ms(wait);
+        hub_sleep_ms(wait);
         if (cancelled(p)) {
-            snprintf(err, err_size,
-                     "interrupted: %s of %s of %s kept in %s; elmchat pull %s "
-                     "resumes it",
-                     human_size(ff.have, b1, sizeof b1), human_size(f->size, b2, sizeof b2),
-                     f->path, part, id);
-            st = HUB_CANCELLED;
+            st = interrupted(&ff, part, id, err, err_size);
             break;
         }
     }
