@@ -3,14 +3,8 @@
 # last tensor overwritten with bf16 NaNs): `info --check` names the tensor
 # and exits 1; a reply stops with an error that names the model instead of
 # emitting token 0 forever; an intact checkpoint checks clean.
-set -u
-ELMCHAT=${ELMCHAT:-./elmchat}
-top_srcdir=${top_srcdir:-.}
-. "$top_srcdir/tests/lib/tap.sh"
-GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
-[ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-nan.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "${top_srcdir:-.}/tests/lib/cli-test.sh"
+cli_tmpdir nan
 
 "$GEN" --preset micro --dtype bf16 -o "$tmp/good" >/dev/null 2>&1
 "$ELMCHAT" info --check -m "$tmp/good" >"$tmp/out" 2>&1

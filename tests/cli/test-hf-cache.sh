@@ -4,14 +4,8 @@
 # in $HF_HUB_CACHE (else $HF_HOME/hub, else ~/.cache/huggingface/hub), at
 # the snapshot refs/main names (else the newest); a missing one says how to
 # download it.
-set -u
-ELMCHAT=${ELMCHAT:-./elmchat}
-top_srcdir=${top_srcdir:-.}
-. "$top_srcdir/tests/lib/tap.sh"
-GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
-[ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-hf.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+. "${top_srcdir:-.}/tests/lib/cli-test.sh"
+cli_tmpdir hf
 export HF_HUB_CACHE="$tmp/hub" HOME="$tmp" XDG_DATA_HOME="$tmp/data"
 repo="$HF_HUB_CACHE/models--apple--OpenELM-270M-Instruct"
 "$GEN" --preset micro --synthetic-tokenizer -o "$repo/snapshots/0123abcd" >/dev/null 2>&1

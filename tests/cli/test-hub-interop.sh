@@ -6,15 +6,10 @@
 # downloaded (snapshotDownload) without pulling it again.  Both against the
 # stand-in Hub (tests/lib/fake-hub.py).  Skipped without node, npm or the
 # registry.
-set -u
-ELMCHAT=${ELMCHAT:-./elmchat}
-top_srcdir=${top_srcdir:-.}
+. "${top_srcdir:-.}/tests/lib/cli-test.sh"
 builddir=${builddir:-.}
-. "$top_srcdir/tests/lib/tap.sh"
-GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
 version=2.17.5
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
-[ -x "$GEN" ] || skip_all "no $GEN"
 command -v python3 >/dev/null 2>&1 || skip_all "no python3 for the fake Hub"
 command -v node >/dev/null 2>&1 || skip_all "no node for @huggingface/hub"
 npm=${NPM:-npm}
@@ -36,8 +31,8 @@ fi
 cp "$top_srcdir/tests/cli/hub-interop.mjs" "$cache/hub-interop.mjs" || exit 1
 interop() { node "$cache/hub-interop.mjs" "$@"; }
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-interop.XXXXXX") || exit 1
-trap 'stop_hub; rm -rf "$tmp"' EXIT
+cli_tmpdir interop
+cli_cleanup=stop_hub
 export HOME="$tmp" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" \
     XDG_STATE_HOME="$tmp/state" XDG_CACHE_HOME="$tmp/cache" ELMCHAT_PULL_RETRY_MS=20
 unset HF_TOKEN HF_HOME HF_HUB_OFFLINE HF_TOKEN_PATH

@@ -9,15 +9,10 @@
 # snapshot until every file is in),
 # HF_HUB_OFFLINE, a paged file list, --include, --quantize, and `elmchat
 # models` listing and --rm.
-set -u
-ELMCHAT=${ELMCHAT:-./elmchat}
-top_srcdir=${top_srcdir:-.}
-. "$top_srcdir/tests/lib/tap.sh"
-GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
-[ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
+. "${top_srcdir:-.}/tests/lib/cli-test.sh"
 command -v python3 >/dev/null 2>&1 || { echo "1..0 # SKIP no python3 for the fake Hub"; exit 0; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-pull.XXXXXX") || exit 1
-trap 'stop_hub; rm -rf "$tmp"' EXIT
+cli_tmpdir pull
+cli_cleanup=stop_hub
 export HOME="$tmp" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" \
     XDG_STATE_HOME="$tmp/state" XDG_CACHE_HOME="$tmp/cache" HF_HUB_CACHE="$tmp/hub" \
     ELMCHAT_PULL_RETRY_MS=20

