@@ -126,11 +126,38 @@ static double reply_with(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int 
     return wall_seconds() - t0;
 }
 
-static double reply_once(elm_ctx *ctx, const int32_t *prompt, int n_prompt, int n, float *logits,
-                         bool lookup, const struct collect *extra, struct collect *out,
-                         struct elm_generate_result *res, float temperature)
+/* reps + 1 pairs of replies to ids (the first pair a warm-up): plain
+ * decoding into first, then with prompt lookup (its source the first reply
+ * with the 8 ids before it, as /retry gives it, when retry_source) or the
+ * draft into again; their times summed into *plain and *other, *same
+ * cleared when any pair differs.  false when a reply failed. */
+static bool paired_replies(elm_ctx *ctx, const int32_t *ids, int n_prompt, int n_gen,
+                           float *logits, int reps, float temp, bool lookup, bool retry_source,
+                           elm_ctx *draft, struct collect *first, struct collect *again,
+                           struct elm_generate_result *res, double *plain, double *other,
+                           bool *same)
 {
-    return reply_with(ctx, prompt, n_prompt, n, logits, lookup, extra, out, res, temperature, NULL);
+    for (int r = 0; r <= reps; r++) {
+        double a = reply_with(ctx, ids, n_prompt, n_gen, logits, false, NULL, first, res, temp,
+                              NULL);
+        struct collect src = {NULL, 0, 0};
+        if (retry_source) { /* src/conversation.c, remember_reply */
+            src.ids = x_reallocarray(NULL, (size_t)n_gen + 8, sizeof(int32_t));
+            memcpy(src.ids, ids + n_prompt - 8, 8 * sizeof(int32_t));
+            memcpy(src.ids + 8, first->ids, (size_t)first->n * sizeof(int32_t));
+            src.n = first->n + 8;
+        }
+        double b = reply_with(ctx, ids, n_prompt, n_gen, logits, lookup,
+                              retry_source ? &src : NULL, again, res, temp, draft);
+        free(src.ids);
+        if (!(a > 0 && b > 0))
+            return false;
+        *same &= first->n == again->n &&
+                 memcmp(first->ids, again->ids, (size_t)first->n * sizeof(int32_t)) == 0;
+        if (r > 0)
+            *plain += a, *other += b;
+    }
+    return true;
 }
 
 /* --draft MODEL: greedy and sampled replies with and without the draft
@@ -147,14 +174,8 @@ static bool draft_bench(elm_ctx *ctx, elm_ctx *draft, const int32_t *ids, int n_
         struct elm_generate_result res = {0};
         bool same = true;
         float temp = sampled ? 1.0f : 0.0f;
-        for (int r = 0; r <= reps && good; r++) {
-            double x = reply_with(ctx, ids, PROMPT, n_gen, logits, false, NULL, &a, &res, temp, NULL);
-            double y = reply_with(ctx, ids, PROMPT, n_gen, logits, false, NULL, &b, &res, temp, draft);
-            good = x > 0 && y > 0;
-            same &= a.n == b.n && memcmp(a.ids, b.ids, (size_t)a.n * 4) == 0;
-            if (r > 0)
-                plain += x, with += y;
-        }
+        good = paired_replies(ctx, ids, PROMPT, n_gen, logits, reps, temp, false, false, draft,
+                              &a, &b, &res, &plain, &with, &same);
         if (good)
             printf("%stg%d %s with the draft %s: plain %.1f t/s, drafted %.1f t/s: %.2fx; %d "
                    "passes, %d of %d drafted accepted (%.0f%%)%s; replies identical: %s\n",
@@ -182,22 +203,9 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
     struct collect again = {x_reallocarray(NULL, (size_t)n_gen, sizeof(int32_t)), 0, n_gen};
     double plain = 0.0, retry = 0.0;
     struct elm_generate_result res = {0};
-    bool same = true, good = true;
-    for (int r = 0; r <= reps && good; r++) { /* r == 0: warm-up */
-        double a = reply_once(ctx, ids, PROMPT, n_gen, logits, false, NULL, &first, &res, 0.0f);
-        /* the source as the conversation gives it: the reply with the 8 ids
-         * before it (src/conversation.c, remember_reply) */
-        struct collect src = {x_reallocarray(NULL, (size_t)n_gen + 8, sizeof(int32_t)), 0, 0};
-        memcpy(src.ids, ids + PROMPT - 8, 8 * sizeof(int32_t));
-        memcpy(src.ids + 8, first.ids, (size_t)first.n * sizeof(int32_t));
-        src.n = first.n + 8;
-        double b = reply_once(ctx, ids, PROMPT, n_gen, logits, true, &src, &again, &res, 0.0f);
-        free(src.ids);
-        good = a > 0 && b > 0;
-        same &= first.n == again.n && memcmp(first.ids, again.ids, (size_t)first.n * 4) == 0;
-        if (r > 0)
-            plain += a, retry += b;
-    }
+    bool same = true;
+    bool good = paired_replies(ctx, ids, PROMPT, n_gen, logits, reps, 0.0f, true, true, NULL,
+                               &first, &again, &res, &plain, &retry, &same);
     if (good && json)
         printf("{\"test\": \"tg%d retry\", \"plain_ts\": %.2f, \"lookup_ts\": %.2f, "
                "\"speedup\": %.3f, \"passes\": %d, \"drafted\": %d, \"accepted\": %d, "
@@ -218,14 +226,8 @@ static bool retry_bench(elm_ctx *ctx, const int32_t *ids, int n_gen, int reps, f
      * finds little to draft (it must turn itself off, >= 0.95x). */
     double off = 0.0, on = 0.0;
     struct elm_generate_result sres = {0};
-    for (int r = 0; r <= reps && good; r++) {
-        double a = reply_once(ctx, ids, PROMPT, n_gen, logits, false, NULL, &first, &sres, 1.0f);
-        double b = reply_once(ctx, ids, PROMPT, n_gen, logits, true, NULL, &again, &sres, 1.0f);
-        good = a > 0 && b > 0;
-        same &= first.n == again.n && memcmp(first.ids, again.ids, (size_t)first.n * 4) == 0;
-        if (r > 0)
-            off += a, on += b;
-    }
+    good = good && paired_replies(ctx, ids, PROMPT, n_gen, logits, reps, 1.0f, true, false, NULL,
+                                  &first, &again, &sres, &off, &on, &same);
     if (good && json)
         printf("{\"test\": \"tg%d sampled\", \"plain_ts\": %.2f, \"lookup_ts\": %.2f, "
                "\"speedup\": %.3f, \"passes\": %d, \"drafted\": %d, \"accepted\": %d, "
