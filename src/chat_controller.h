@@ -37,6 +37,8 @@ struct chat_options {
     const char *role;           /* --role: a role preset's system prompt (roles.h) */
     bool raw;                   /* --raw: replies as written, no markdown */
     int worker_nice;            /* nice levels the worker runs below the caller */
+    const char *tokenizer;      /* --tokenizer: a server model's (NULL: alias's, elmchat's) */
+    const char *api_key;        /* --api-key: a server's bearer token (NULL: $ELMCHAT_API_KEY) */
 };
 
 /* A transcript line's kind. */

@@ -162,6 +162,14 @@ static bool find_in_hf_cache(const char *repo, char *path, size_t path_size)
 static bool resolve_name(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
 {
     char repo[128];
+    if (model_is_server(arg)) {
+        /* a llama-server: the worker connects to it (elm_worker.h) */
+        if ((size_t)snprintf(path, path_size, "%s", arg) >= path_size) {
+            snprintf(err, err_size, "%.60s...: too long", arg);
+            return false;
+        }
+        return true;
+    }
     /* a repo id, when no such path exists: the Hugging Face cache */
     if (!exists(arg) && find_in_hf_cache(arg, path, path_size))
         return true;
@@ -228,6 +236,11 @@ bool model_resolve(const char *arg, char *path, size_t path_size, char *err, siz
              dir, MODEL_DEFAULT_NAME);
     free(dir);
     return false;
+}
+
+bool model_is_server(const char *name)
+{
+    return name && strncmp(name, MODEL_SERVER_PREFIX, strlen(MODEL_SERVER_PREFIX)) == 0;
 }
 
 char *model_fallback_tokenizer_path(const char *model_path)

@@ -19,6 +19,11 @@
 /* The environment variable naming the model used when none is given. */
 #define MODEL_ENV "ELMCHAT_MODEL"
 
+/* A model on a llama-server: "server:URL" (the worker's LOAD_MODEL takes
+ * it as it is; model_resolve returns it unchanged). */
+#define MODEL_SERVER_PREFIX "server:"
+bool model_is_server(const char *name);
+
 /* Resolve MODEL to a path; NULL or "" is the default model: $ELMCHAT_MODEL
  * when set, else the bundled default.  false when nothing is found (err
  * says what was tried). */

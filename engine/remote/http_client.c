@@ -215,7 +215,7 @@ elm_status http_request(struct http_client *h, const struct http_call *call, lon
             break;
         if (!running)
             break;
-        if (call->should_abort && call->should_abort(call->user)) {
+        if (call->should_abort && call->should_abort(call->abort_user)) {
             aborted = true;
             break;
         }

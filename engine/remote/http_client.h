@@ -36,8 +36,9 @@ struct http_call {
     const char *path;      /* "/completion" */
     const char *body;      /* POST: JSON text, NULL: none */
     http_line_fn on_line;  /* NULL: the whole body into *reply */
+    void *user;            /* on_line's */
     http_abort_fn should_abort;
-    void *user;            /* for both callbacks */
+    void *abort_user;
 };
 
 /* Run call.  ELM_OK when the server answered (any status: *status says

@@ -24,7 +24,7 @@ static elm_status get_json(struct http_client *h, const char *method, const char
                            const char *body, http_abort_fn should_abort, void *user,
                            json_object **out, char *err, size_t err_size)
 {
-    struct http_call call = {method, path, body, NULL, should_abort, user};
+    struct http_call call = {method, path, body, NULL, NULL, should_abort, user};
     long status;
     char *reply = NULL;
     elm_status st = http_request(h, &call, &status, &reply, err, err_size);
@@ -206,7 +206,8 @@ elm_status lsrv_connect(struct http_client *h, const elm_tokenizer *tok, http_ab
 
     /* --slot-save-path: without it every slot action is 501; with it an
      * unknown action is 400 (nothing is touched either way). */
-    struct http_call call = {"POST", "/slots/0?action=elmchat-probe", "{}", NULL, should_abort, user};
+    struct http_call call = {"POST", "/slots/0?action=elmchat-probe", "{}", NULL, NULL,
+                             should_abort, user};
     long status;
     char *reply = NULL;
     st = http_request(h, &call, &status, &reply, err, err_size);

@@ -120,7 +120,6 @@ elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct
     mi->bos_id = elm_tokenizer_bos(r->tok);
     mi->eos_id = elm_tokenizer_eos(r->tok);
     mi->fingerprint = r->srv.fingerprint;
-    mi->sampling.temperature = -1; /* none of its own: the template's */
     snprintf(mi->name, sizeof mi->name, "%s", r->srv.model);
     mi->remote = true;
     mi->remote_slots = r->srv.n_slots;
@@ -313,6 +312,8 @@ static bool take_id(struct stream *s, int32_t id)
         s->failed = true;
         return false;
     }
+    if (rq->max_tokens > 0 && wk_cancelled(s->w))
+        return false; /* Esc: nothing more is shown; http_request closes the stream */
     if (!push_id(s, id)) {
         snprintf(s->err, sizeof s->err, "out of memory");
         s->failed = true;
@@ -497,7 +498,7 @@ void wk_remote_generate(elm_worker *w)
         done_remote(w, r, ELM_DONE_ERROR, ELM_E_NOMEM, 0, NULL);
         return;
     }
-    struct http_call call = {"POST", "/completion", body, on_line, worker_should_abort, w};
+    struct http_call call = {"POST", "/completion", body, on_line, &s, worker_should_abort, w};
     long status = 0;
     char *reply = NULL;
     double t0 = now_sec();

@@ -176,3 +176,13 @@ check_PROGRAMS += tests/engine/test-sampling-defaults
 TESTS += tests/engine/test-sampling-defaults
 tests_engine_test_sampling_defaults_SOURCES = tests/engine/test-sampling-defaults.c
 tests_engine_test_sampling_defaults_LDADD = $(ENGINE_TEST_LDADD)
+
+# The remote engine against a real llama-server (tests/engine/test-remote.sh,
+# which builds llama-server once from $ELMCHAT_LLAMACPP_TARBALL, else skips):
+# remote-drive runs the same request script on a local model and a server.
+check_PROGRAMS += tests/engine/remote-drive
+tests_engine_remote_drive_SOURCES = tests/engine/remote-drive.c
+tests_engine_remote_drive_LDADD = $(ELM_ENGINE_LIBS)
+dist_check_SCRIPTS += tests/engine/test-remote.sh
+TESTS += tests/engine/test-remote.sh
+EXTRA_DIST += tests/engine/fake-llama-server.py

