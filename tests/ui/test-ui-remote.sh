@@ -1,0 +1,75 @@
+#!/bin/sh
+# test-ui-remote.sh: the TUI on a llama-server (-m server:URL; built once
+# from $ELMCHAT_LLAMACPP_TARBALL by tests/lib/llama-server.sh, else
+# skipped): a reply streams, labelled with the server; /info says what the
+# server is; /model switches to a local model and back mid-session, the
+# conversation going on; the server killed mid-reply leaves the partial
+# reply marked and a clear status line, and the chat answers again once it
+# is back.  The bearer token comes from $ELMCHAT_API_KEY and is written
+# nowhere.
+. "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
+ui_init
+top_srcdir=${top_srcdir:-.}
+builddir=${builddir:-.}
+tmp=$UI_DIR
+. "$top_srcdir/tests/lib/llama-server.sh"
+ls_build
+GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
+[ -x "$GEN" ] || ls_skip_all "no $GEN"
+command -v curl >/dev/null 2>&1 || ls_skip_all "curl is not installed"
+
+"$GEN" --preset default --dtype f32 -o "$UI_DIR/hf" >/dev/null 2>&1
+"$ELMCHAT" quantize "$UI_DIR/hf" "$UI_DIR/f32.gguf" --type f32 --quiet
+key=tmux-secret-$$
+ls_start srv -m "$UI_DIR/f32.gguf" -np 2 -c 2048 --api-key "$key"
+ok '[ -n "$LS_URL" ]' "llama-server serves a generated checkpoint's f32 GGUF"
+trap 'ls_stop; kill -9 $(cat "$UI_DIR/restarted.pid" 2>/dev/null) 2>/dev/null; ui_cleanup' EXIT
+hostport=${LS_URL#http://}
+
+UI_ENV="ELMCHAT_API_KEY=$key" ui_start 100 30 -s remote -n 12 -m "server:$LS_URL" \
+    --tokenizer "$UI_DIR/hf/tokenizer.model"
+ok 'ui_wait "idle" 20' "the chat connects to the server (the tokenizers agree)"
+ui_keys 'hello server' Enter
+ok 'ui_wait "generating" 10' "a reply streams from the server"
+ok 'ui_wait "idle" 20 && ui_screen | grep -q "^$hostport"' "it ends, labelled $hostport"
+ui_keys '/info' Enter
+ok 'ui_wait "llama-server: f32.gguf, vocab 32000, 2 slots" 5' "/info: the server's model, vocabulary and slots"
+ok 'ui_screen | grep -q "KV snapshots: none (no --slot-save-path"' "/info: no snapshots on this server"
+
+ui_keys "/model $UI_DIR/f32.gguf" Enter
+ok 'ui_wait "f32 loaded in" 30' "/model switches to the same file, local, mid-session"
+ui_keys 'now local' Enter
+ok 'ui_wait "now local" 5 && ui_wait "idle" 20 && ui_screen | grep -q "^f32"' \
+   "the local model answers in the same conversation"
+ui_keys "/model server:$LS_URL" Enter
+ok 'ui_wait "$hostport loaded in" 30' "/model back to the server"
+ui_keys 'remote again' Enter
+ok 'ui_wait "remote again" 5 && ui_wait "idle" 20' "the server answers the next turn"
+ui_keys '/info' Enter
+ok 'ui_wait "last request:" 5 && ui_screen | grep "last request:" | tail -n 1 |
+    grep -q "last request: [1-9][0-9]* tokens reused from the cache, [0-9]* computed"' \
+   "the server reused its cached prefix ($(ui_screen | grep 'last request:' | tail -n 1))"
+
+# Killed mid-reply: what came is kept, marked, and the status line says why.
+ui_keys '/set max-tokens 900' Enter
+ui_keys 'a long one please' Enter
+ok 'ui_wait_generated 3 10' "a long reply streams"
+kill -9 "$LS_PID"
+ok 'ui_wait "generation failed" 20' "the server killed mid-reply: the status line says the reply failed"
+ok 'ui_screen | grep -q "interrupted"' "the partial reply is kept, marked interrupted"
+port=${LS_URL##*:}
+"$LLAMA_SERVER" --host 127.0.0.1 --port "$port" -t 1 --no-webui -m "$UI_DIR/f32.gguf" -np 2 \
+    -c 2048 --api-key "$key" >"$UI_DIR/restarted.log" 2>&1 &
+echo $! >"$UI_DIR/restarted.pid"
+ok 'ui_until "curl -s \"$LS_URL/health\" | grep -q ok" 30' "the server is restarted"
+ui_keys '/set max-tokens 8' Enter
+ui_keys 'are you back' Enter
+ok 'ui_wait "are you back" 5 && ui_wait "idle" 30 && ! ui_screen | tail -n 3 | grep -q "failed"' \
+   "the chat reconnects: the next message is answered"
+ui_keys '/quit' Enter
+ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
+ok '! grep -rq "$key" "$UI_DIR/data" "$UI_DIR/state" "$UI_DIR/stderr" "$UI_DIR/cache" 2>/dev/null' \
+   "the API key is in no session, history, cache or log file"
+ok 'grep -q "^model: \"server:$LS_URL\"" "$UI_DIR"/data/elmchat/sessions/remote.yaml' \
+   "the session records the server as its model"
+ui_done
