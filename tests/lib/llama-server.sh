@@ -3,8 +3,9 @@
 # sourced after tap.sh.  The source is the tarball $ELMCHAT_LLAMACPP_TARBALL
 # names (.ci/run sets it; unset, as on a fresh clone, the test skips).  It is
 # built once into $builddir/tests/.cache/llama-server-NAME/ (distclean
-# removes it) and reused by every later run; a lock folder keeps two tests
-# that start together from building it twice.
+# removes it; $ELMCHAT_LLAMACPP_CACHE, when set, is the folder instead, so
+# that CI's three builds share one) and reused by every later run; a lock
+# folder keeps two tests that start together from building it twice.
 #
 #   ls_build           sets LLAMA_SERVER (the binary) or skips the whole test
 #   ls_start NAME ARGS starts it on 127.0.0.1 on a free port with ARGS
@@ -25,10 +26,11 @@ ls_build() {
     command -v cmake >/dev/null 2>&1 || ls_skip_all "cmake is not installed"
     command -v c++ >/dev/null 2>&1 || ls_skip_all "no C++ compiler"
     name=$(basename "$tarball" | sed 's/\.tar\.[a-z0-9]*$//')
-    ls_cache=$builddir/tests/.cache/llama-server-$name
+    ls_root=${ELMCHAT_LLAMACPP_CACHE:-$builddir/tests/.cache}
+    ls_cache=$ls_root/llama-server-$name
     LLAMA_SERVER=$ls_cache/build/bin/llama-server
     [ -x "$LLAMA_SERVER" ] && return 0
-    mkdir -p "$builddir/tests/.cache" || exit 1
+    mkdir -p "$ls_root" || exit 1
     # One builder; the others wait for its binary (at most 20 minutes).
     waited=0
     while ! mkdir "$ls_cache.lock" 2>/dev/null; do
