@@ -279,7 +279,7 @@ int cmd_run(int argc, char **argv)
     char model_path[4096] = "";
     if (c.model) {
         const char *alias = config_alias(&cfg, c.model);
-        if (!model_resolve(alias ? alias : c.model, model_path, sizeof model_path, err,
+        if (!model_resolve_file(alias ? alias : c.model, model_path, sizeof model_path, err,
                                sizeof err)) {
             cli_error("%s", err);
             goto out;

@@ -238,6 +238,21 @@ bool model_resolve(const char *arg, char *path, size_t path_size, char *err, siz
     return false;
 }
 
+bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err,
+                        size_t err_size)
+{
+    if (!model_resolve(arg, path, path_size, err, err_size))
+        return false;
+    if (model_is_server(path)) {
+        snprintf(err, err_size,
+                 "%.200s: a llama-server runs the chat (elmchat -m %.200s); this command needs a "
+                 "model file",
+                 path, path);
+        return false;
+    }
+    return true;
+}
+
 bool model_is_server(const char *name)
 {
     return name && strncmp(name, MODEL_SERVER_PREFIX, strlen(MODEL_SERVER_PREFIX)) == 0;

@@ -42,6 +42,8 @@ struct seq {
 
 static void seq_add(struct seq *s, const int32_t *ids, int n)
 {
+    if (n <= 0)
+        return;
     if (s->n + n > s->cap) {
         s->cap = (s->n + n) * 2 + 16;
         s->v = realloc(s->v, (size_t)s->cap * sizeof *s->v);

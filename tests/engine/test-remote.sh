@@ -50,6 +50,8 @@ drive() { # drive OUT [ARGS]: the script on stdin through remote-drive
     out=$1
     shift
     "$DRIVE" --tokenizer "$tok" "$@" >"$tmp/$out" 2>"$tmp/$out.err"
+    [ -s "$tmp/$out.err" ] && sed 's/^/# stderr: /' "$tmp/$out.err" | head -n 5
+    return 0
 }
 done_lines() { # the "done" lines of FILE without the timings
     grep '^done' "$1" | sed 's/ ms=[0-9]*//; s/ cancel_ms=[0-9]*//'
@@ -251,6 +253,9 @@ ok $? "an answer that is not JSON: $(cut -c 1-100 "$tmp/garbage")"
 printf 'load server:http://127.0.0.1:1\n' | drive down
 grep -q '^error: cannot reach http://127.0.0.1:1' "$tmp/down"
 ok $? "a server that is down: $(cut -c 1-100 "$tmp/down")"
+
+! cat "$tmp"/*.err 2>/dev/null | grep -q -e Sanitizer -e 'runtime error'
+ok $? "no sanitizer report from any run"
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -72,4 +72,10 @@ ok '! grep -rq "$key" "$UI_DIR/data" "$UI_DIR/state" "$UI_DIR/stderr" "$UI_DIR/c
    "the API key is in no session, history, cache or log file"
 ok 'grep -q "^model: \"server:$LS_URL\"" "$UI_DIR"/data/elmchat/sessions/remote.yaml' \
    "the session records the server as its model"
+
+# No server there at all: the chat opens and says why there is no model.
+ui_start 100 30 -s nothing -m "server:http://127.0.0.1:1" --tokenizer "$UI_DIR/hf/tokenizer.model"
+ok 'ui_wait "cannot reach http://127.0.0.1:1" 20' "a server that is down: the chat says it cannot reach it"
+ui_keys '/quit' Enter
+ok 'ui_exited 10' "and quits"
 ui_done
