@@ -58,7 +58,7 @@ done_lines() { # the "done" lines of FILE without the timings
 }
 
 mkdir -p "$tmp/slots"
-ls_start f32 -m "$tmp/f32.gguf" -np 2 -c 2048 --slot-save-path "$tmp/slots/"
+ls_start f32 -m "$tmp/f32.gguf" -np 2 -c 2048 --slot-save-path "$tmp/slots/" --slots
 ok $? "llama-server serves the f32 file (2 slots, a slot save path)"
 URL=$LS_URL
 
@@ -129,6 +129,7 @@ cat >"$tmp/cancel.txt" <<EOF
 load server:$URL
 cancel-after 3
 turn 0 900 Write a very long story please.
+sh sleep 0.3; curl -s $URL/slots >$tmp/slots-after-cancel.json
 turn 0 4 Short now.
 EOF
 ELM_WORKER_TEST_TOKEN_INTERVAL_MS=20 drive cancel <"$tmp/cancel.txt"
@@ -137,6 +138,9 @@ ms=$(echo "$line" | sed -n 's/.*cancel_ms=\([0-9]*\).*/\1/p')
 ng=$(echo "$line" | sed -n 's/.*generated=\([0-9]*\).*/\1/p')
 echo "$line" | grep -q '^done CANCELLED' && [ "${ms:-9999}" -lt 500 ] && [ "${ng:-999}" -lt 10 ]
 ok $? "Esc mid-reply: DONE CANCELLED ${ms:-?} ms after the cancel, ${ng:-?} ids kept"
+grep -q '"is_processing":false' "$tmp/slots-after-cancel.json" &&
+    ! grep -q '"is_processing":true' "$tmp/slots-after-cancel.json"
+ok $? "the closed stream stopped the server: no slot is generating 0.3 s later"
 grep '^done' "$tmp/cancel" | sed -n 2p | grep -q '^done LENGTH'
 ok $? "the next turn after a cancel answers"
 
