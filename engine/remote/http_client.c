@@ -232,8 +232,8 @@ elm_status http_request(struct http_client *h, const struct http_call *call, lon
     curl_easy_getinfo(e, CURLINFO_CONNECT_TIME, &connected);
     curl_multi_remove_handle(h->multi, e);
     if (aborted) {
-        /* a cancel closes this connection: the server stops generating */
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+        /* curl closes the connection of a transfer removed unfinished: the
+         * server sees it at its next write and stops generating */
         st = ELM_E_ABORTED;
     } else if (t.stopped) {
         st = ELM_E_ABORTED;

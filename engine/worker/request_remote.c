@@ -363,14 +363,23 @@ static bool take_id(struct stream *s, int32_t id)
  * They are byte pieces when the bytes are as many as the ids; otherwise
  * the bytes as byte pieces are the best guess (the text is exact; the next
  * turn recomputes from there if the ids differ from the server's). */
-static bool take_gap(struct stream *s, int missing, const struct lsrv_chunk *c)
+static bool take_gap(struct stream *s, const struct lsrv_chunk *c)
 {
-    char own[256];
-    struct elm_detok_stream probe = s->ds;
-    size_t own_len = c->id >= 0 ? elm_detok_stream_push(&probe, c->id, own, sizeof own) : 0;
+    /* the event's own token's bytes: one for a byte piece, else its text */
+    size_t own_len = 0;
+    if (c->id >= 0 && c->id < s->r->srv.n_vocab) {
+        const char *p = elm_tokenizer_piece(s->r->tok, c->id);
+        unsigned b;
+        if (p && strlen(p) == 6 && sscanf(p, "<0x%2X>", &b) == 1) {
+            own_len = 1;
+        } else {
+            char own[256];
+            struct elm_detok_stream probe = s->ds;
+            own_len = elm_detok_stream_push(&probe, c->id, own, sizeof own);
+        }
+    }
     size_t n = strlen(c->content);
     size_t nb = n >= own_len ? n - own_len : 0;
-    (void)missing;
     for (size_t i = 0; i < nb; i++) {
         int32_t id = s->r->byte_id[(unsigned char)c->content[i]];
         if (id < 0)
@@ -393,7 +402,7 @@ static bool on_line(void *user, const char *line, size_t len)
         return false;
     }
     int expect = s->n_decoded + (c.id >= 0 ? 1 : 0);
-    if (c.n_decoded > expect && !take_gap(s, c.n_decoded - expect, &c))
+    if (c.n_decoded > expect && !take_gap(s, &c))
         return false;
     if (c.n_decoded > 0)
         s->n_decoded = c.n_decoded;

@@ -144,6 +144,47 @@ ok $? "the closed stream stopped the server: no slot is generating 0.3 s later"
 grep '^done' "$tmp/cancel" | sed -n 2p | grep -q '^done LENGTH'
 ok $? "the next turn after a cancel answers"
 
+# --- streams with a gap, broken off, or an error event ---------------------
+fake() { # fake MODE [ARGS]: a fake server in the background; sets FAKE_URL
+    fakes=$((${fakes:-0} + 1))
+    python3 "$top_srcdir/tests/engine/fake-llama-server.py" "$@" >"$tmp/fake$fakes.port" &
+    pids="$pids $!"
+    i=0
+    while [ ! -s "$tmp/fake$fakes.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    FAKE_URL=http://127.0.0.1:$(cat "$tmp/fake$fakes.port")
+}
+# "Aé" with é sampled as two byte pieces: llama-server sends no event for
+# the first (the text would end inside a character), so tokens_predicted
+# jumps from 1 to 3 and the next event's text holds both bytes.
+set -- $(printf 'A\303\251' | "$ELMCHAT" tokenize --tokenizer "$tok")
+id_a=$1 id_c3=$2 id_a9=$3
+ev='data: {"index":0,"stop":false,"id_slot":0,"tokens_evaluated":2'
+cat >"$tmp/gap.sse" <<EOF
+$ev,"content":"A","tokens":[$id_a],"tokens_predicted":1}
+$ev,"content":"\u00e9","tokens":[$id_a9],"tokens_predicted":3}
+$ev,"content":"","tokens":[],"stop":true,"tokens_predicted":3,"stop_type":"limit","tokens_cached":4,"timings":{"prompt_n":2,"prompt_ms":1.0,"prompt_per_second":2000.0,"predicted_n":3,"predicted_ms":3.0,"predicted_per_second":1000.0}}
+EOF
+fake proxy "$URL" "$tmp/gap.sse"
+printf 'load server:%s\nturn 0 3 hi\n' "$FAKE_URL" | drive gap
+grep -q "^done LENGTH .* ids=$id_a,$id_c3,$id_a9 " "$tmp/gap" && grep -q "^text A$(printf '\303\251')\$" "$tmp/gap"
+ok $? "a gap in the stream (a character's first byte unsent): its id recovered ($(grep '^done' "$tmp/gap" | cut -d' ' -f 7))"
+cat >"$tmp/broken.sse" <<EOF
+$ev,"content":"A","tokens":[$id_a],"tokens_predicted":1}
+data: {"index":0,"content":"B","tok
+EOF
+fake proxy "$URL" "$tmp/broken.sse"
+printf 'load server:%s\nturn 0 8 hi\n' "$FAKE_URL" | drive broken
+grep -q "^done ERROR .*generated=1 .*ids=$id_a " "$tmp/broken" && grep -q '^error: malformed JSON from the server' "$tmp/broken"
+ok $? "a stream that breaks off into what is not JSON: the reply so far kept, the error says so"
+cat >"$tmp/errev.sse" <<EOF
+$ev,"content":"A","tokens":[$id_a],"tokens_predicted":1}
+error: {"code":500,"message":"boom inside","type":"server_error"}
+EOF
+fake proxy "$URL" "$tmp/errev.sse"
+printf 'load server:%s\nturn 0 8 hi\n' "$FAKE_URL" | drive errev
+grep -q '^error: the server failed: boom inside' "$tmp/errev"
+ok $? "an error event mid-stream: $(grep '^error' "$tmp/errev")"
+
 # --- the server killed mid-reply, down, restarted ---------------------------
 port=${URL##*:}
 cat >"$tmp/restart.sh" <<EOF
@@ -228,14 +269,6 @@ else
 fi
 
 # --- servers that fail -----------------------------------------------------
-fake() { # fake MODE [CODE]: a failing server in the background; sets FAKE_URL
-    fakes=$((${fakes:-0} + 1))
-    python3 "$top_srcdir/tests/engine/fake-llama-server.py" "$@" >"$tmp/fake$fakes.port" &
-    pids="$pids $!"
-    i=0
-    while [ ! -s "$tmp/fake$fakes.port" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-    FAKE_URL=http://127.0.0.1:$(cat "$tmp/fake$fakes.port")
-}
 fake hang
 t0=$(date +%s)
 printf 'load server:%s\n' "$FAKE_URL" | drive hang --timeout 2
