@@ -3,9 +3,9 @@
 # from $ELMCHAT_LLAMACPP_TARBALL by tests/lib/llama-server.sh, else
 # skipped): a reply streams, labelled with the server; /info says what the
 # server is; /model switches to a local model and back mid-session, the
-# conversation going on; the server killed mid-reply leaves the partial
-# reply marked and a clear status line, and the chat answers again once it
-# is back.  The bearer token comes from $ELMCHAT_API_KEY and is written
+# conversation going on; Esc stops the server's reply; the server killed
+# mid-reply leaves the partial reply marked and a clear status line, and
+# the chat answers again once it is back; a server that is down is named.  The bearer token comes from $ELMCHAT_API_KEY and is written
 # nowhere.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
@@ -50,13 +50,20 @@ ok 'ui_wait "last request:" 5 && ui_screen | grep "last request:" | tail -n 1 |
     grep -q "last request: [1-9][0-9]* tokens reused from the cache, [0-9]* computed"' \
    "the server reused its cached prefix ($(ui_screen | grep 'last request:' | tail -n 1))"
 
-# Killed mid-reply: what came is kept, marked, and the status line says why.
+# Esc closes the stream: the reply stops at once, marked.
 ui_keys '/set max-tokens 900' Enter
+ui_keys 'stop me' Enter
+ok 'ui_wait_generated 3 10' "a long reply streams"
+ui_keys Escape
+ok 'ui_wait "[interrupted]" 5 && ui_wait "idle" 5' "Esc stops the server's reply, marked interrupted"
+
+# Killed mid-reply: what came is kept, marked, and the status line says why.
 ui_keys 'a long one please' Enter
 ok 'ui_wait_generated 3 10' "a long reply streams"
 kill -9 "$LS_PID"
 ok 'ui_wait "generation failed" 20' "the server killed mid-reply: the status line says the reply failed"
-ok 'ui_screen | grep -q "interrupted"' "the partial reply is kept, marked interrupted"
+ok 'ui_until "[ \"\$(ui_screen | grep -c \"\[interrupted\]\")\" -ge 2 ]" 5' \
+   "the partial reply is kept, marked interrupted"
 port=${LS_URL##*:}
 "$LLAMA_SERVER" --host 127.0.0.1 --port "$port" -t 1 --no-webui -m "$UI_DIR/f32.gguf" -np 2 \
     -c 2048 --api-key "$key" >"$UI_DIR/restarted.log" 2>&1 &
