@@ -160,15 +160,16 @@ tests_engine_test_worker_fake_LDADD = tests/lib/libtap.a $(PTHREAD_LIBS)
 tests_engine_test_worker_SOURCES = tests/engine/test-worker.c
 tests_engine_test_worker_LDADD = $(ENGINE_TEST_LDADD)
 
-# ThreadSanitizer run of the worker tests (CI: a build configured with
-# --enable-tsan).  libgomp is not TSan-instrumented: tests/engine/tsan.supp.
+# ThreadSanitizer run of the worker tests and of the remote engine's (CI: a
+# build configured with --enable-tsan).  libgomp is not TSan-instrumented: tests/engine/tsan.supp.
 EXTRA_DIST += tests/engine/tsan.supp
 check-tsan:
 	@case ' $(ELM_CFLAGS) ' in *' -fsanitize=thread '*) ;; \
 	  *) echo "check-tsan: configure with --enable-tsan first" >&2; exit 1;; esac
-	$(MAKE) $(AM_MAKEFLAGS) tests/lib/gen-checkpoint$(EXEEXT) tests/lib/libtap.a $(WORKER_TESTS)
+	$(MAKE) $(AM_MAKEFLAGS) tests/lib/gen-checkpoint$(EXEEXT) tests/lib/libtap.a $(WORKER_TESTS) \
+	  elmchat$(EXEEXT) tests/engine/remote-drive$(EXEEXT)
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/engine/tsan.supp $$TSAN_OPTIONS" \
-	  $(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(WORKER_TESTS)'
+	  $(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(WORKER_TESTS) tests/engine/test-remote.sh'
 .PHONY: check-tsan
 
 # The sampling defaults a model brings (generation_config.json, GGUF).

@@ -12,6 +12,8 @@
  *                           greedy, at most N); the ids it gives go on too:
  *                           "done REASON reused=R computed=C generated=G
  *                           past=P ids=..." and a line "text TEXT"
+ *   stop-string TEXT, stop-id ID
+ *                           the next turn ends at TEXT (held back) or at ID
  *   cancel-after K          the next turn is cancelled after K ids
  *                           ("cancel_ms=..." added: cancel to DONE)
  *   sh-after K CMD          the next turn runs CMD (sh -c) after K ids
@@ -166,6 +168,8 @@ int main(int argc, char **argv)
     struct seq seqs[MAX_SLOTS] = {{0}};
     int cancel_after = -1, sh_k = -1;
     char *sh_after = NULL;
+    char *stop_string = NULL;
+    int stop_id = -1;
     char line[8192];
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = '\0';
@@ -219,6 +223,14 @@ int main(int argc, char **argv)
             rq.max_tokens = n;
             rq.sampler.temperature = 0;
             rq.sampler.repeat_penalty = 1;
+            if (stop_string) {
+                rq.stop_strings = &stop_string;
+                rq.n_stop_strings = 1;
+            }
+            if (stop_id >= 0) {
+                rq.stop_ids[0] = stop_id;
+                rq.n_stop_ids = 1;
+            }
             double t0 = now_sec(), tc = 0;
             uint64_t id = elm_worker_post(w, &rq);
             struct seq got = {0};
@@ -243,6 +255,14 @@ int main(int argc, char **argv)
             elm_event_fini(&done);
             cancel_after = -1;
             sh_k = -1;
+            free(stop_string);
+            stop_string = NULL;
+            stop_id = -1;
+        } else if (strcmp(cmd, "stop-string") == 0) {
+            free(stop_string);
+            stop_string = strdup(rest);
+        } else if (strcmp(cmd, "stop-id") == 0) {
+            stop_id = atoi(rest);
         } else if (strcmp(cmd, "cancel-after") == 0) {
             cancel_after = atoi(rest);
         } else if (strcmp(cmd, "sh-after") == 0) {
@@ -294,5 +314,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < MAX_SLOTS; i++)
         free(seqs[i].v);
     free(sh_after);
+    free(stop_string);
     return 0;
 }

@@ -100,6 +100,27 @@ past1=$(done_lines "$tmp/remote" | sed -n 1p | sed 's/.*past=\([0-9]*\).*/\1/')
 [ "$reused2" = "$past1" ] && [ "$computed2" -gt 0 ] && [ "$computed2" -lt 20 ]
 ok $? "multi-turn: the second turn reuses the $past1 cached tokens and computes $computed2 (the new ones)"
 
+# --- stop strings and stop ids: the same end, the same text held back ------
+first_text=$(grep '^text ' "$tmp/local" | head -n 1 | cut -c 6-)
+stop_s=$(echo "$first_text" | awk '{ for (i = 2; i <= NF; i++) if (length($i) >= 3) {
+    print substr($i, 1, 3); exit } }')
+stop_i=$(done_lines "$tmp/local" | head -n 1 | sed 's/.*ids=//' | cut -d, -f 6)
+cat >"$tmp/stop.txt" <<EOF
+stop-string $stop_s
+turn 0 24 Hello there, how are you today?
+stop-id $stop_i
+turn 1 24 Hello there, how are you today?
+EOF
+{ echo "load $tmp/f32.gguf"; cat "$tmp/stop.txt"; } | drive stoplocal
+{ echo "load server:$URL"; cat "$tmp/stop.txt"; } | drive stopremote
+grep -e '^done' -e '^text' "$tmp/stoplocal" | cut -d' ' -f 1,2,7 >"$tmp/stoplocal.cut"
+grep -e '^done' -e '^text' "$tmp/stopremote" | cut -d' ' -f 1,2,7 >"$tmp/stopremote.cut"
+grep -q '^done STOP_STRING' "$tmp/stoplocal.cut" && grep -q '^done STOP ' "$tmp/stoplocal.cut" &&
+    cmp -s "$tmp/stoplocal.cut" "$tmp/stopremote.cut"
+r=$?
+[ $r -eq 0 ] || diff "$tmp/stoplocal.cut" "$tmp/stopremote.cut" | sed 's/^/# /'
+ok $r "a stop string ('$stop_s', held back) and a stop id ($stop_i) end the server's reply as the local one"
+
 # --- more sessions than slots: the least recently used slot is taken ------
 set -- $(done_lines "$tmp/remote" | sed -n 7p | tr '=' ' ')
 [ "${2:-}" = LENGTH ] && [ "${4:-9}" -le 1 ] && [ "${6:-0}" -gt 60 ]
