@@ -33,7 +33,7 @@ void holdback_drop(struct holdback *h, size_t n)
 /* How much of the held text is final: up to the first full stop string
  * (*hit set), else up to the first suffix that begins a stop string. */
 size_t holdback_final(const struct holdback *h, const char *const *stops, int n_stops,
-                             const char **hit)
+                      const char **hit)
 {
     size_t final = h->n;
     *hit = NULL;

@@ -21,8 +21,8 @@
 #define MAX_BODY (16u << 20)
 
 struct http_client {
-    char *base;   /* without the trailing '/' */
-    char *auth;   /* "Authorization: Bearer KEY", NULL: none (wiped on free) */
+    char *base; /* without the trailing '/' */
+    char *auth; /* "Authorization: Bearer KEY", NULL: none (wiped on free) */
     int timeout_s;
     CURLM *multi;
     CURL *easy;
@@ -242,8 +242,8 @@ elm_status http_request(struct http_client *h, const struct http_call *call, lon
                            h->base, call->path, MAX_BODY >> 20);
     } else if (rc != CURLE_OK) {
         if (rc == CURLE_OPERATION_TIMEDOUT)
-            st = elm_set_error(err, err_size, ELM_E_IO, "%s: no answer for %d s (timeout)",
-                               h->base, connected > 0 ? h->timeout_s : CONNECT_TIMEOUT_S);
+            st = elm_set_error(err, err_size, ELM_E_IO, "%s: no answer for %d s (timeout)", h->base,
+                               connected > 0 ? h->timeout_s : CONNECT_TIMEOUT_S);
         else if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST)
             st = elm_set_error(err, err_size, ELM_E_IO, "cannot reach %s: %s", h->base,
                                curl_easy_strerror(rc));
@@ -253,8 +253,7 @@ elm_status http_request(struct http_client *h, const struct http_call *call, lon
                                "restarted?)",
                                h->base, curl_easy_strerror(rc));
         else
-            st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s", h->base,
-                               curl_easy_strerror(rc));
+            st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s", h->base, curl_easy_strerror(rc));
     } else if (t.streaming && t.len > 0) {
         /* a last line without its '\n' */
         if (!buf_add(&t, "\n", 1) || !flush_lines(&t))

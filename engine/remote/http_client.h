@@ -32,11 +32,11 @@ typedef bool (*http_line_fn)(void *user, const char *line, size_t len);
 typedef bool (*http_abort_fn)(void *user);
 
 struct http_call {
-    const char *method;    /* "GET" or "POST" */
-    const char *path;      /* "/completion" */
-    const char *body;      /* POST: JSON text, NULL: none */
-    http_line_fn on_line;  /* NULL: the whole body into *reply */
-    void *user;            /* on_line's */
+    const char *method;   /* "GET" or "POST" */
+    const char *path;     /* "/completion" */
+    const char *body;     /* POST: JSON text, NULL: none */
+    http_line_fn on_line; /* NULL: the whole body into *reply */
+    void *user;           /* on_line's */
     http_abort_fn should_abort;
     void *abort_user;
 };

@@ -64,7 +64,8 @@ static bool get_int(json_object *obj, const char *const *keys, int n, int *out)
 static const char *get_str(json_object *obj, const char *key)
 {
     json_object *v;
-    if (!obj || !json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_string))
+    if (!obj || !json_object_object_get_ex(obj, key, &v) ||
+        !json_object_is_type(v, json_type_string))
         return NULL;
     return json_object_get_string(v);
 }
@@ -87,8 +88,8 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-void lsrv_status_error(const struct http_client *h, const char *what, long status,
-                       const char *body, char *err, size_t err_size)
+void lsrv_status_error(const struct http_client *h, const char *what, long status, const char *body,
+                       char *err, size_t err_size)
 {
     const char *why = status == 401   ? "the server wants an API key (--api-key or "
                                         "ELMCHAT_API_KEY), or not this one"
@@ -193,7 +194,8 @@ elm_status lsrv_connect(struct http_client *h, const elm_tokenizer *tok, http_ab
     }
     size_t n_srv = json_object_array_length(arr);
     size_t at = 0;
-    while (at < n_srv && at < n_ids && json_object_get_int(json_object_array_get_idx(arr, at)) == ids[at])
+    while (at < n_srv && at < n_ids &&
+           json_object_get_int(json_object_array_get_idx(arr, at)) == ids[at])
         at++;
     if (at != n_srv || at != n_ids) {
         st = elm_set_error(err, err_size, ELM_E_MISMATCH,
@@ -206,8 +208,8 @@ elm_status lsrv_connect(struct http_client *h, const elm_tokenizer *tok, http_ab
 
     /* --slot-save-path: without it every slot action is 501; with it an
      * unknown action is 400 (nothing is touched either way). */
-    struct http_call call = {"POST", "/slots/0?action=elmchat-probe", "{}", NULL, NULL,
-                             should_abort, user};
+    struct http_call call = {
+        "POST", "/slots/0?action=elmchat-probe", "{}", NULL, NULL, should_abort, user};
     long status;
     char *reply = NULL;
     st = http_request(h, &call, &status, &reply, err, err_size);

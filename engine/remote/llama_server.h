@@ -18,11 +18,11 @@
 /* What connecting found out. */
 struct lsrv_info {
     int n_vocab;
-    int n_ctx;        /* one slot's context (the server's -c divided by -np) */
-    int n_slots;      /* -np */
-    bool snapshots;   /* started with --slot-save-path: slot save/restore work */
+    int n_ctx;            /* one slot's context (the server's -c divided by -np) */
+    int n_slots;          /* -np */
+    bool snapshots;       /* started with --slot-save-path: slot save/restore work */
     uint64_t fingerprint; /* URL, model file, size, parameters, vocabulary */
-    char model[128];  /* the server's model file, base name */
+    char model[128];      /* the server's model file, base name */
 };
 
 /* Check the server and that it tokenizes as tok does: /health, /props,
@@ -44,14 +44,14 @@ char *lsrv_completion_body(const struct lsrv_generate *g);
 
 /* One event of the /completion stream. */
 struct lsrv_chunk {
-    int32_t id;          /* the token this event brings, -1: none */
-    int n_decoded;       /* tokens_predicted so far (a gap: ids the server did not send) */
-    const char *content; /* its text (borrowed from the parsed JSON), "" when none */
-    bool final;          /* the last event: the counts below are set */
+    int32_t id;            /* the token this event brings, -1: none */
+    int n_decoded;         /* tokens_predicted so far (a gap: ids the server did not send) */
+    const char *content;   /* its text (borrowed from the parsed JSON), "" when none */
+    bool final;            /* the last event: the counts below are set */
     const char *stop_type; /* final: "eos", "limit", "word", "none" */
-    int n_prompt;        /* tokens_evaluated: the prompt's length */
-    int n_cached;        /* tokens_cached: what the slot holds afterwards */
-    int prompt_n;        /* timings.prompt_n: prompt tokens computed (not reused) */
+    int n_prompt;          /* tokens_evaluated: the prompt's length */
+    int n_cached;          /* tokens_cached: what the slot holds afterwards */
+    int prompt_n;          /* timings.prompt_n: prompt tokens computed (not reused) */
     double prompt_tps, predicted_tps;
 };
 
@@ -66,8 +66,8 @@ int lsrv_parse_line(struct lsrv_parser *p, const char *line, size_t len, struct 
 
 /* The message for an answer with a non-2xx status (401, 503, 500...),
  * with the server's own message when its body has one. */
-void lsrv_status_error(const struct http_client *h, const char *what, long status,
-                       const char *body, char *err, size_t err_size);
+void lsrv_status_error(const struct http_client *h, const char *what, long status, const char *body,
+                       char *err, size_t err_size);
 
 /* /slots/{id}?action=save|restore with the file name given (the server
  * keeps the files in its --slot-save-path).  *n_tokens: what was saved or

@@ -40,9 +40,9 @@ struct remote_model {
     struct elm_model_info info;
     struct remote_slot *slots; /* srv.n_slots */
     uint64_t clock;
-    bool recheck; /* a failure: reconnect and check before the next request */
-    int adopted;  /* times it became the current model */
-    int n_ctx;    /* the context in use: the server slot's, or less if asked */
+    bool recheck;         /* a failure: reconnect and check before the next request */
+    int adopted;          /* times it became the current model */
+    int n_ctx;            /* the context in use: the server slot's, or less if asked */
     int32_t byte_id[256]; /* the <0xXX> pieces: ids the stream skipped are bytes */
 };
 
@@ -82,15 +82,16 @@ elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct
     const char *url = rq->path + strlen(SERVER_PREFIX);
     if (!rq->tokenizer)
         return elm_set_error(err, err_size, ELM_E_INVALID,
-                             "%s: a server needs elmchat's tokenizer to check it against", rq->path);
+                             "%s: a server needs elmchat's tokenizer to check it against",
+                             rq->path);
     char base[1024];
     if (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0)
         snprintf(base, sizeof base, "%s", url);
     else
         snprintf(base, sizeof base, "http://%s", url); /* server:host:port */
     if (strlen(base) < 8 || strchr(base, ' '))
-        return elm_set_error(err, err_size, ELM_E_INVALID, "%s: not a URL (server:http://HOST:PORT)",
-                             rq->path);
+        return elm_set_error(err, err_size, ELM_E_INVALID,
+                             "%s: not a URL (server:http://HOST:PORT)", rq->path);
     struct remote_model *r = calloc(1, sizeof *r);
     if (!r)
         return elm_set_error(err, err_size, ELM_E_NOMEM, "out of memory");
@@ -220,7 +221,8 @@ static bool wait_cancellable(elm_worker *w, double sec)
 
 /* After a failure: connect again (with backoff) and check that it is still
  * the same vocabulary (a restarted server may serve another model). */
-static elm_status ensure_connected(elm_worker *w, struct remote_model *r, char *err, size_t err_size)
+static elm_status ensure_connected(elm_worker *w, struct remote_model *r, char *err,
+                                   size_t err_size)
 {
     if (!r->recheck)
         return ELM_OK;
@@ -268,9 +270,9 @@ struct stream {
     struct holdback held;
     int32_t *ids; /* received, in order */
     int n_ids, cap;
-    int n_decoded;   /* the server's count so far */
+    int n_decoded; /* the server's count so far */
     bool final;
-    struct lsrv_chunk fin; /* its numbers (the strings are not kept) */
+    struct lsrv_chunk fin;      /* its numbers (the strings are not kept) */
     enum elm_done_reason ended; /* 0, or STOP / STOP_STRING: we closed it */
     bool failed;
     char err[ELM_ERR_MAX];

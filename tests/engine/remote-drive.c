@@ -66,14 +66,22 @@ static double now_sec(void)
 static const char *reason_name(enum elm_done_reason r)
 {
     switch (r) {
-    case ELM_DONE_EOS: return "EOS";
-    case ELM_DONE_LENGTH: return "LENGTH";
-    case ELM_DONE_STOP: return "STOP";
-    case ELM_DONE_CANCELLED: return "CANCELLED";
-    case ELM_DONE_ERROR: return "ERROR";
-    case ELM_DONE_CONTEXT_FULL: return "CONTEXT_FULL";
-    case ELM_DONE_OK: return "OK";
-    case ELM_DONE_STOP_STRING: return "STOP_STRING";
+    case ELM_DONE_EOS:
+        return "EOS";
+    case ELM_DONE_LENGTH:
+        return "LENGTH";
+    case ELM_DONE_STOP:
+        return "STOP";
+    case ELM_DONE_CANCELLED:
+        return "CANCELLED";
+    case ELM_DONE_ERROR:
+        return "ERROR";
+    case ELM_DONE_CONTEXT_FULL:
+        return "CONTEXT_FULL";
+    case ELM_DONE_OK:
+        return "OK";
+    case ELM_DONE_STOP_STRING:
+        return "STOP_STRING";
     }
     return "?";
 }
@@ -239,8 +247,9 @@ int main(int argc, char **argv)
                 printf("error: no DONE\n");
                 continue;
             }
-            printf("done %s reused=%d computed=%d generated=%d past=%d ids=", reason_name(done.reason),
-                   done.n_reused, done.n_prefilled, done.n_generated, done.n_past);
+            printf(
+                "done %s reused=%d computed=%d generated=%d past=%d ids=", reason_name(done.reason),
+                done.n_reused, done.n_prefilled, done.n_generated, done.n_past);
             for (int i = 0; i < got.n; i++)
                 printf("%s%d", i ? "," : "", (int)got.v[i]);
             if (cancel_after >= 0 && tc > 0)
