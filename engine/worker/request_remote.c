@@ -43,6 +43,7 @@ struct remote_model {
     bool recheck;         /* a failure: reconnect and check before the next request */
     int adopted;          /* times it became the current model */
     int n_ctx;            /* the context in use: the server slot's, or less if asked */
+    int n_ctx_asked;      /* LOAD_MODEL's n_ctx (<= 0: the server's) */
     int32_t byte_id[256]; /* the <0xXX> pieces: ids the stream skipped are bytes */
 };
 
@@ -114,6 +115,7 @@ elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct
     for (int i = 0; i < r->srv.n_slots; i++)
         r->slots[i].owner = -1;
     find_byte_pieces(r);
+    r->n_ctx_asked = rq->n_ctx;
     r->n_ctx = rq->n_ctx > 0 && rq->n_ctx < r->srv.n_ctx ? rq->n_ctx : r->srv.n_ctx;
     struct elm_model_info *mi = &r->info;
     mi->n_vocab = r->srv.n_vocab;
@@ -219,6 +221,32 @@ static bool wait_cancellable(elm_worker *w, double sec)
     return true;
 }
 
+/* A restarted server may have other slots, another context or a slot save
+ * path now: what the requests and the next MODEL_READY go by.  Every slot
+ * is empty after a restart. */
+static bool adopt_restart(struct remote_model *r, const struct lsrv_info *now)
+{
+    if (now->n_slots != r->srv.n_slots) {
+        struct remote_slot *ns = calloc((size_t)now->n_slots, sizeof *ns);
+        if (!ns)
+            return false;
+        for (int i = 0; i < r->srv.n_slots; i++)
+            free(r->slots[i].held);
+        free(r->slots);
+        r->slots = ns;
+        for (int i = 0; i < now->n_slots; i++)
+            r->slots[i].owner = -1;
+    }
+    r->srv = *now;
+    for (int i = 0; i < r->srv.n_slots; i++)
+        r->slots[i].n_held = 0;
+    r->n_ctx = r->n_ctx_asked > 0 && r->n_ctx_asked < now->n_ctx ? r->n_ctx_asked : now->n_ctx;
+    r->info.n_ctx_train = now->n_ctx;
+    r->info.remote_slots = now->n_slots;
+    r->info.remote_snapshots = now->snapshots;
+    return true;
+}
+
 /* After a failure: connect again (with backoff) and check that it is still
  * the same vocabulary (a restarted server may serve another model). */
 static elm_status ensure_connected(elm_worker *w, struct remote_model *r, char *err,
@@ -245,10 +273,9 @@ static elm_status ensure_connected(elm_worker *w, struct remote_model *r, char *
             return st;
         }
         if (st == ELM_OK) {
+            if (!adopt_restart(r, &now))
+                return elm_set_error(err, err_size, ELM_E_NOMEM, "out of memory");
             r->recheck = false;
-            /* a restart empties every slot */
-            for (int i = 0; i < r->srv.n_slots; i++)
-                r->slots[i].n_held = 0;
             return ELM_OK;
         }
         if (st == ELM_E_MISMATCH)

@@ -5,7 +5,9 @@
 # server is; /model switches to a local model and back mid-session, the
 # conversation going on; Esc stops the server's reply; the server killed
 # mid-reply leaves the partial reply marked and a clear status line, and
-# the chat answers again once it is back; a server that is down is named.  The bearer token comes from $ELMCHAT_API_KEY and is written
+# the chat answers again once it is back; with --slot-save-path the
+# session's cache is saved on the server and restored when the session
+# reopens; a server that is down is named.  The bearer token comes from $ELMCHAT_API_KEY and is written
 # nowhere.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
@@ -65,16 +67,47 @@ ok 'ui_wait "generation failed" 20' "the server killed mid-reply: the status lin
 ok 'ui_until "[ \"\$(ui_screen | grep -c \"\[interrupted\]\")\" -ge 2 ]" 5' \
    "the partial reply is kept, marked interrupted"
 port=${LS_URL##*:}
-"$LLAMA_SERVER" --host 127.0.0.1 --port "$port" -t 1 --no-webui -m "$UI_DIR/f32.gguf" -np 2 \
-    -c 2048 --api-key "$key" >"$UI_DIR/restarted.log" 2>&1 &
-echo $! >"$UI_DIR/restarted.pid"
+# restarted with a slot save path: the sessions' caches can be kept there
+mkdir -p "$UI_DIR/slots"
+restart() {
+    "$LLAMA_SERVER" --host 127.0.0.1 --port "$port" -t 1 --no-webui -m "$UI_DIR/f32.gguf" -np 2 \
+        -c 2048 --api-key "$key" --slot-save-path "$UI_DIR/slots/" >>"$UI_DIR/restarted.log" 2>&1 &
+    echo $! >"$UI_DIR/restarted.pid"
+}
+restart
 ok 'ui_until "curl -s \"$LS_URL/health\" | grep -q ok" 30' "the server is restarted"
 ui_keys '/set max-tokens 8' Enter
 ui_keys 'are you back' Enter
 ok 'ui_wait "are you back" 5 && ui_wait "idle" 30 && ! ui_screen | tail -n 3 | grep -q "failed"' \
    "the chat reconnects: the next message is answered"
+# /info tells what the server was when it was chosen: choose it again
+# (through the local model, kept: instant)
+ui_keys "/model $UI_DIR/f32.gguf" Enter
+ok 'ui_wait "f32 loaded in" 30' "/model to the local model again"
+ui_keys "/model server:$LS_URL" Enter
+ok 'ui_until "[ \"\$(ui_screen | grep -c \"$hostport loaded in\")\" -ge 1 ] && ui_screen | tail -n 2 | grep -q idle" 30' \
+   "and back to the restarted server"
+ui_keys '/info' Enter
+ok 'ui_wait "KV snapshots: saved on the server" 5' "/info: the restarted server keeps the snapshots"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
+ok 'ls "$UI_DIR/slots" | grep -q "^elmchat-[0-9a-f]*\.bin$"' "the session's cache was saved on the server"
+
+# The server restarted with empty slots, the session reopened: its cache
+# comes back from the server's file, not recomputed.
+kill -9 "$(cat "$UI_DIR/restarted.pid")"
+wait "$(cat "$UI_DIR/restarted.pid")" 2>/dev/null
+restart
+ok 'ui_until "curl -s \"$LS_URL/health\" | grep -q ok" 30' "the server is restarted, its slots empty"
+UI_ENV="ELMCHAT_API_KEY=$key" ui_start 100 30 -s remote -n 8 -m "server:$LS_URL" \
+    --tokenizer "$UI_DIR/hf/tokenizer.model"
+ok 'ui_wait "resumed from the KV snapshot: " 20 &&
+    ui_screen | grep -q "resumed from the KV snapshot: [1-9][0-9]* tokens reused"' \
+   "the reopened session's cache restored on the server"
+ui_keys 'still there' Enter
+ok 'ui_wait "still there" 5 && ui_wait "idle" 20' "and the chat goes on"
+ui_keys '/quit' Enter
+ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits again"
 ok '! grep -rq "$key" "$UI_DIR/data" "$UI_DIR/state" "$UI_DIR/stderr" "$UI_DIR/cache" 2>/dev/null' \
    "the API key is in no session, history, cache or log file"
 ok 'grep -q "^model: \"server:$LS_URL\"" "$UI_DIR"/data/elmchat/sessions/remote.yaml' \
