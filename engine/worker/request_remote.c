@@ -195,10 +195,20 @@ void wk_remote_adopted(struct remote_model *r)
 void wk_remote_free_slot(struct remote_model *r, int slot)
 {
     struct remote_slot *s = r ? slot_owned(r, slot) : NULL;
-    if (s) {
-        s->owner = -1;
-        s->n_held = 0;
+    if (!s)
+        return;
+    /* FREE_CTX drops the cache: on the server too where slot actions are
+     * allowed (elsewhere its cache stays until another prompt replaces it,
+     * which only a common prefix could use) */
+    if (r->srv.snapshots && !r->recheck && s->n_held > 0) {
+        char err[ELM_ERR_MAX];
+        int n;
+        if (lsrv_slot_action(r->http, slot_index(r, s), "erase", "", NULL, NULL, &n, err,
+                             sizeof err) != ELM_OK)
+            r->recheck = true; /* checked again before the next request */
     }
+    s->owner = -1;
+    s->n_held = 0;
 }
 
 /* ------------------------------------------------------------- reconnect */

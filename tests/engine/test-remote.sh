@@ -121,6 +121,31 @@ r=$?
 [ $r -eq 0 ] || diff "$tmp/stoplocal.cut" "$tmp/stopremote.cut" | sed 's/^/# /'
 ok $r "a stop string ('$stop_s', held back) and a stop id ($stop_i) end the server's reply as the local one"
 
+# --- the chat controller (the TUI's code): bench --chat on both ------------
+# Four turns of the openelm-instruct template: per turn the tokens computed
+# and reused with the cache kept, the whole sequence without it (FREE_CTX
+# erases the server's slot), and the resume from a snapshot (/slots save,
+# restore): the server's counts are the local engine's, column for column.
+bench() { # bench OUT MODEL [ARGS]
+    out=$1
+    shift
+    "$ELMCHAT" bench --chat -m "$@" --turns 4 --words 20 --reply 16 -t 1 >"$tmp/$out" 2>&1
+}
+counts() { # the computed, reused and fresh computed columns, the resume's computed
+    awk -F'|' '/^\| *[0-9]/ { gsub(/ /, ""); print $4, $5, $8 }' "$1"
+    sed -n 's/.*next turn computes \([0-9]*\).*/resume \1/p' "$1"
+}
+bench blocal "$tmp/f32.gguf"
+bench bremote "server:$URL" --tokenizer "$tok"
+counts "$tmp/blocal" >"$tmp/blocal.counts"
+counts "$tmp/bremote" >"$tmp/bremote.counts"
+echo "# bench --chat, computed reused fresh per turn, then the resume: local: $(tr '\n' ',' <"$tmp/blocal.counts")"
+echo "# ... and on the server: $(tr '\n' ',' <"$tmp/bremote.counts")"
+[ "$(wc -l <"$tmp/blocal.counts")" -eq 5 ] && cmp -s "$tmp/blocal.counts" "$tmp/bremote.counts"
+r=$?
+[ $r -eq 0 ] || sed 's/^/# /' "$tmp/bremote" | head -n 12
+ok $r "bench --chat through the chat controller: computed, reused, fresh and resumed counts equal local"
+
 # --- more sessions than slots: the least recently used slot is taken ------
 set -- $(done_lines "$tmp/remote" | sed -n 7p | tr '=' ' ')
 [ "${2:-}" = LENGTH ] && [ "${4:-9}" -le 1 ] && [ "${6:-0}" -gt 60 ]
