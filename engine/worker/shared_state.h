@@ -56,7 +56,7 @@ struct slot_ctx {
     uint64_t last_used;
 };
 
-struct remote_model; /* request_remote.c */
+struct remote_model; /* remote_model.h */
 
 struct model_rec {
     struct model_rec *next;
@@ -170,8 +170,9 @@ void wk_draft_free_slot(elm_worker *w, int slot);
  * target's), NULL when there is no draft or it does not fit the model. */
 elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx);
 
-/* request_remote.c: a llama-server as the model (elm_worker.h, "A remote
- * engine"); the loader thread connects, the worker thread runs the rest. */
+/* remote_model.c, request_remote.c: a llama-server as the model
+ * (elm_worker.h, "A remote engine"); the loader thread connects, the worker
+ * thread runs the rest. */
 bool wk_is_remote_path(const char *path);
 /* Loader thread: connect to rq->path's server into m (m->remote, m->info). */
 elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
