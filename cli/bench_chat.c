@@ -54,6 +54,8 @@ static void help(void)
            "      --template NAME   openelm-instruct (default) or plain\n"
            "      --system TEXT     system prompt (default: a short one)\n"
            "  -t, --threads N       compute threads (default: all cores)\n"
+           "      --tokenizer FILE  with -m server:URL: the tokenizer the server's is checked\n"
+           "                        against (default: elmchat's LLaMA-2 one)\n"
            "      --switch MODEL2   also time a model switch MODEL -> MODEL2 -> MODEL\n"
            "                        through the worker, the conversation re-prefilled\n"
            "      --no-resume       skip the snapshot resume measurement\n"
@@ -327,15 +329,17 @@ static bool bench_resume(struct chat *c, const struct chat_options *opt, long tu
 int bench_chat_main(int argc, char **argv)
 {
     enum { OPT_CHAT = 0x2100, OPT_TURNS, OPT_WORDS, OPT_REPLY, OPT_TEMPLATE, OPT_SYSTEM,
-           OPT_SWITCH, OPT_NO_RESUME };
+           OPT_SWITCH, OPT_NO_RESUME, OPT_TOKENIZER };
     static const struct option opts[] = {
         {"chat", 0, NULL, OPT_CHAT},         {"model", 1, NULL, 'm'},
         {"turns", 1, NULL, OPT_TURNS},       {"words", 1, NULL, OPT_WORDS},
         {"reply", 1, NULL, OPT_REPLY},       {"template", 1, NULL, OPT_TEMPLATE},
         {"system", 1, NULL, OPT_SYSTEM},     {"threads", 1, NULL, 't'},
         {"switch", 1, NULL, OPT_SWITCH},     {"no-resume", 0, NULL, OPT_NO_RESUME},
+        {"tokenizer", 1, NULL, OPT_TOKENIZER},
         {"help", 0, NULL, 'h'},              {NULL, 0, NULL, 0}};
     const char *model_arg = NULL, *tpl_name = "openelm-instruct", *switch_arg = NULL;
+    const char *tokenizer = NULL;
     const char *system = "You are a helpful assistant. Answer briefly.";
     long turns = 8, n_words = 48, n_reply = 32, threads = cmd_all_cpus();
     bool resume = true;
@@ -365,6 +369,7 @@ int bench_chat_main(int argc, char **argv)
             break;
         case OPT_SWITCH: switch_arg = optarg; break;
         case OPT_NO_RESUME: resume = false; break;
+        case OPT_TOKENIZER: tokenizer = optarg; break;
         case 'h': help(); return EXIT_OK;
         default: return option_loop_error(argv[0], opt, argv);
         }
@@ -386,7 +391,7 @@ int bench_chat_main(int argc, char **argv)
         return EXIT_RUNTIME;
     }
     struct chat_options o = {.template_name = tpl_name, .session_name = "bench",
-                             .system = system};
+                             .system = system, .tokenizer = tokenizer};
     cli_common_init(&o.common);
     o.common.model = p1;
     o.common.n_threads = (int)threads;
@@ -401,10 +406,15 @@ int bench_chat_main(int argc, char **argv)
     const struct elm_model_info *in = chat_model_info(c);
     struct chat_status st;
     chat_get_status(c, &st, chat_now());
-    printf("model %s (%s, %d layers), template %s, %ld threads, %ld words per message, "
-           "%ld-token replies\n",
-           in->name, elm_dtype_name(in->dtype), in->n_layers, st.template_name, threads,
-           n_words, n_reply);
+    if (in->remote)
+        printf("model %s (on a llama-server, %d slots), template %s, %ld words per message, "
+               "%ld-token replies\n",
+               in->name, in->remote_slots, st.template_name, n_words, n_reply);
+    else
+        printf("model %s (%s, %d layers), template %s, %ld threads, %ld words per message, "
+               "%ld-token replies\n",
+               in->name, elm_dtype_name(in->dtype), in->n_layers, st.template_name, threads,
+               n_words, n_reply);
     printf("| %4s | %6s | %8s | %6s | %8s | %8s | %14s | %13s | %12s |\n", "turn", "seq",
            "computed", "reused", "ttft ms", "cpu ms", "fresh computed", "fresh ttft ms",
            "fresh cpu ms");

@@ -124,7 +124,7 @@ int cmd_quantize(int argc, char **argv)
         return cli_usage_error(argv[0], "the output file name must end in .gguf");
 
     char path[PATH_MAX], err[ELM_ERR_MAX];
-    if (!model_resolve(model_arg, path, sizeof path, err, sizeof err)) {
+    if (!model_resolve_file(model_arg, path, sizeof path, err, sizeof err)) {
         cli_error("%s", err);
         return EXIT_RUNTIME;
     }

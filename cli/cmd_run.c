@@ -280,8 +280,11 @@ int cmd_run(int argc, char **argv)
     char model_path[4096] = "";
     if (c.model) {
         const char *alias = config_alias(&cfg, c.model);
-        if (!model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, cfg.pull_quantize, model_path,
-                                   sizeof model_path, err, sizeof err)) {
+        bool found = model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, cfg.pull_quantize,
+                                           model_path, sizeof model_path, err, sizeof err);
+        if (found && model_is_server(model_path)) /* says where a server runs */
+            found = model_resolve_file(model_path, model_path, sizeof model_path, err, sizeof err);
+        if (!found) {
             cli_error("%s", err);
             goto out;
         }

@@ -90,7 +90,7 @@ static elm_tokenizer *open_tokenizer(const char *model, const char *file)
         st = elm_tokenizer_load(file, &tok, err, sizeof err);
     } else {
         char path[4096];
-        if (!model_resolve(model, path, sizeof path, err, sizeof err)) {
+        if (!model_resolve_file(model, path, sizeof path, err, sizeof err)) {
             cli_error("%s", err);
             return NULL;
         }

@@ -45,6 +45,10 @@ static void print_help(FILE *f)
             "      --system TEXT        system prompt for a new conversation\n"
             "      --role NAME          a role preset's system prompt instead (/role lists them)\n"
             "      --raw                show replies as written (no markdown rendering)\n"
+            "      --tokenizer FILE     with -m server:URL: the tokenizer the server's is\n"
+            "                           checked against (default: elmchat's LLaMA-2 one)\n"
+            "      --api-key KEY        with -m server:URL: its bearer token (default:\n"
+            "                           $ELMCHAT_API_KEY)\n"
             "%s"
             "  -h, --help               display this help and exit\n"
             "  -V, --version            output version information and exit\n"
@@ -55,7 +59,8 @@ static void print_help(FILE *f)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
             "\n'elmchat COMMAND --help' describes a command.\n"
-            "MODEL is a path or a name under $XDG_DATA_HOME/elmchat/models.\n"
+            "MODEL is a path or a name under $XDG_DATA_HOME/elmchat/models, or\n"
+            "server:http://HOST:PORT (a llama-server).\n"
             "Exit status: 0 ok, 1 runtime error, 2 usage error.\n"
             "\n"
             "Report bugs to: %s\n"

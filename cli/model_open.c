@@ -13,7 +13,7 @@
 elm_model *cmd_load_model(const char *arg, int n_threads)
 {
     char path[4096], err[ELM_ERR_MAX];
-    if (!model_resolve(arg, path, sizeof path, err, sizeof err)) {
+    if (!model_resolve_file(arg, path, sizeof path, err, sizeof err)) {
         cli_error("%s", err);
         return NULL;
     }

@@ -111,6 +111,11 @@ struct elm_model_info {
     uint64_t fingerprint; /* hash of config + tensor table (+ data sample) */
     char name[128];       /* folder or file base name */
     struct elm_model_sampling sampling; /* not part of the fingerprint */
+    /* A llama-server (elm_worker's LOAD_MODEL of "server:URL"; the layer
+     * figures are then 0 and name is the server's model file): */
+    bool remote;
+    int remote_slots;      /* its slots (-np) */
+    bool remote_snapshots; /* slot save/restore work (--slot-save-path) */
 };
 /* Borrowed, valid until elm_model_free. */
 const struct elm_model_info *elm_model_get_info(const elm_model *model);

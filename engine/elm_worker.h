@@ -50,6 +50,23 @@
  * The previous models and their caches are kept while the memory budget
  * allows, so loading the same path again is instant (no disk access,
  * caches intact).
+ *
+ * A remote engine: LOAD_MODEL of "server:URL" (http://host:port) connects
+ * to llama.cpp's llama-server instead of loading a file, with the same
+ * requests and events.  The load checks that the server tokenizes as the
+ * request's tokenizer does (required) and that the vocabularies have the
+ * same size, else DONE{ERROR} with ELM_E_MISMATCH.  GENERATE sends the
+ * whole sequence (ELM_GEN_SYNC) as token ids to a server slot of its own
+ * (one per slot, the least recently used one taken when there are more
+ * slots than the server's); the server keeps the common prefix; DONE's
+ * counts are the server's (reused, computed, speeds).  Cancel closes the
+ * stream.  A server that fails (down, restarted, timeout, 401/503/500,
+ * malformed JSON) ends the request with DONE{ERROR} saying which, after the
+ * TOKEN events already received; the next request reconnects (with
+ * backoff) and checks the vocabulary again.  SAVE_STATE and LOAD_STATE use
+ * the server's slot files when it has a --slot-save-path (else SAVE_STATE
+ * does nothing and LOAD_STATE fails: the caller re-prefills).  Drafts and
+ * prompt lookup do not apply.
  */
 #ifndef ELMCHAT_ENGINE_ELM_WORKER_H
 #define ELMCHAT_ENGINE_ELM_WORKER_H
@@ -123,6 +140,10 @@ struct elm_request {
                                  model's tokenizer, shared instead of loading
                                  another (post takes a reference) */
     int n_threads;       /* LOAD_MODEL: <= 0 default */
+    char *api_key;       /* LOAD_MODEL of a server: its bearer token, NULL: none (copied;
+                            the copy is wiped when freed, and never in a message) */
+    int timeout_s;       /* LOAD_MODEL of a server: an answer that stalls this long
+                            fails (<= 0: 120 s) */
     unsigned flags;      /* GENERATE: ELM_GEN_*; LOAD_MODEL: ELM_LOAD_* */
 };
 

@@ -1,6 +1,6 @@
 # libelm: the inference engine.  Includes nothing from src/ or ui/.
 noinst_LIBRARIES += engine/libelm.a
-engine_libelm_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
+engine_libelm_a_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS) $(CURL_CFLAGS)
 engine_libelm_a_SOURCES = \
 	engine/elm_status.h \
 	engine/elm.h \
@@ -17,6 +17,10 @@ engine_libelm_a_SOURCES = \
 	engine/worker/request_generate.c \
 	engine/worker/request_cache.c \
 	engine/worker/request_draft.c \
+	engine/worker/request_remote.c engine/worker/remote_model.c engine/worker/remote_model.h \
+	engine/remote/http_client.c engine/remote/http_client.h \
+	engine/remote/llama_server.c engine/remote/llama_server.h \
+	engine/inference/stop_strings.c engine/inference/stop_strings.h \
 	engine/base/status.c \
 	engine/inference/sampler.c
 # The tokenizer (SentencePiece BPE; tokenizer.model, tokenizer.json, a

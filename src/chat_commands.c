@@ -11,6 +11,7 @@
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
 #include "src/code_blocks.h"
+#include "src/model_find.h"
 #include "src/roles.h"
 #include "src/session_json.h"
 #include "src/store.h"
@@ -65,12 +66,19 @@ static void show_info(struct chat *c)
     } while (0)
     ADD("model: %s%s\npath: %s\n", c->model_name,
         c->bundled ? " (bundled with elmchat: a tiny guide and dictionary)" : "", c->model_path);
-    if (mi)
+    if (mi && mi->remote)
+        ADD("llama-server: %s, vocab %d, %d slot%s; KV snapshots: %s\n", mi->name, mi->n_vocab,
+            mi->remote_slots, mi->remote_slots == 1 ? "" : "s",
+            mi->remote_snapshots ? "saved on the server (its --slot-save-path)"
+                                 : "none (no --slot-save-path: a reopened session re-prefills)");
+    else if (mi)
         ADD("layers %d, dim %d, vocab %d, %.1fM parameters, %s\n", mi->n_layers, mi->model_dim,
             mi->n_vocab, (double)mi->n_params / 1e6, elm_dtype_name(mi->dtype));
     else
         ADD("%s\n", c->model_loading ? "loading..." : "not loaded");
-    if (c->tokenizer_from)
+    if (c->tokenizer_from && model_is_server(c->model_path))
+        ADD("tokenizer: %s (the server's checked against it: the same ids)\n", c->tokenizer_from);
+    else if (c->tokenizer_from)
         ADD("tokenizer: elmchat's LLaMA-2 tokenizer.model (the model folder has none): %s\n",
             c->tokenizer_from);
     else

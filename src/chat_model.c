@@ -13,6 +13,7 @@
 #include "src/hub_cache.h"
 #include "src/model_find.h"
 #include "src/pull_on_demand.h"
+#include "src/paths.h"
 #include "src/xalloc.h"
 
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
@@ -33,9 +34,32 @@ bool chat_model_here(struct chat *c, const char *name)
 /* The model's own tokenizer, else (a folder with none, as Apple's Hub
  * repos are) the one elmchat ships: *from says which (owned path, NULL:
  * the model's). */
-static elm_tokenizer *load_tokenizer(const char *model_path, char **from, char *err,
+/* A server ("server:URL") has no file here: --tokenizer, else the alias's
+ * tokenizer:, else elmchat's LLaMA-2 one (every OpenELM's); the worker
+ * checks it against the server's at connect. */
+static elm_tokenizer *server_tokenizer(const struct chat *c, const char *arg, char **from,
+                                       char *err, size_t err_size)
+{
+    const char *path = c->opt.tokenizer;
+    if (!path && arg)
+        path = config_alias_tokenizer(&c->cfg, arg);
+    char *shipped = path ? x_strdup(path) : paths_shipped_tokenizer();
+    elm_tokenizer *tok = NULL;
+    if (elm_tokenizer_load(shipped, &tok, err, err_size) != ELM_OK) {
+        free(shipped);
+        return NULL;
+    }
+    *from = shipped;
+    return tok;
+}
+
+static elm_tokenizer *load_tokenizer(const struct chat *c, const char *arg,
+                                     const char *model_path, char **from, char *err,
                                      size_t err_size)
 {
+    *from = NULL;
+    if (model_is_server(model_path))
+        return server_tokenizer(c, arg, from, err, err_size);
     elm_tokenizer *tok = model_fallback_tokenizer(model_path, from);
     if (tok)
         return tok;
@@ -55,9 +79,17 @@ static const char *base_name(const char *path)
     return s;
 }
 
-/* The folder or file name, without ".gguf": what the replies are labelled with. */
+/* The folder or file name, without ".gguf": what the replies are labelled
+ * with; a server's host and port. */
 static void model_label(const char *path, char *out, size_t size)
 {
+    if (model_is_server(path)) {
+        const char *u = path + strlen(MODEL_SERVER_PREFIX);
+        const char *h = strstr(u, "://");
+        h = h ? h + 3 : u;
+        snprintf(out, size, "%.*s", (int)strcspn(h, "/"), h);
+        return;
+    }
     if (hub_label_of_path(path, out, size))
         return;
     const char *b = base_name(path);
@@ -83,7 +115,7 @@ bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size
     c->model_arg = arg ? x_strdup(arg) : NULL;
     c->bundled = model_is_bundled(c->model_path);
     model_label(c->model_path, c->model_name, sizeof c->model_name);
-    c->tok = load_tokenizer(c->model_path, &c->tokenizer_from, err, err_size);
+    c->tok = load_tokenizer(c, arg, c->model_path, &c->tokenizer_from, err, err_size);
     if (!c->tok)
         return false;
     snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
@@ -101,6 +133,9 @@ void chat_post_load_model(struct chat *c)
         req.flags |= ELM_LOAD_EXACT;
     /* the tokenizer loaded here for this path: the model shares it */
     req.tokenizer = c->load_tok ? c->load_tok : c->tok;
+    /* a server's bearer token (--api-key, else $ELMCHAT_API_KEY) */
+    const char *key = c->opt.api_key ? c->opt.api_key : getenv("ELMCHAT_API_KEY");
+    req.api_key = key && *key ? (char *)key : NULL;
     c->load_req = chat_post(c, &req);
     c->model_loading = true;
     c->load_progress = 0;
@@ -113,7 +148,7 @@ bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, ch
                            size_t err_size)
 {
     char *from = NULL;
-    elm_tokenizer *tok = load_tokenizer(path, &from, err, err_size);
+    elm_tokenizer *tok = load_tokenizer(c, arg, path, &from, err, err_size);
     if (!tok)
         return false;
     elm_tokenizer_free(c->load_tok);

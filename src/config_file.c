@@ -39,6 +39,7 @@ void config_fini(struct config *c)
         free(c->aliases[i].name);
         free(c->aliases[i].path);
         free(c->aliases[i].draft);
+        free(c->aliases[i].tokenizer);
     }
     free(c->aliases);
     config_init(c);
@@ -49,6 +50,14 @@ const char *config_alias_draft(const struct config *c, const char *name)
     for (size_t i = 0; name && i < c->n_aliases; i++)
         if (strcmp(c->aliases[i].name, name) == 0)
             return c->aliases[i].draft;
+    return NULL;
+}
+
+const char *config_alias_tokenizer(const struct config *c, const char *name)
+{
+    for (size_t i = 0; name && i < c->n_aliases; i++)
+        if (strcmp(c->aliases[i].name, name) == 0)
+            return c->aliases[i].tokenizer;
     return NULL;
 }
 
@@ -74,7 +83,7 @@ static bool load_models(struct ydoc *d, yaml_node_t *n, struct config *c)
         char what[300];
         snprintf(what, sizeof what, "models.%s", key);
         yaml_node_t *v = ydoc_node(d, p->value);
-        char *path = NULL, *draft = NULL;
+        char *path = NULL, *draft = NULL, *tokenizer = NULL;
         if (v->type == YAML_MAPPING_NODE) {
             /* {path: ..., draft: NAME} */
             if (!ydoc_check_keys(d, v))
@@ -84,20 +93,23 @@ static bool load_models(struct ydoc *d, yaml_node_t *n, struct config *c)
                 const char *k2 = ydoc_key(d, q);
                 char w2[340];
                 snprintf(w2, sizeof w2, "%s.%s", what, k2);
-                char **dst = strcmp(k2, "path") == 0 ? &path : strcmp(k2, "draft") == 0 ? &draft
-                                                                                       : NULL;
+                char **dst = strcmp(k2, "path") == 0        ? &path
+                             : strcmp(k2, "draft") == 0     ? &draft
+                             : strcmp(k2, "tokenizer") == 0 ? &tokenizer
+                                                            : NULL;
                 if (!dst) {
-                    free(path), free(draft);
-                    return ydoc_fail(d, ydoc_node(d, q->key), "%s: unknown key (path, draft)", w2);
+                    free(path), free(draft), free(tokenizer);
+                    return ydoc_fail(d, ydoc_node(d, q->key),
+                                 "%s: unknown key (path, draft, tokenizer)", w2);
                 }
                 free(*dst);
                 if (!(*dst = ydoc_strdup(d, ydoc_node(d, q->value), w2))) {
-                    free(path), free(draft);
+                    free(path), free(draft), free(tokenizer);
                     return false;
                 }
             }
             if (!path) {
-                free(draft);
+                free(draft), free(tokenizer);
                 return ydoc_fail(d, v, "%s: missing key 'path'", what);
             }
         } else {
@@ -106,10 +118,11 @@ static bool load_models(struct ydoc *d, yaml_node_t *n, struct config *c)
         if (!path)
             return false;
         if (!*path) {
-            free(path), free(draft);
+            free(path), free(draft), free(tokenizer);
             return ydoc_fail(d, ydoc_node(d, p->value), "%s: empty path", what);
         }
         c->aliases[c->n_aliases].draft = draft;
+        c->aliases[c->n_aliases].tokenizer = tokenizer;
         c->aliases[c->n_aliases].name = x_strdup(key);
         c->aliases[c->n_aliases++].path = path;
     }

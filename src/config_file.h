@@ -8,6 +8,9 @@
  *     3B-instruct:                      # or with the draft model that speeds it up
  *       path: /data/OpenELM-3B-Instruct
  *       draft: 270M-instruct
+ *     gpu-box:                          # a llama-server (elm_worker.h)
+ *       path: server:http://gpu-box:8080
+ *       tokenizer: /data/OpenELM-3B-Instruct/tokenizer.model   # default: elmchat's
  *   sampling: {temperature: 0, top_k: 0, top_p: 1, min_p: 0,
  *              repeat_penalty: 1.2, repeat_last_n: -1, seed: 1, max_tokens: 256}
  *   pull_quantize: q8_0               # elmchat pull (and -m on demand) also writes a GGUF
@@ -37,6 +40,7 @@ const char *context_policy_name(enum context_policy p);
 struct config_alias {
     char *name, *path; /* owned */
     char *draft;       /* owned, NULL: none (speculative decoding's draft model) */
+    char *tokenizer;   /* owned, NULL: none (a server's: what it is checked against) */
 };
 
 struct config {
@@ -60,6 +64,8 @@ void config_fini(struct config *c);
 int config_load(struct config *c, const char *path, char *err, size_t err_size);
 /* The path an alias names (borrowed), NULL when name is not an alias. */
 const char *config_alias(const struct config *c, const char *name);
+/* The tokenizer the alias names (borrowed), NULL when none. */
+const char *config_alias_tokenizer(const struct config *c, const char *name);
 /* The draft model the alias names (borrowed), NULL when none. */
 const char *config_alias_draft(const struct config *c, const char *name);
 

@@ -76,6 +76,14 @@ bool model_is_bundled(const char *path)
 static bool resolve_name(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
 {
     char repo[128];
+    if (model_is_server(arg)) {
+        /* a llama-server: the worker connects to it (elm_worker.h) */
+        if ((size_t)snprintf(path, path_size, "%s", arg) >= path_size) {
+            snprintf(err, err_size, "%.60s...: too long", arg);
+            return false;
+        }
+        return true;
+    }
     /* a repo id, when no such path exists: the Hugging Face cache */
     if (!exists(arg) && hub_cache_find(arg, path, path_size)) {
         hub_snapshot_model(path, path_size);
@@ -145,6 +153,26 @@ bool model_resolve(const char *arg, char *path, size_t path_size, char *err, siz
              dir, MODEL_DEFAULT_NAME);
     free(dir);
     return false;
+}
+
+bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err,
+                        size_t err_size)
+{
+    if (!model_resolve(arg, path, path_size, err, err_size))
+        return false;
+    if (model_is_server(path)) {
+        snprintf(err, err_size,
+                 "%.200s: a llama-server runs the chat (elmchat -m %.200s); this command needs a "
+                 "model file",
+                 path, path);
+        return false;
+    }
+    return true;
+}
+
+bool model_is_server(const char *name)
+{
+    return name && strncmp(name, MODEL_SERVER_PREFIX, strlen(MODEL_SERVER_PREFIX)) == 0;
 }
 
 char *model_fallback_tokenizer_path(const char *model_path)

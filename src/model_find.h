@@ -19,10 +19,20 @@
 /* The environment variable naming the model used when none is given. */
 #define MODEL_ENV "ELMCHAT_MODEL"
 
+/* A model on a llama-server: "server:URL" (the worker's LOAD_MODEL takes
+ * it as it is; model_resolve returns it unchanged). */
+#define MODEL_SERVER_PREFIX "server:"
+bool model_is_server(const char *name);
+
 /* Resolve MODEL to a path; NULL or "" is the default model: $ELMCHAT_MODEL
  * when set, else the bundled default.  false when nothing is found (err
  * says what was tried). */
 bool model_resolve(const char *arg, char *path, size_t path_size, char *err, size_t err_size);
+/* model_resolve for the commands that open the model themselves (run, info,
+ * tokenize, quantize...): a server is refused with a message that says
+ * where it works (the chat). */
+bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err,
+                        size_t err_size);
 /* The bundled default model's path (ignores $ELMCHAT_MODEL). */
 bool model_bundled_default(char *path, size_t path_size);
 /* Is path one of the bundled models (as model_resolve returns them)? */

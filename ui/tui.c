@@ -324,7 +324,7 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
     static const struct option longopts[] = {
         {"model", 1, NULL, 'm'},   {"template", 1, NULL, 't'}, {"session", 1, NULL, 's'},
         {"system", 1, NULL, 'S'},  {"role", 1, NULL, 'R'},     {"max-tokens", 1, NULL, 'n'},
-        {"raw", 0, NULL, 'W'},
+        {"raw", 0, NULL, 'W'},     {"tokenizer", 1, NULL, 'K'}, {"api-key", 1, NULL, 'A'},
         CLI_COMMON_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
@@ -352,6 +352,12 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
             break;
         case 'W':
             o->raw = true;
+            break;
+        case 'K':
+            o->tokenizer = optarg;
+            break;
+        case 'A':
+            o->api_key = optarg;
             break;
         case 'n':
             if (cli_common_option(&o->common, NULL, OPT_MAX_TOKENS, optarg) < 0)

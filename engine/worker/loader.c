@@ -27,6 +27,7 @@ static void model_ready(elm_worker *w, struct model_rec *m)
 {
     w->cur = m;
     m->last_used = ++w->clock;
+    wk_remote_adopted(m->remote); /* a kept server is checked again before use */
     wk_enforce_budget(w, NULL);
     struct elm_event *ev = wk_final_ev(w);
     ev->type = ELM_EV_MODEL_READY;
@@ -66,7 +67,12 @@ static void *loader_main(void *arg)
     mp.abort_user = w;
     mp.tokenizer = rq->tokenizer;
     w->ld_err[0] = '\0';
-    w->ld_status = elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err, sizeof w->ld_err);
+    if (wk_is_remote_path(rq->path))
+        w->ld_status = wk_remote_connect(w, rq, w->ld_rec, load_should_abort, w->ld_err,
+                                         sizeof w->ld_err);
+    else
+        w->ld_status =
+            elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err, sizeof w->ld_err);
     pthread_mutex_lock(&w->mu);
     w->ld_done = true;
     pthread_cond_signal(&w->cv);
@@ -157,7 +163,8 @@ void wk_complete_load(elm_worker *w)
         struct slot_ctx *sc = wk_slot_find(w->cur, n->req.slot);
         wk_finish_error(w, w->ld_status, sc ? elm_ctx_n_past(sc->ctx) : 0, w->ld_err);
     } else {
-        m->info = elm_model_get_info(m->model);
+        if (!m->remote)
+            m->info = elm_model_get_info(m->model);
         m->next = w->models;
         w->models = m;
         model_ready(w, m);

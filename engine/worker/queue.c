@@ -24,6 +24,11 @@ void wk_req_free(struct req_node *n)
     if (!n)
         return;
     free(n->req.path);
+    if (n->req.api_key) {
+        for (volatile char *p = n->req.api_key; *p; p++)
+            *p = '\0'; /* a secret: not left in freed memory */
+        free(n->req.api_key);
+    }
     free(n->req.tokens);
     free(n->req.lookup_tokens);
     elm_tokenizer_free(n->req.tokenizer); /* the reference post took */
@@ -86,6 +91,7 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
         return 0;
     n->req = *req;
     n->req.path = NULL;
+    n->req.api_key = NULL;
     n->req.tokens = NULL;
     n->req.lookup_tokens = NULL;
     n->req.n_lookup_tokens = 0;
@@ -97,6 +103,8 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
     if (!n->final)
         goto oom;
     if (req->path && !(n->req.path = strdup(req->path)))
+        goto oom;
+    if (req->api_key && !(n->req.api_key = strdup(req->api_key)))
         goto oom;
     if (req->n_tokens > 0 && req->tokens) {
         n->req.tokens = malloc((size_t)req->n_tokens * sizeof *req->tokens);

@@ -83,6 +83,7 @@ void wk_do_free_ctx(elm_worker *w)
 {
     int slot = w->run->req.slot;
     for (struct model_rec *m = w->models; m; m = m->next) {
+        wk_remote_free_slot(m->remote, slot);
         for (struct slot_ctx **ps = &m->ctxs; *ps;) {
             if ((*ps)->slot == slot) {
                 struct slot_ctx *sc = *ps;

@@ -54,6 +54,11 @@ void wk_do_set_draft(elm_worker *w)
         wk_finish_error(w, st, 0, err);
         return;
     }
+    if (w->cur && w->cur->remote) {
+        elm_model_free(m);
+        wk_finish_error(w, ELM_E_UNSUPPORTED, 0, "a draft model speeds up a local model only");
+        return;
+    }
     if (w->cur && !elm_model_can_draft(w->cur->model, m, err, sizeof err)) {
         elm_model_free(m);
         wk_finish_error(w, ELM_E_MISMATCH, 0, err);
@@ -69,7 +74,7 @@ void wk_do_set_draft(elm_worker *w)
 
 elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx)
 {
-    if (!w->draft || !w->cur)
+    if (!w->draft || !w->cur || w->cur->remote)
         return NULL;
     if (w->draft_checked_for != w->cur->model) {
         char err[ELM_ERR_MAX];

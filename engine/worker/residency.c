@@ -46,6 +46,7 @@ void wk_model_rec_free(struct model_rec *m)
         wk_slot_ctx_free(sc);
     }
     elm_model_free(m->model);
+    wk_remote_free(m->remote);
     free(m->path);
     free(m);
 }

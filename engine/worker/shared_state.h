@@ -56,9 +56,12 @@ struct slot_ctx {
     uint64_t last_used;
 };
 
+struct remote_model; /* remote_model.h */
+
 struct model_rec {
     struct model_rec *next;
-    elm_model *model;
+    elm_model *model;             /* NULL for a server */
+    struct remote_model *remote;  /* a llama-server ("server:URL"), else NULL */
     const struct elm_model_info *info;
     char *path;
     int n_ctx, n_threads; /* as requested */
@@ -166,6 +169,20 @@ void wk_draft_free_slot(elm_worker *w, int slot);
 /* The draft's cache for slot (made on first use; n_ctx: at least the
  * target's), NULL when there is no draft or it does not fit the model. */
 elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx);
+
+/* remote_model.c, request_remote.c: a llama-server as the model
+ * (elm_worker.h, "A remote engine"); the loader thread connects, the worker
+ * thread runs the rest. */
+bool wk_is_remote_path(const char *path);
+/* Loader thread: connect to rq->path's server into m (m->remote, m->info). */
+elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
+                             bool (*should_abort)(void *), char *err, size_t err_size);
+void wk_remote_free(struct remote_model *r);
+void wk_remote_generate(elm_worker *w);
+void wk_remote_state(elm_worker *w, bool save);
+void wk_remote_truncate(elm_worker *w);
+void wk_remote_free_slot(struct remote_model *r, int slot);
+void wk_remote_adopted(struct remote_model *r);
 
 /* request_cache.c */
 void wk_do_free_ctx(elm_worker *w);

@@ -88,16 +88,23 @@ static void *worker_main(void *arg)
             wk_next_load(w);
             continue;
         case ELM_REQ_GENERATE:
-            wk_do_generate(w);
+            if (w->cur && w->cur->remote)
+                wk_remote_generate(w);
+            else
+                wk_do_generate(w);
             break;
         case ELM_REQ_TRUNCATE:
-            wk_do_truncate(w);
+            if (w->cur && w->cur->remote)
+                wk_remote_truncate(w);
+            else
+                wk_do_truncate(w);
             break;
         case ELM_REQ_SAVE_STATE:
-            wk_do_state(w, true);
-            break;
         case ELM_REQ_LOAD_STATE:
-            wk_do_state(w, false);
+            if (w->cur && w->cur->remote)
+                wk_remote_state(w, n->req.type == ELM_REQ_SAVE_STATE);
+            else
+                wk_do_state(w, n->req.type == ELM_REQ_SAVE_STATE);
             break;
         case ELM_REQ_FREE_CTX:
             wk_do_free_ctx(w);
@@ -123,6 +130,7 @@ static void *worker_main(void *arg)
         pthread_join(w->ld_thread, NULL);
         w->ld_running = false;
         elm_model_free(w->ld_rec->model);
+        wk_remote_free(w->ld_rec->remote);
         free(w->ld_rec->path);
         free(w->ld_rec);
         wk_req_free(w->ld_node);

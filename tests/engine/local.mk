@@ -153,21 +153,23 @@ tests_engine_test_worker_fake_SOURCES = tests/engine/test-worker.c $(FAKE_ENGINE
 	engine/worker/residency.c engine/worker/loader.c engine/worker/request_generate.c \
 	engine/worker/request_cache.c engine/worker/request_draft.c engine/worker/shared_state.h engine/worker/worker_testing.h \
 	engine/inference/generate.c engine/inference/lookup.c engine/inference/draft.c \
+	engine/inference/stop_strings.c tests/lib/fake-remote.c \
 	engine/base/status.c engine/base/error.c
 tests_engine_test_worker_fake_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_ENGINE
 tests_engine_test_worker_fake_LDADD = tests/lib/libtap.a $(PTHREAD_LIBS)
 tests_engine_test_worker_SOURCES = tests/engine/test-worker.c
 tests_engine_test_worker_LDADD = $(ENGINE_TEST_LDADD)
 
-# ThreadSanitizer run of the worker tests (CI: a build configured with
-# --enable-tsan).  libgomp is not TSan-instrumented: tests/engine/tsan.supp.
+# ThreadSanitizer run of the worker tests and of the remote engine's (CI: a
+# build configured with --enable-tsan).  libgomp is not TSan-instrumented: tests/engine/tsan.supp.
 EXTRA_DIST += tests/engine/tsan.supp
 check-tsan:
 	@case ' $(ELM_CFLAGS) ' in *' -fsanitize=thread '*) ;; \
 	  *) echo "check-tsan: configure with --enable-tsan first" >&2; exit 1;; esac
-	$(MAKE) $(AM_MAKEFLAGS) tests/lib/gen-checkpoint$(EXEEXT) tests/lib/libtap.a $(WORKER_TESTS)
+	$(MAKE) $(AM_MAKEFLAGS) tests/lib/gen-checkpoint$(EXEEXT) tests/lib/libtap.a $(WORKER_TESTS) \
+	  elmchat$(EXEEXT) tests/engine/remote-drive$(EXEEXT)
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/engine/tsan.supp $$TSAN_OPTIONS" \
-	  $(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(WORKER_TESTS)'
+	  $(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(WORKER_TESTS) tests/engine/test-remote.sh'
 .PHONY: check-tsan
 
 # The sampling defaults a model brings (generation_config.json, GGUF).
@@ -175,3 +177,13 @@ check_PROGRAMS += tests/engine/test-sampling-defaults
 TESTS += tests/engine/test-sampling-defaults
 tests_engine_test_sampling_defaults_SOURCES = tests/engine/test-sampling-defaults.c
 tests_engine_test_sampling_defaults_LDADD = $(ENGINE_TEST_LDADD)
+
+# The remote engine against a real llama-server (tests/engine/test-remote.sh,
+# which builds llama-server once from $ELMCHAT_LLAMACPP_TARBALL, else skips):
+# remote-drive runs the same request script on a local model and a server.
+check_PROGRAMS += tests/engine/remote-drive
+tests_engine_remote_drive_SOURCES = tests/engine/remote-drive.c
+tests_engine_remote_drive_LDADD = $(ELM_ENGINE_LIBS)
+dist_check_SCRIPTS += tests/engine/test-remote.sh
+TESTS += tests/engine/test-remote.sh
+EXTRA_DIST += tests/engine/fake-llama-server.py

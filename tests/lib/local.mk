@@ -19,7 +19,7 @@ ENGINE_FIXTURES = tests/lib/engine-fixtures.c tests/lib/engine-fixtures.h
 FAKE_ENGINE = tests/lib/fake-engine.c tests/lib/fake-engine.h
 
 # Helpers sourced by the tmux tests of tests/ui/.
-EXTRA_DIST += tests/lib/ui-tmux.sh
+EXTRA_DIST += tests/lib/ui-tmux.sh tests/lib/llama-server.sh
 # The stand-in Hugging Face Hub of test-pull.sh.
 EXTRA_DIST += tests/lib/fake-hub.py tests/lib/fake-hub.sh
 # The prologue of the command-line tests that generate checkpoints.

@@ -482,6 +482,7 @@ static void test_config(void)
     const char *good = "default_model: 270M-instruct\ntemplate: chatml\nmodels:\n"
                        "  270M-instruct: /data/OpenELM-270M-Instruct\n  big: /data/1_1B.gguf\n"
                        "  3B: {path: /data/3B, draft: 270M-instruct}\n"
+                       "  gpu: {path: 'server:http://gpu-box:8080', tokenizer: /t/tok.model}\n"
                        "sampling: {temperature: 0.3, max_tokens: 100}\n"
                        "context:\n  policy: stop\n  size: 1024\n";
     write_text(path, good, strlen(good));
@@ -493,6 +494,9 @@ static void test_config(void)
     is_str(config_alias(&c, "3B"), "/data/3B", "an alias with its draft: the path");
     is_str(config_alias_draft(&c, "3B"), "270M-instruct", "... and the draft");
     ok(config_alias_draft(&c, "big") == NULL, "an alias without a draft");
+    is_str(config_alias(&c, "gpu"), "server:http://gpu-box:8080", "an alias naming a server");
+    is_str(config_alias_tokenizer(&c, "gpu"), "/t/tok.model", "... and its tokenizer");
+    ok(config_alias_tokenizer(&c, "3B") == NULL, "an alias without a tokenizer");
     ok(c.policy == CONTEXT_STOP && c.n_ctx == 1024, "context policy and size");
     ok((c.sampling.set & SAMPLING_TEMPERATURE) && c.sampling.max_tokens == 100, "sampling");
     config_fini(&c);

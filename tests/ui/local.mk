@@ -20,7 +20,7 @@ tests_ui_test_markdown_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 # are paced with ELM_WORKER_TEST_TOKEN_INTERVAL_MS so the tests do not depend on
 # the speed of the machine.  test-ui-conv.sh and test-ui-gguf.sh need
 # tests/lib/gen-checkpoint (built by all); test-ui-latency.sh runs
-# tests/lib/keylatency.
+# tests/lib/keylatency; test-ui-remote.sh a llama-server (tests/lib/llama-server.sh).
 UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-ui-session.sh \
 	tests/ui/test-ui-conv.sh tests/ui/test-ui-context.sh tests/ui/test-ui-gguf.sh \
 	tests/ui/test-ui-multi.sh tests/ui/test-ui-load.sh tests/ui/test-ui-latency.sh \
@@ -28,6 +28,7 @@ UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-
 	tests/ui/test-ui-editor.sh tests/ui/test-ui-vi.sh tests/ui/test-ui-markdown.sh \
 	tests/ui/test-ui-copy.sh tests/ui/test-ui-find.sh tests/ui/test-ui-select.sh \
 	tests/ui/test-ui-session-list.sh tests/ui/test-ui-tree.sh \
-	tests/ui/test-ui-draft.sh tests/ui/test-ui-crash.sh tests/ui/test-ui-pull.sh
+	tests/ui/test-ui-draft.sh tests/ui/test-ui-crash.sh tests/ui/test-ui-pull.sh \
+	tests/ui/test-ui-remote.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 TESTS += $(UI_TMUX_TESTS)
