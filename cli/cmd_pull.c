@@ -17,7 +17,7 @@
 #include "cli/option_loop.h"
 #include "src/pull_progress.h"
 #include "src/config_file.h"
-#include "src/http_client.h"
+#include "src/http_fetch.h"
 #include "src/hub_cache.h"
 #include "src/hub_pull.h"
 #include "src/model_find.h"
@@ -58,7 +58,6 @@ static void help(void)
            cache);
     free(cache);
 }
-
 
 int cmd_pull(int argc, char **argv)
 {
@@ -126,7 +125,7 @@ int cmd_pull(int argc, char **argv)
     if (!quantize && cfg.pull_quantize && cli_parse_dtype(cfg.pull_quantize, &qtype))
         quantize = true; /* config.yaml's pull_quantize */
     config_fini(&cfg);
-    if (http_global_init(err, sizeof err) != 0) {
+    if (fetch_global_init(err, sizeof err) != 0) {
         free(include);
         cli_error("%s", err);
         return EXIT_RUNTIME;
@@ -153,7 +152,7 @@ int cmd_pull(int argc, char **argv)
     pull_progress_end(&pp);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    http_global_cleanup();
+    fetch_global_cleanup();
     free(include);
     if (st != HUB_OK) {
         cli_error("%s", err);

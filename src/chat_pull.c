@@ -15,7 +15,7 @@
 
 #include "src/chat_controller.h"
 #include "src/chat_internal.h"
-#include "src/http_client.h"
+#include "src/http_fetch.h"
 #include "src/hub_api.h"
 #include "src/hub_cache.h"
 #include "src/hub_pull.h"
@@ -135,7 +135,7 @@ bool chat_pull_offer(struct chat *c, const char *name)
         return true;
     }
     if (!c->http_ready) {
-        if (http_global_init(err, sizeof err) != 0) {
+        if (fetch_global_init(err, sizeof err) != 0) {
             chat_notice(c, true, "%s", err);
             return true;
         }
@@ -272,6 +272,6 @@ void chat_pull_fini(struct chat *c)
         c->pull->cancel = 1;
     drop(c);
     if (c->http_ready)
-        http_global_cleanup();
+        fetch_global_cleanup();
     c->http_ready = false;
 }

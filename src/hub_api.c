@@ -15,7 +15,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "src/http_client.h"
+#include "src/http_fetch.h"
 #include "src/hub_cache.h"
 #include "src/strbuf.h"
 #include "src/xalloc.h"
@@ -177,26 +177,27 @@ static json_object *get_json(const char *url, const char *id, const char *what, 
                              size_t err_size)
 {
     for (int attempt = 1;; attempt++) {
-        struct http_request rq = {
+        struct fetch_request rq = {
             .url = url, .follow_redirects = true, .token = token, .max_body = 64u << 20};
-        struct http_response rs;
-        bool got = http_perform(&rq, &rs);
-        bool transient = !got ? rs.error == HTTP_ERR_NETWORK : rs.status >= 500 || rs.status == 429;
+        struct fetch_response rs;
+        bool got = fetch_perform(&rq, &rs);
+        bool transient =
+            !got ? rs.error == FETCH_ERR_NETWORK : rs.status >= 500 || rs.status == 429;
         if (transient && attempt <= HUB_RETRIES) {
-            http_response_fini(&rs);
+            fetch_response_fini(&rs);
             hub_sleep_ms(hub_retry_delay_ms(attempt));
             continue;
         }
         if (!got) {
             snprintf(err, err_size, "%s: cannot reach the Hub for %s (%d tries): %s", id, what,
                      attempt, rs.error_text);
-            *st = rs.error == HTTP_ERR_NETWORK ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
+            *st = rs.error == FETCH_ERR_NETWORK ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
             return NULL;
         }
         if (rs.status != 200) {
             *st = hub_status_of(rs.status, id, what, token != NULL, rs.error_code, rs.error_message,
                                 err, err_size);
-            http_response_fini(&rs);
+            fetch_response_fini(&rs);
             return NULL;
         }
         if (next)
@@ -206,7 +207,7 @@ static json_object *get_json(const char *url, const char *id, const char *what, 
         bool complete = tk && json_tokener_get_error(tk) == json_tokener_success;
         if (tk)
             json_tokener_free(tk);
-        http_response_fini(&rs);
+        fetch_response_fini(&rs);
         if (!j || !complete) {
             json_object_put(j);
             snprintf(err, err_size, "%s: the Hub's answer for %s is not valid JSON (%s)", id, what,

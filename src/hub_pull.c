@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/http_client.h"
+#include "src/http_fetch.h"
 #include "src/human_size.h"
 #include "src/hub_cache.h"
 #include "src/paths.h"
@@ -123,10 +123,10 @@ struct file_fetch {
     int fd;
     long long have;
     struct file_hash hash;
-    const struct http_response *rs; /* being received */
-    bool writing;                   /* this response's body goes to the file */
-    bool started;                   /* the first body byte of this response came */
-    int write_errno;                /* the sink's failure */
+    const struct fetch_response *rs; /* being received */
+    bool writing;                    /* this response's body goes to the file */
+    bool started;                    /* the first body byte of this response came */
+    int write_errno;                 /* the sink's failure */
 };
 
 static void emit(struct pull *p, enum hub_pull_event_kind kind)
@@ -293,24 +293,24 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
     for (int attempt = 1; ff.have < f->size || attempt == 1; attempt++) {
         if (ff.have == f->size && f->size > 0)
             break; /* a complete partial file: only the check is left */
-        struct http_request rq = {.url = url,
-                                  .follow_redirects = true,
-                                  .token = p->token,
-                                  .range_from = ff.have,
-                                  .sink = sink,
-                                  .sink_ctx = &ff,
-                                  .progress = on_progress,
-                                  .progress_ctx = &ff};
-        struct http_response rs;
+        struct fetch_request rq = {.url = url,
+                                   .follow_redirects = true,
+                                   .token = p->token,
+                                   .range_from = ff.have,
+                                   .sink = sink,
+                                   .sink_ctx = &ff,
+                                   .progress = on_progress,
+                                   .progress_ctx = &ff};
+        struct fetch_response rs;
         ff.rs = &rs;
         ff.started = ff.writing = false;
-        bool got = http_perform(&rq, &rs);
+        bool got = fetch_perform(&rq, &rs);
         ff.rs = NULL;
-        if (!got && rs.error == HTTP_ERR_CANCELLED) {
+        if (!got && rs.error == FETCH_ERR_CANCELLED) {
             st = interrupted(&ff, part, id, err, err_size);
             break;
         }
-        if (!got && rs.error == HTTP_ERR_WRITE) {
+        if (!got && rs.error == FETCH_ERR_WRITE) {
             snprintf(err, err_size,
                      "%s: %s%s; %s kept there: free some space and run elmchat "
                      "pull %s again",
@@ -340,9 +340,9 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
              * CDN's own ETag after a redirect means nothing here) */
             char tag[160] = "";
             if (*rs.linked_etag)
-                http_etag_value(rs.linked_etag, tag, sizeof tag);
+                fetch_etag_value(rs.linked_etag, tag, sizeof tag);
             else if (!f->sha256[0] && *rs.etag)
-                http_etag_value(rs.etag, tag, sizeof tag);
+                fetch_etag_value(rs.etag, tag, sizeof tag);
             const char *want = f->sha256[0] ? f->sha256 : f->oid;
             if (*tag && strcmp(tag, want) != 0) {
                 snprintf(err, err_size,
@@ -378,7 +378,7 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
             notice(p, "%s: the connection broke at %s (%s): resuming in %.1f s (try %d of %d)",
                    f->path, human_size(ff.have, b1, sizeof b1), rs.error_text,
                    (double)wait / 1000.0, attempt + 1, HUB_RETRIES + 1);
-        http_response_fini(&rs);
+        fetch_response_fini(&rs);
         hub_sleep_ms(wait);
         if (cancelled(p)) {
             st = interrupted(&ff, part, id, err, err_size);

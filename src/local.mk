@@ -12,7 +12,7 @@ src_libcore_a_SOURCES = \
 	src/options.c src/options.h \
 	src/model_find.c src/model_find.h \
 	src/model_convert.c src/model_convert.h \
-	src/http_client.c src/http_client.h \
+	src/http_fetch.c src/http_fetch.h \
 	src/hub_cache.c src/hub_cache.h \
 	src/hub_api.c src/hub_api.h \
 	src/hub_pull.c src/hub_pull.h \

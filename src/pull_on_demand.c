@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "src/http_client.h"
+#include "src/http_fetch.h"
 #include "src/hub_api.h"
 #include "src/hub_cache.h"
 #include "src/hub_pull.h"
@@ -116,7 +116,7 @@ bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantiz
         return false;
     }
     char herr[2048];
-    if (http_global_init(herr, sizeof herr) != 0) {
+    if (fetch_global_init(herr, sizeof herr) != 0) {
         snprintf(err, err_size, "%s", herr);
         return false;
     }
@@ -156,6 +156,6 @@ bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantiz
         }
     }
     hub_listing_fini(&l);
-    http_global_cleanup();
+    fetch_global_cleanup();
     return ok;
 }

@@ -1,7 +1,7 @@
-/* http_client.c: one HTTP request over libcurl (http_client.h). */
+/* http_fetch.c: one HTTP request over libcurl (http_fetch.h). */
 #include "config.h"
 
-#include "src/http_client.h"
+#include "src/http_fetch.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
@@ -14,7 +14,7 @@
 
 #define DEFAULT_MAX_BODY (8u << 20)
 
-int http_global_init(char *err, size_t err_size)
+int fetch_global_init(char *err, size_t err_size)
 {
     CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
     if (rc != CURLE_OK) {
@@ -24,19 +24,19 @@ int http_global_init(char *err, size_t err_size)
     return 0;
 }
 
-void http_global_cleanup(void)
+void fetch_global_cleanup(void)
 {
     curl_global_cleanup();
 }
 
-void http_response_fini(struct http_response *rs)
+void fetch_response_fini(struct fetch_response *rs)
 {
     free(rs->body);
     rs->body = NULL;
     rs->body_len = 0;
 }
 
-void http_etag_value(const char *etag, char *out, size_t out_size)
+void fetch_etag_value(const char *etag, char *out, size_t out_size)
 {
     const char *s = etag;
     if (strncmp(s, "W/", 2) == 0)
@@ -50,8 +50,8 @@ void http_etag_value(const char *etag, char *out, size_t out_size)
 }
 
 struct transfer {
-    const struct http_request *rq;
-    struct http_response *rs;
+    const struct fetch_request *rq;
+    struct fetch_response *rs;
     struct sbuf mem;
     bool too_big;
 };
@@ -92,7 +92,7 @@ static void parse_link(char *dst, size_t size, const char *v, size_t n)
 static size_t on_header(char *data, size_t size, size_t nmemb, void *ctx)
 {
     struct transfer *t = ctx;
-    struct http_response *rs = t->rs;
+    struct fetch_response *rs = t->rs;
     size_t n = size * nmemb;
     if (n >= 5 && strncmp(data, "HTTP/", 5) == 0) {
         /* a new response (after a redirect): its own plain headers */
@@ -171,13 +171,13 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
     return t->rq->progress(t->rq->progress_ctx, (long long)dlnow, (long long)dltotal) ? 0 : 1;
 }
 
-static enum http_error classify(CURLcode rc, const struct transfer *t)
+static enum fetch_error classify(CURLcode rc, const struct transfer *t)
 {
     switch (rc) {
     case CURLE_ABORTED_BY_CALLBACK:
-        return HTTP_ERR_CANCELLED;
+        return FETCH_ERR_CANCELLED;
     case CURLE_WRITE_ERROR:
-        return t->too_big ? HTTP_ERR_TOO_BIG : HTTP_ERR_WRITE;
+        return t->too_big ? FETCH_ERR_TOO_BIG : FETCH_ERR_WRITE;
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
@@ -189,19 +189,19 @@ static enum http_error classify(CURLcode rc, const struct transfer *t)
     case CURLE_SSL_CONNECT_ERROR:
     case CURLE_HTTP2:
     case CURLE_HTTP2_STREAM:
-        return HTTP_ERR_NETWORK;
+        return FETCH_ERR_NETWORK;
     default:
-        return HTTP_ERR_OTHER;
+        return FETCH_ERR_OTHER;
     }
 }
 
-bool http_perform(const struct http_request *rq, struct http_response *rs)
+bool fetch_perform(const struct fetch_request *rq, struct fetch_response *rs)
 {
     memset(rs, 0, sizeof *rs);
     rs->content_length = rs->linked_size = -1;
     CURL *c = curl_easy_init();
     if (!c) {
-        rs->error = HTTP_ERR_OTHER;
+        rs->error = FETCH_ERR_OTHER;
         snprintf(rs->error_text, sizeof rs->error_text, "libcurl: out of memory");
         return false;
     }
@@ -246,7 +246,7 @@ bool http_perform(const struct http_request *rq, struct http_response *rs)
     curl_easy_cleanup(c);
     if (rc != CURLE_OK) {
         rs->error = classify(rc, &t);
-        if (rs->error == HTTP_ERR_TOO_BIG)
+        if (rs->error == FETCH_ERR_TOO_BIG)
             snprintf(rs->error_text, sizeof rs->error_text, "the answer is larger than %zu bytes",
                      rq->max_body ? rq->max_body : (size_t)DEFAULT_MAX_BODY);
         else
