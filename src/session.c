@@ -879,7 +879,9 @@ static bool load_session(struct ydoc *d, struct session *s)
             okay = sampling_load(d, n, &s->sampling);
         } else if (strcmp(key, "messages") == 0) {
             msgs = n;
-        } else if (strcmp(key, "branches") == 0 && v >= 2) {
+        } else if (strcmp(key, "branches") == 0) {
+            /* in a format-1 file too: kept as an unknown key, it would be
+             * read as the branches once saved as format 2 (a fuzz finding) */
             branches = n;
         } else if (strcmp(key, "end") == 0) {
             end = n;
