@@ -3,6 +3,7 @@
  * tokenizer.  Only the metadata is read, through formats/gguf.h. */
 #include "config.h"
 
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +91,22 @@ elm_status elm_gguf_vocab_tokenizer(const struct elm_gguf *g, elm_tokenizer **ou
         p[len] = '\0';
         pieces[i] = p;
         p += len + 1;
-        scores[i] = sk ? (float)elm_gguf_array_number(sk, (uint64_t)i) : 0.0f;
-        types[i] = yk ? (int32_t)elm_gguf_array_number(yk, (uint64_t)i) : ELM_PIECE_NORMAL;
+        /* a number out of the type's range would be undefined to convert */
+        double score = sk ? elm_gguf_array_number(sk, (uint64_t)i) : 0.0;
+        double type = yk ? elm_gguf_array_number(yk, (uint64_t)i) : ELM_PIECE_NORMAL;
+        bool type_ok = type >= 0 && type <= 255;
+        if (!(score >= -FLT_MAX && score <= FLT_MAX) || !type_ok) {
+            st = elm_set_error(err, err_size, ELM_E_FORMAT,
+                               "%s: tokenizer.ggml.%s[%d] = %g is out of range", g->path,
+                               type_ok ? "scores" : "token_type", i, type_ok ? score : type);
+            free(text);
+            free(pieces);
+            free(scores);
+            free(types);
+            return st;
+        }
+        scores[i] = (float)score;
+        types[i] = (int32_t)type;
         bytes = bytes || types[i] == ELM_PIECE_BYTE;
     }
     char name[4200];
