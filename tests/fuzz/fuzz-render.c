@@ -4,7 +4,8 @@
  * template built in (no special id between turns, like plain: the case
  * that grew), then the tree is walked: every version of every message is
  * switched to, a fork, an undo; each sequence must stay within the
- * context and equal what rendering the path from scratch gives. */
+ * context and equal what rendering the path from scratch gives (ready to
+ * answer, as /retry makes it, when the path ends in a user message). */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -32,7 +33,12 @@ static void check_same_as_fresh(struct conversation *cv)
     struct conversation fresh;
     char err[512];
     conversation_init(&fresh, cv->s, tpl, cv->tok, cv->n_ctx, NULL);
-    if (conversation_render(&fresh, err, sizeof err) == 0 && cv->rendered &&
+    int rc = conversation_render(&fresh, err, sizeof err);
+    /* a switch to a path that ends in a user message stands ready to
+     * answer it (its generation prompt rendered), as /retry would */
+    if (rc == 0 && cv->in_reply && !fresh.in_reply)
+        rc = conversation_retry(&fresh, 0, NULL, err, sizeof err);
+    if (rc == 0 && cv->rendered &&
         (fresh.tokens.n != cv->tokens.n ||
          memcmp(fresh.tokens.v, cv->tokens.v, cv->tokens.n * sizeof *cv->tokens.v) != 0)) {
         fprintf(stderr, "fuzz: %zu ids incrementally, %zu rendered fresh\n", cv->tokens.n,
