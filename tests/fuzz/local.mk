@@ -25,7 +25,8 @@ EXTRA_DIST += tests/fuzz/corpus tests/fuzz/dict tests/fuzz/fuzz-safetensors.c te
 
 # make fuzz: every parser source and every target compiled with clang's
 # libFuzzer, ASan and UBSan into $(FUZZ_DIR)/ (objects rebuilt when their
-# source is newer).  Run one:  fuzz/fuzz-gguf -jobs=1 -max_total_time=180 \
+# source, or any header, is newer: a struct changed under an old object once
+# made a false finding).  Run one:  fuzz/fuzz-gguf -jobs=1 -max_total_time=180 \
 #   fuzz/corpus-gguf $(top_srcdir)/tests/fuzz/corpus/gguf
 FUZZ_CC = clang
 FUZZ_DIR = fuzz
@@ -42,12 +43,14 @@ FUZZ_LIBS = $(YAML_LIBS) $(BLIS_LIBS) $(JSONC_LIBS) $(CURL_LIBS) $(NETTLE_LIBS) 
 
 fuzz: $(BUILT_SOURCES)
 	@mkdir -p $(FUZZ_DIR)/obj
-	@objs=; for src in $(engine_libelm_a_SOURCES) $(src_libcore_a_SOURCES) \
+	@hdr=`ls -t $(top_srcdir)/engine/*.h $(top_srcdir)/engine/*/*.h $(top_srcdir)/src/*.h \
+	    config.h | head -1`; \
+	objs=; for src in $(engine_libelm_a_SOURCES) $(src_libcore_a_SOURCES) \
 	    tests/fuzz/fuzz-util.c; do \
 	  case $$src in *.c) ;; *) continue ;; esac; \
 	  obj=$(FUZZ_DIR)/obj/`echo $$src | tr / _ | sed 's/\.c$$/.o/'`; \
 	  objs="$$objs $$obj"; \
-	  if test ! -f $$obj || test $(top_srcdir)/$$src -nt $$obj; then \
+	  if test ! -f $$obj || test $(top_srcdir)/$$src -nt $$obj || test $$hdr -nt $$obj; then \
 	    echo "  FUZZCC   $$src"; \
 	    $(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $(top_srcdir)/$$src -o $$obj \
 	      2>$$obj.log || { \
