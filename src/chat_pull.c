@@ -50,10 +50,7 @@ static void *list_main(void *arg)
     char err[1024];
     enum hub_status st = hub_list(p->id, "main", token, &l, err, sizeof err);
     free(token);
-    long long total = 0;
-    for (size_t i = 0; st == HUB_OK && i < l.n; i++)
-        if (hub_pull_wants(&l, i, NULL))
-            total += l.files[i].size;
+    long long total = st == HUB_OK ? hub_pull_select(&l, NULL, NULL) : 0;
     hub_listing_fini(&l);
     pthread_mutex_lock(&p->mu);
     p->st = st;

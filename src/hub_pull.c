@@ -49,19 +49,30 @@ static bool other_weights(const char *path)
     return strstr(path, ".mlpackage/") != NULL || strncmp(path, "coreml/", 7) == 0;
 }
 
-bool hub_pull_wants(const struct hub_listing *l, size_t i, char *const *include)
+static bool wanted(const char *path, char *const *include, bool safetensors)
 {
-    const char *path = l->files[i].path;
     if (include && include[0]) {
         for (size_t k = 0; include[k]; k++)
             if (fnmatch(include[k], path, 0) == 0)
                 return true;
         return false;
     }
-    bool safetensors = false;
+    return !(safetensors && other_weights(path));
+}
+
+long long hub_pull_select(const struct hub_listing *l, char *const *include, bool *want)
+{
+    bool safetensors = false; /* once for the listing, not per file */
     for (size_t k = 0; k < l->n && !safetensors; k++)
         safetensors = has_suffix(l->files[k].path, ".safetensors");
-    return !(safetensors && other_weights(path));
+    long long total = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        bool w = wanted(l->files[i].path, include, safetensors);
+        if (want)
+            want[i] = w;
+        total += w ? l->files[i].size : 0;
+    }
+    return total;
 }
 
 /* -------------------------------------------------------------- hashing */
@@ -483,13 +494,12 @@ enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *
     }
     /* what to fetch, and how much is missing */
     bool *want = x_calloc(l.n ? l.n : 1, sizeof *want);
+    p.ev.all_size = hub_pull_select(&l, o->include, want);
     long long missing = 0;
     for (size_t i = 0; i < l.n; i++) {
-        want[i] = hub_pull_wants(&l, i, o->include);
         if (!want[i])
             continue;
         p.ev.count++;
-        p.ev.all_size += l.files[i].size;
         char *blob =
             x_asprintf("%s/%s", blobs, l.files[i].sha256[0] ? l.files[i].sha256 : l.files[i].oid);
         char *part = x_asprintf("%s.incomplete", blob);

@@ -54,8 +54,8 @@ struct hub_pull_result {
 enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *r, char *err,
                          size_t err_size);
 
-/* Is file i of the listing wanted (the rule of opts.include)?  Exposed
- * for the tests. */
-bool hub_pull_wants(const struct hub_listing *l, size_t i, char *const *include);
+/* Which files of the listing a pull fetches (the rule of opts.include;
+ * want[i] set when want is not NULL) and their bytes in all. */
+long long hub_pull_select(const struct hub_listing *l, char *const *include, bool *want);
 
 #endif

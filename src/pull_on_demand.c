@@ -57,10 +57,7 @@ static bool confirm(FILE *term, const char *id, const struct hub_listing *l)
         fprintf(stderr, "elmchat: %s is not here: downloading it from the Hub\n", id);
         return true;
     }
-    long long total = 0;
-    for (size_t i = 0; i < l->n; i++)
-        if (hub_pull_wants(l, i, NULL))
-            total += l->files[i].size;
+    long long total = hub_pull_select(l, NULL, NULL);
     char *cache = hub_cache_dir();
     char size[32];
     fprintf(term, "%s is not on this machine. Download it from the Hub (%s) into %s? [Y/n] ", id,
