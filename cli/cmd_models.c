@@ -150,7 +150,6 @@ static void list_hub_cache(struct row **v, size_t *n)
     while (d && (e = readdir(d)) != NULL) {
         char id[256], path[PATH_MAX];
         if (hub_repo_id_of_dir(e->d_name, id, sizeof id) && hub_cache_find(id, path, sizeof path)) {
-            hub_snapshot_model(path, sizeof path);
             add_row(v, n, id, "hub cache", path);
         }
     }

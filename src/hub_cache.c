@@ -151,6 +151,8 @@ bool hub_cache_find(const char *id, char *path, size_t path_size)
         free(snaps);
     }
     free(dir);
+    if (found)
+        hub_snapshot_model(path, path_size);
     return found;
 }
 

@@ -27,8 +27,9 @@ bool hub_known_repo(const char *name, char *repo, size_t size);
 const char *const *hub_known_repos(void);
 /* CACHE/models--OWNER--NAME (owned); id must be valid. */
 char *hub_repo_dir(const char *cache, const char *id);
-/* The snapshot of id in the cache: the commit refs/main names, else the
- * newest snapshot.  false when the cache has none. */
+/* The model of id in the cache: the snapshot the commit refs/main names,
+ * else the newest, or the GGUF pull --quantize wrote in it
+ * (hub_snapshot_model).  false when the cache has none. */
 bool hub_cache_find(const char *id, char *path, size_t path_size);
 /* In a snapshot folder, the GGUF elmchat pull --quantize wrote beside the
  * download (elmchat-q8_0.gguf first, then the other types): path becomes

@@ -85,10 +85,8 @@ static bool resolve_name(const char *arg, char *path, size_t path_size, char *er
         return true;
     }
     /* a repo id, when no such path exists: the Hugging Face cache */
-    if (!exists(arg) && hub_cache_find(arg, path, path_size)) {
-        hub_snapshot_model(path, path_size);
+    if (!exists(arg) && hub_cache_find(arg, path, path_size))
         return true;
-    }
     if (strchr(arg, '/') || exists(arg)) {
         if (!exists(arg)) {
             const char *sl = strchr(arg, '/');
@@ -115,8 +113,7 @@ static bool resolve_name(const char *arg, char *path, size_t path_size, char *er
         found = model_bundled_default(path, path_size);
     /* 270M-instruct and the like: Apple's repo in the Hugging Face cache */
     if (!found && hub_known_repo(arg, repo, sizeof repo))
-        found = hub_cache_find(repo, path, path_size) &&
-                (hub_snapshot_model(path, path_size) || true);
+        found = hub_cache_find(repo, path, path_size);
     if (!found && hub_known_repo(arg, repo, sizeof repo)) {
         char *cache = hub_cache_dir();
         snprintf(err, err_size,
