@@ -132,15 +132,19 @@ size_t chat_exchange_of(const struct session *s, size_t i)
 /* Session message i as the view gets it. */
 struct chat_message chat_session_message(const struct session *s, size_t i)
 {
-    return chat_session_message_numbered(s, i, chat_exchange_of(s, i));
+    return chat_session_message_numbered(s, i, chat_exchange_of(s, i), NULL);
 }
 
 struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
-                                                  size_t exchange)
+                                                  size_t exchange,
+                                                  const struct session_sibling_index *siblings)
 {
     const struct message *m = &s->msgs[i];
     size_t k, n;
-    session_siblings(s, i, &k, &n);
+    if (siblings)
+        session_siblings_indexed(siblings, s, i, &k, &n);
+    else
+        session_siblings(s, i, &k, &n);
     return (struct chat_message){
         .version = (int)k,
         .n_versions = (int)n,
@@ -166,13 +170,16 @@ void chat_show_conv(struct chat *c)
     const char *sys = s->system ? s->system : c->cur->tpl->default_system;
     if (sys && *sys)
         chat_add_message(c, &(struct chat_message){.role = CHAT_SYSTEM, .text = sys, .ref = -1});
-    /* exchange numbers counted on the way: linear in the messages */
+    /* exchange numbers counted on the way and siblings from one index:
+     * linear in the messages */
+    struct session_sibling_index *siblings = session_sibling_index_new(s);
     size_t exchange = 0;
     for (size_t i = 0; i < s->n_msgs; i++) {
         exchange += s->msgs[i].role == ROLE_USER;
-        struct chat_message m = chat_session_message_numbered(s, i, exchange);
+        struct chat_message m = chat_session_message_numbered(s, i, exchange, siblings);
         chat_add_message(c, &m);
     }
+    session_sibling_index_free(siblings);
     chat_changed(c);
 }
 

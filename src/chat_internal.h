@@ -62,9 +62,12 @@ void chat_start_reply(struct chat *c);
 /* a transcript line to the view; a session message as the view shows it */
 void chat_add_message(struct chat *c, const struct chat_message *m);
 struct chat_message chat_session_message(const struct session *s, size_t i);
-/* The same, its exchange number known (chat_show_conv counts them). */
+/* The same, its exchange number known (chat_show_conv counts them) and
+ * its siblings from an index (NULL: a scan). */
+struct session_sibling_index;
 struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
-                                                  size_t exchange);
+                                                  size_t exchange,
+                                                  const struct session_sibling_index *siblings);
 
 /* chat_sessions.c */
 struct conv *chat_conv_find(struct chat *c, const char *name);

@@ -645,6 +645,8 @@ static int ensure_rendered(struct conversation *cv, char *err, size_t err_size)
 int conversation_user_turn(struct conversation *cv, const char *text, int reserve,
                            struct conv_plan *plan, char *err, size_t err_size)
 {
+    if (!session_has_room(cv->s, strlen(text), err, err_size))
+        return ELM_E_INVALID;
     int rc = ensure_rendered(cv, err, err_size);
     if (rc)
         return rc;
@@ -705,6 +707,8 @@ int conversation_user_turn(struct conversation *cv, const char *text, int reserv
 int conversation_retry(struct conversation *cv, int reserve, struct conv_plan *plan, char *err,
                        size_t err_size)
 {
+    if (!session_has_room(cv->s, 0, err, err_size))
+        return ELM_E_INVALID;
     int rc = ensure_rendered(cv, err, err_size);
     if (rc)
         return rc;
@@ -793,6 +797,8 @@ int conversation_remove_exchange(struct conversation *cv, size_t i, char *err, s
 int conversation_edit(struct conversation *cv, size_t i, const char *text, int reserve,
                       struct conv_plan *plan, char *err, size_t err_size)
 {
+    if (!session_has_room(cv->s, strlen(text), err, err_size))
+        return ELM_E_INVALID;
     int rc = ensure_rendered(cv, err, err_size);
     if (rc)
         return rc;

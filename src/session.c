@@ -198,39 +198,93 @@ static bool fault(struct session_tree_fault *f, bool in_branches, size_t index)
     return false;
 }
 
+/* Every message by id: duplicates side by side, parents found by bisection. */
+struct by_id {
+    uint32_t id;
+    size_t index; /* into msgs, then alts */
+};
+
+static int by_id_then_index(const void *a, const void *b)
+{
+    const struct by_id *x = a, *y = b;
+    if (x->id != y->id)
+        return (x->id > y->id) - (x->id < y->id);
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+static size_t find_by_id(const struct by_id *ids, size_t n, uint32_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && ids[lo].id == id ? ids[lo].index : SIZE_MAX;
+}
+
+/* Sorting and remembering which ancestors already reached the root keep a
+ * session of a million messages to a fraction of a second (pairwise id
+ * comparisons and a walk to the root per message were quadratic). */
 bool session_tree_valid(const struct session *s, struct session_tree_fault *f)
 {
     size_t total = s->n_msgs + s->n_alts;
-    for (size_t a = 0; a < total; a++) {
-        const struct message *m = a < s->n_msgs ? &s->msgs[a] : &s->alts[a - s->n_msgs];
-        for (size_t b = 0; b < a; b++) {
-            const struct message *o = b < s->n_msgs ? &s->msgs[b] : &s->alts[b - s->n_msgs];
-            if (o->id == m->id) {
-                snprintf(f->what, sizeof f->what, "id %u is already the id of another message",
-                         m->id);
-                return fault(f, a >= s->n_msgs, a < s->n_msgs ? a : a - s->n_msgs);
-            }
-        }
+    if (total == 0)
+        return true;
+#define AT(a) ((a) < s->n_msgs ? &s->msgs[a] : &s->alts[(a) - s->n_msgs])
+    struct by_id *ids = x_malloc(total * sizeof *ids);
+    for (size_t a = 0; a < total; a++)
+        ids[a] = (struct by_id){AT(a)->id, a};
+    qsort(ids, total, sizeof *ids, by_id_then_index);
+    /* the first message (in file order) whose id an earlier one has */
+    size_t dup = SIZE_MAX;
+    for (size_t r = 1; r < total; r++)
+        if (ids[r].id == ids[r - 1].id && (r < 2 || ids[r - 2].id != ids[r].id) &&
+            ids[r].index < dup)
+            dup = ids[r].index;
+    bool okay = true;
+    if (dup != SIZE_MAX) {
+        snprintf(f->what, sizeof f->what, "id %u is already the id of another message",
+                 AT(dup)->id);
+        okay = fault(f, dup >= s->n_msgs, dup < s->n_msgs ? dup : dup - s->n_msgs);
     }
-    for (size_t j = 0; j < s->n_alts; j++) {
+    /* 0: not seen, 1: on the walk now, 2: leads to the root */
+    unsigned char *state = x_calloc(total, 1);
+    size_t *walk = x_malloc(total * sizeof *walk);
+    for (size_t j = 0; okay && j < s->n_alts; j++) {
+        size_t n_walk = 0, a = s->n_msgs + j;
         uint32_t at = s->alts[j].parent;
-        for (size_t steps = 0; at != 0; steps++) {
-            const struct message *p = session_find_id(s, at);
-            if (!p) {
+        while (okay && state[a] == 0) {
+            state[a] = 1;
+            walk[n_walk++] = a;
+            if (at == 0) {
+                break;
+            }
+            size_t p = find_by_id(ids, total, at);
+            if (p == SIZE_MAX) {
                 snprintf(f->what, sizeof f->what, "%s %u is not the id of any message",
                          at == s->alts[j].parent ? "its parent" : "an ancestor's parent", at);
-                return fault(f, true, j);
-            }
-            if (steps > total) {
+                okay = fault(f, true, j);
+            } else if (state[p] == 1) {
                 snprintf(f->what, sizeof f->what,
                          "its parents form a cycle (id %u never leads back to the first message)",
                          s->alts[j].id);
-                return fault(f, true, j);
+                okay = fault(f, true, j);
+            } else {
+                a = p;
+                at = AT(p)->parent;
             }
-            at = p->parent;
         }
+        for (size_t w = 0; w < n_walk; w++)
+            state[walk[w]] = 2;
     }
-    return true;
+#undef AT
+    free(walk);
+    free(state);
+    free(ids);
+    return okay;
 }
 
 /* ------------------------------------------------------------ in memory */
@@ -644,13 +698,48 @@ char *session_to_yaml(const struct session *s, size_t *len)
     return b.s;
 }
 
+/* Room for one more turn: the text a load accepts less a margin for the
+ * YAML around it and the reply to come (a reply is far smaller). */
+#define SESSION_ROOM_TEXT (SESSION_MAX_FILE_SIZE / 4 * 3)
+
+bool session_has_room(const struct session *s, size_t text_len, char *err, size_t err_size)
+{
+    if (s->n_msgs + s->n_alts + 2 > SESSION_MAX_MESSAGES) {
+        snprintf(err, err_size, "conversation full: /new starts another (%zu messages, the most a "
+                                "session keeps)",
+                 s->n_msgs + s->n_alts);
+        return false;
+    }
+    size_t bytes = text_len;
+    for (size_t i = 0; i < s->n_msgs; i++)
+        bytes += strlen(s->msgs[i].content);
+    for (size_t j = 0; j < s->n_alts; j++)
+        bytes += strlen(s->alts[j].content);
+    if (bytes > SESSION_ROOM_TEXT) {
+        snprintf(err, err_size, "conversation full: /new starts another (%d MiB of text, the most a "
+                                "session keeps)",
+                 SESSION_ROOM_TEXT >> 20);
+        return false;
+    }
+    return true;
+}
+
 int session_save(struct session *s, const char *path, char *err, size_t err_size)
 {
     time_t old = s->updated;
     s->updated = time(NULL);
     size_t len;
     char *text = session_to_yaml(s, &len);
-    int rc = store_write_atomic(path, text, len, err, err_size);
+    int rc = 0;
+    /* a file a load refuses is not written: the one there stays */
+    if (len > SESSION_MAX_FILE_SIZE) {
+        snprintf(err, err_size, "%s: the session is %zu MiB as YAML, more than the %d MiB a load "
+                                "accepts: not written",
+                 path, len >> 20, SESSION_MAX_FILE_SIZE >> 20);
+        rc = -EFBIG;
+    } else {
+        rc = store_write_atomic(path, text, len, err, err_size);
+    }
     free(text);
     if (rc < 0)
         s->updated = old;
@@ -742,7 +831,6 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct message *m, cons
 
 /* YAML aliases let a small file name one message many times: the text
  * they expand to is bounded like a file's size, and so is the count. */
-#define SESSION_MAX_MESSAGES 1000000
 
 static bool within_limits(struct ydoc *d, yaml_node_t *at, const struct session *s,
                           size_t *text_bytes, const struct message *m)

@@ -26,6 +26,7 @@
 
 #define SESSION_FORMAT_VERSION 2 /* 2: the tree (branches:, id:) */
 #define SESSION_MAX_FILE_SIZE (256 * 1024 * 1024)
+#define SESSION_MAX_MESSAGES 1000000 /* path and other branches */
 
 struct session_extra; /* unknown keys kept for the next save (opaque) */
 
@@ -63,6 +64,12 @@ struct session {
 /* A new empty session named name (created = updated = now).  Owned. */
 struct session *session_new(const char *name);
 void session_free(struct session *s);
+
+/* Whether a turn of text_len bytes (the user's message and its reply)
+ * still leaves the session loadable: the app stops short of the limits
+ * a load enforces, so that no session it saves is refused.  If not, false
+ * and why into err. */
+bool session_has_room(const struct session *s, size_t text_len, char *err, size_t err_size);
 
 /* Append a message (content copied); returns it (borrowed, valid until the
  * next append/remove).  time = now. */

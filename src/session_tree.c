@@ -1,7 +1,8 @@
 /* session_tree.c: the branches of a session (session_tree.h).
  *
- * Sessions are small (hundreds of messages), so the other branches are a
- * flat array searched linearly: no index to keep consistent. */
+ * The other branches are a flat array searched linearly by the commands
+ * that act on one message (no index to keep consistent); what goes over
+ * every message (the tree's rows, a transcript drawn whole) sorts once. */
 #include "config.h"
 
 #include "src/session_tree.h"
@@ -32,6 +33,68 @@ void session_siblings(const struct session *s, size_t i, size_t *k, size_t *n)
         ++*n;
         *k += s->alts[j].id < id;
     }
+}
+
+struct session_sibling_index {
+    size_t n;
+    struct parent_id {
+        uint32_t parent, id;
+    } *alts; /* by parent, then id */
+};
+
+static int by_parent_then_id(const void *a, const void *b)
+{
+    const struct parent_id *x = a, *y = b;
+    if (x->parent != y->parent)
+        return (x->parent > y->parent) - (x->parent < y->parent);
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+struct session_sibling_index *session_sibling_index_new(const struct session *s)
+{
+    struct session_sibling_index *x = x_calloc(1, sizeof *x);
+    x->n = s->n_alts;
+    x->alts = x_malloc((x->n ? x->n : 1) * sizeof *x->alts);
+    for (size_t j = 0; j < x->n; j++)
+        x->alts[j] = (struct parent_id){s->alts[j].parent, s->alts[j].id};
+    qsort(x->alts, x->n, sizeof *x->alts, by_parent_then_id);
+    return x;
+}
+
+/* The first alternative at or after (parent, id). */
+static size_t lower_bound(const struct session_sibling_index *x, uint32_t parent, uint32_t id)
+{
+    size_t lo = 0, hi = x->n;
+    struct parent_id key = {parent, id};
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (by_parent_then_id(&x->alts[mid], &key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void session_siblings_indexed(const struct session_sibling_index *x, const struct session *s,
+                              size_t i, size_t *k, size_t *n)
+{
+    *k = *n = 0;
+    if (i >= s->n_msgs)
+        return;
+    uint32_t parent = parent_at(s, i);
+    size_t first = lower_bound(x, parent, 0), at = lower_bound(x, parent, s->msgs[i].id);
+    size_t end = parent == UINT32_MAX ? x->n : lower_bound(x, parent + 1, 0);
+    *k = 1 + (at - first);
+    *n = 1 + (end - first);
+}
+
+void session_sibling_index_free(struct session_sibling_index *x)
+{
+    if (!x)
+        return;
+    free(x->alts);
+    free(x);
 }
 
 size_t session_children_after_path(const struct session *s)

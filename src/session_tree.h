@@ -27,6 +27,14 @@
 /* Path message i's place among its siblings: *k of *n (1-based; *n == 1
  * when it has none).  i out of range: 0 of 0. */
 void session_siblings(const struct session *s, size_t i, size_t *k, size_t *n);
+/* The same for every path message in turn (a transcript drawn whole)
+ * without a scan of the other branches per message: an index of them by
+ * parent, valid until the session changes. */
+struct session_sibling_index;
+struct session_sibling_index *session_sibling_index_new(const struct session *s);
+void session_siblings_indexed(const struct session_sibling_index *x, const struct session *s,
+                              size_t i, size_t *k, size_t *n);
+void session_sibling_index_free(struct session_sibling_index *x);
 /* Messages of other branches that follow the path's last message (after
  * a /fork): the next message sent will be their sibling. */
 size_t session_children_after_path(const struct session *s);

@@ -80,6 +80,10 @@ void tree_view_row_head(struct chat *c, const struct session_tree_row *r, char *
         snprintf(num, sizeof num, " #%d", x);
     if (r->n > 1)
         snprintf(ver, sizeof ver, " [%zu/%zu]", r->k, r->n);
-    snprintf(buf, size, "%*s%s%s%s  ", 2 * r->depth, "", r->m->role == ROLE_USER ? "you" : "elm",
-             num, ver);
+    /* a tree branched at every turn would indent off the screen: past a
+     * fixed depth rows stay there, marked */
+    enum { MAX_INDENT = 16 };
+    int indent = r->depth < MAX_INDENT ? r->depth : MAX_INDENT;
+    snprintf(buf, size, "%*s%s%s%s%s  ", 2 * indent, "", r->depth > MAX_INDENT ? "… " : "",
+             r->m->role == ROLE_USER ? "you" : "elm", num, ver);
 }

@@ -4,7 +4,8 @@
 #
 #   ui_init                 skip_all unless tmux is there; temp dir, XDG env
 #   ui_start W H [ARGS]     start elmchat in a W x H pane ($UI_ENV: more
-#                           NAME=VALUE settings for it)
+#                           NAME=VALUE settings for it; $UI_ULIMIT_V: its
+#                           address-space limit in KiB, ulimit -v)
 #   ui_start_shell W H      an interactive shell in the pane instead, with
 #                           the same settings; ui_shell_run ARGS starts
 #                           elmchat in it (job control: Ctrl-Z, fg)
@@ -84,6 +85,7 @@ ui_start() {
     cat > "$UI_DIR/run.sh" <<EOS
 trap '' INT QUIT
 echo \$\$ > '$UI_DIR/shell.pid'
+${UI_ULIMIT_V:+ulimit -v $UI_ULIMIT_V}
 XDG_CONFIG_HOME='$UI_DIR/config' XDG_DATA_HOME='$UI_DIR/data' \
 XDG_STATE_HOME='$UI_DIR/state' XDG_CACHE_HOME='$UI_DIR/cache' \
 HOME='$UI_DIR' INPUTRC='$UI_DIR/inputrc' LANG=C.UTF-8 LC_ALL= TERM=screen-256color \

@@ -316,6 +316,140 @@ static void test_json(void)
     session_free(s);
 }
 
+/* ------------------------------------------------- against simple oracles */
+
+/* session_tree_valid as it was first written, pairwise and walking to the
+ * root from every message: quadratic, and plainly right. */
+static bool valid_oracle(const struct session *s, struct session_tree_fault *f)
+{
+    size_t total = s->n_msgs + s->n_alts;
+    for (size_t a = 0; a < total; a++) {
+        const struct message *m = a < s->n_msgs ? &s->msgs[a] : &s->alts[a - s->n_msgs];
+        for (size_t b = 0; b < a; b++) {
+            const struct message *o = b < s->n_msgs ? &s->msgs[b] : &s->alts[b - s->n_msgs];
+            if (o->id == m->id) {
+                snprintf(f->what, sizeof f->what, "id %u is already the id of another message",
+                         m->id);
+                f->in_branches = a >= s->n_msgs;
+                f->index = a < s->n_msgs ? a : a - s->n_msgs;
+                return false;
+            }
+        }
+    }
+    for (size_t j = 0; j < s->n_alts; j++) {
+        uint32_t at = s->alts[j].parent;
+        for (size_t steps = 0; at != 0; steps++) {
+            const struct message *p = session_find_id(s, at);
+            f->in_branches = true;
+            f->index = j;
+            if (!p) {
+                snprintf(f->what, sizeof f->what, "%s %u is not the id of any message",
+                         at == s->alts[j].parent ? "its parent" : "an ancestor's parent", at);
+                return false;
+            }
+            if (steps > total) {
+                snprintf(f->what, sizeof f->what,
+                         "its parents form a cycle (id %u never leads back to the first message)",
+                         s->alts[j].id);
+                return false;
+            }
+            at = p->parent;
+        }
+    }
+    return true;
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint32_t rnd(uint32_t n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+/* A path of n_path messages and n_alt others, each hung under a random
+ * earlier message (or at the root); ids shuffled. */
+static struct session *random_tree(size_t n_path, size_t n_alt)
+{
+    struct session *s = session_new("r");
+    size_t total = n_path + n_alt;
+    uint32_t *ids = x_malloc(total * sizeof *ids);
+    for (size_t i = 0; i < total; i++)
+        ids[i] = (uint32_t)i + 1;
+    for (size_t i = total; i > 1; i--) {
+        size_t k = rnd((uint32_t)i);
+        uint32_t x = ids[i - 1];
+        ids[i - 1] = ids[k];
+        ids[k] = x;
+    }
+    for (size_t i = 0; i < n_path; i++) {
+        struct message *m = session_append(s, i % 2 ? ROLE_ASSISTANT : ROLE_USER, "p");
+        m->id = ids[i];
+        m->parent = i ? s->msgs[i - 1].id : 0;
+    }
+    for (size_t j = 0; j < n_alt; j++) {
+        struct message *m = session_alt_append(s);
+        m->role = ROLE_ASSISTANT;
+        m->content = x_strdup("b");
+        m->id = ids[n_path + j];
+        size_t under = rnd((uint32_t)(n_path + j + 1)); /* a message before it, or the root */
+        m->parent = under == 0 ? 0
+                    : under <= n_path ? s->msgs[under - 1].id
+                                      : s->alts[under - 1 - n_path].id;
+    }
+    free(ids);
+    return s;
+}
+
+static void test_against_oracles(void)
+{
+    int same_siblings = 0, same_verdict = 0, faults = 0, rounds = 400;
+    for (int round = 0; round < rounds; round++) {
+        struct session *s = random_tree(1 + rnd(30), rnd(30));
+        size_t total = s->n_msgs + s->n_alts;
+        /* the siblings of every path message, from the index and by a scan */
+        struct session_sibling_index *x = session_sibling_index_new(s);
+        bool same = true;
+        for (size_t i = 0; i <= s->n_msgs; i++) {
+            size_t k1, n1, k2, n2;
+            session_siblings(s, i, &k1, &n1);
+            session_siblings_indexed(x, s, i, &k2, &n2);
+            same = same && k1 == k2 && n1 == n2;
+        }
+        session_sibling_index_free(x);
+        same_siblings += same;
+        /* damage some: a duplicate id, a parent that is no message, a cycle */
+        if (round % 4 == 1 && total > 1) {
+            struct message *m = rnd(2) && s->n_alts ? &s->alts[rnd((uint32_t)s->n_alts)]
+                                                    : &s->msgs[rnd((uint32_t)s->n_msgs)];
+            m->id = s->msgs[rnd((uint32_t)s->n_msgs)].id;
+        } else if (round % 4 == 2 && s->n_alts) {
+            s->alts[rnd((uint32_t)s->n_alts)].parent = (uint32_t)total + 1 + rnd(5);
+        } else if (round % 4 == 3 && s->n_alts) {
+            struct message *a = &s->alts[rnd((uint32_t)s->n_alts)];
+            a->parent = s->alts[rnd((uint32_t)s->n_alts)].id; /* itself or another: maybe a loop */
+        }
+        struct session_tree_fault f1 = {0}, f2 = {0};
+        bool v1 = session_tree_valid(s, &f1), v2 = valid_oracle(s, &f2);
+        bool agree = v1 == v2 && (v1 || (f1.in_branches == f2.in_branches &&
+                                          f1.index == f2.index && strcmp(f1.what, f2.what) == 0));
+        if (!agree)
+            diag("round %d: %s [%s at %zu] vs the oracle's %s [%s at %zu]", round,
+                 v1 ? "valid" : "invalid", f1.what, f1.index, v2 ? "valid" : "invalid", f2.what,
+                 f2.index);
+        same_verdict += agree;
+        faults += !v2;
+        session_free(s);
+    }
+    ok(same_siblings == rounds, "siblings from the index == siblings by a scan, %d random trees",
+       rounds);
+    ok(same_verdict == rounds && faults > rounds / 4,
+       "the tree's checks agree with the pairwise oracle (verdict, place, reason): %d random "
+       "trees, %d of them damaged",
+       rounds, faults);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -323,5 +457,6 @@ int main(void)
     test_file_round_trip();
     test_damaged();
     test_json();
+    test_against_oracles();
     return done_testing();
 }
