@@ -67,6 +67,7 @@ void wk_do_set_draft(elm_worker *w)
     wk_draft_free(w);
     w->draft = m;
     w->draft_path = strdup(rq->path);
+    wk_enforce_budget(w, NULL); /* its weights count too */
     ev->type = ELM_EV_DONE;
     ev->reason = ELM_DONE_OK;
     wk_finish(w);
@@ -103,9 +104,15 @@ elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx)
     }
     sc->slot = slot;
     sc->logits_at = -1;
+    sc->bytes = wk_ctx_bytes(elm_model_get_info(w->draft), n_ctx);
     sc->next = w->draft_ctxs;
     w->draft_ctxs = sc;
-    return sc->ctx;
+    /* counted in the budget like the slot's own cache */
+    wk_enforce_budget(w, wk_slot_find(w->cur, slot));
+    for (struct slot_ctx *d = w->draft_ctxs; d; d = d->next)
+        if (d->slot == slot)
+            return d->ctx;
+    return NULL;
 }
 
 void wk_draft_free_slot(elm_worker *w, int slot)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "engine/worker/shared_state.h"
+#include "engine/worker/worker_testing.h"
 
 uint64_t wk_phys_half(void)
 {
@@ -19,7 +20,7 @@ uint64_t wk_phys_half(void)
     return (uint64_t)pages * (uint64_t)psize / 2;
 }
 
-static uint64_t ctx_bytes(const struct elm_model_info *info, int n_ctx)
+uint64_t wk_ctx_bytes(const struct elm_model_info *info, int n_ctx)
 {
     uint64_t per_tok = 0;
     for (int l = 0; l < info->n_layers && l < ELM_MAX_LAYERS; l++)
@@ -51,6 +52,7 @@ void wk_model_rec_free(struct model_rec *m)
     free(m);
 }
 
+/* Every model and cache, the draft's included. */
 static uint64_t total_bytes(const elm_worker *w)
 {
     uint64_t t = 0;
@@ -59,7 +61,27 @@ static uint64_t total_bytes(const elm_worker *w)
         for (const struct slot_ctx *sc = m->ctxs; sc; sc = sc->next)
             t += sc->bytes;
     }
+    if (w->draft)
+        t += elm_model_get_info(w->draft)->weight_bytes;
+    for (const struct slot_ctx *sc = w->draft_ctxs; sc; sc = sc->next)
+        t += sc->bytes;
     return t;
+}
+
+void elm_worker_test_resident(elm_worker *w, struct elm_worker_test_resident *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&w->mu); /* pairs with the final event's append */
+    for (const struct model_rec *m = w->models; m; m = m->next) {
+        out->n_models++;
+        for (const struct slot_ctx *sc = m->ctxs; sc; sc = sc->next)
+            out->n_caches++;
+    }
+    for (const struct slot_ctx *sc = w->draft_ctxs; sc; sc = sc->next)
+        out->n_draft_caches++;
+    out->draft_loaded = w->draft != NULL;
+    out->bytes = total_bytes(w);
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* CACHE_DROPPED for a cache of the current model that held tokens.  Like
@@ -85,8 +107,10 @@ static void emit_cache_dropped(elm_worker *w, const struct slot_ctx *sc)
 }
 
 /* Drop least recently used things until under the budget: first whole
- * models other than the current, then caches other than keep.  Only the
- * latter are reported: a model switch re-prefills every slot anyway. */
+ * models other than the current, then caches other than keep (a slot's
+ * draft cache goes with its cache: it only ever speeds that one up), then
+ * the draft caches of other slots.  Only dropped caches of the current
+ * model are reported: a model switch re-prefills every slot anyway. */
 void wk_enforce_budget(elm_worker *w, const struct slot_ctx *keep)
 {
     while (total_bytes(w) > w->budget) {
@@ -105,11 +129,20 @@ void wk_enforce_budget(elm_worker *w, const struct slot_ctx *keep)
             for (struct slot_ctx **ps = &w->cur->ctxs; *ps; ps = &(*ps)->next)
                 if (*ps != keep && (!sv || (*ps)->last_used < (*sv)->last_used))
                     sv = ps;
-        if (!sv)
-            return;
+        if (!sv) {
+            int keep_slot = keep ? keep->slot : -1;
+            struct slot_ctx *d = w->draft_ctxs;
+            while (d && d->slot == keep_slot)
+                d = d->next;
+            if (!d)
+                return;
+            wk_draft_free_slot(w, d->slot);
+            continue;
+        }
         struct slot_ctx *sc = *sv;
         *sv = sc->next;
         emit_cache_dropped(w, sc);
+        wk_draft_free_slot(w, sc->slot);
         wk_slot_ctx_free(sc);
     }
 }
@@ -148,7 +181,7 @@ elm_status wk_slot_get(elm_worker *w, int slot, struct slot_ctx **out, char *err
             wk_slot_ctx_free(sc);
             return st;
         }
-        sc->bytes = ctx_bytes(w->cur->info, elm_ctx_n_ctx(sc->ctx));
+        sc->bytes = wk_ctx_bytes(w->cur->info, elm_ctx_n_ctx(sc->ctx));
         sc->next = w->cur->ctxs;
         w->cur->ctxs = sc;
     }

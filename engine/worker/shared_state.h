@@ -142,6 +142,8 @@ void wk_set_text(struct elm_event *ev, const char *fmt, ...) __attribute__((form
 
 /* residency.c */
 void wk_enforce_budget(elm_worker *w, const struct slot_ctx *keep);
+/* A cache's bytes for the budget: its KV of n_ctx positions and logits. */
+uint64_t wk_ctx_bytes(const struct elm_model_info *info, int n_ctx);
 void wk_model_rec_free(struct model_rec *m);
 uint64_t wk_phys_half(void);
 void wk_slot_ctx_free(struct slot_ctx *sc);

@@ -17,4 +17,15 @@ void elm_worker_test_set_load_delay(elm_worker *w, int ms);
  * cancel); 0: as fast as possible.  Pacing for tests and demos. */
 void elm_worker_test_set_token_interval(elm_worker *w, int ms);
 
+/* What the worker keeps in memory: read it only while the worker is idle
+ * (after a request's final event, which orders the worker's writes before
+ * the caller's reads). */
+struct elm_worker_test_resident {
+    int n_models, n_caches; /* caches of every model */
+    int n_draft_caches;
+    bool draft_loaded;
+    uint64_t bytes; /* as the budget counts them */
+};
+void elm_worker_test_resident(elm_worker *w, struct elm_worker_test_resident *out);
+
 #endif

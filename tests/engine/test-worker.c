@@ -1069,6 +1069,53 @@ static void test_cache_dropped(void)
     ok(events == 0, "with the default budget nothing is dropped (%d CACHE_DROPPED)", events);
 }
 
+/* The draft (here model A drafting for itself) and its caches count in the
+ * budget: under one byte a slot's draft cache goes with the slot's cache;
+ * with room, each slot keeps both. */
+static void test_draft_budget(void)
+{
+    for (int tiny = 1; tiny >= 0; tiny--) {
+        char err[256];
+        elm_worker *w = new_worker(tiny ? 1 : 0, err, sizeof err);
+        struct evlog lg = {0};
+        int32_t *prompt = make_prompt(10, n_vocab_a, 3);
+        struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
+        bool ready = d && d->type == ELM_EV_MODEL_READY && d->info;
+        uint64_t weights = ready ? d->info->weight_bytes : 0;
+        d = wait_final(w, &lg, post_simple(w, ELM_REQ_SET_DRAFT, 0, 0, model_a), 60);
+        ready = ready && d && d->type == ELM_EV_DONE;
+        struct elm_worker_test_resident r0, r1, r2;
+        elm_worker_test_resident(w, &r0);
+        d = wait_final(w, &lg, post_gen(w, 0, prompt, 10, 6, ELM_GEN_SYNC, 0), 30);
+        bool drafted = d && d->type == ELM_EV_DONE && d->draft.passes > 0;
+        elm_worker_test_resident(w, &r1);
+        d = wait_final(w, &lg, post_gen(w, 1, prompt, 10, 6, ELM_GEN_SYNC, 0), 30);
+        drafted = drafted && d && d->type == ELM_EV_DONE && d->draft.passes > 0;
+        elm_worker_test_resident(w, &r2);
+        ok(ready && drafted, "%s budget: model A drafting for itself in slots 0 and 1",
+           tiny ? "a one-byte" : "the default");
+        /* the draft's weights count: as many bytes again as the model's */
+        ok(r0.draft_loaded && r0.n_models == 1 && r0.n_caches == 0 && r0.bytes == 2 * weights &&
+               r1.bytes > r0.bytes && r1.n_caches == 1 && r1.n_draft_caches == 1,
+           "%s budget: one model, the draft, then slot 0's cache and its draft cache (%llu, "
+           "then %llu bytes)",
+           tiny ? "a one-byte" : "the default", (unsigned long long)r0.bytes,
+           (unsigned long long)r1.bytes);
+        if (tiny)
+            ok(r2.n_caches == 1 && r2.n_draft_caches == 1 && r2.bytes == r1.bytes,
+               "one byte: slot 1 pushes out slot 0's cache and its draft cache together "
+               "(%d and %d kept, %llu bytes)",
+               r2.n_caches, r2.n_draft_caches, (unsigned long long)r2.bytes);
+        else
+            ok(r2.n_caches == 2 && r2.n_draft_caches == 2 && r2.bytes > r1.bytes,
+               "with room: both slots keep both caches (%d and %d, %llu bytes)", r2.n_caches,
+               r2.n_draft_caches, (unsigned long long)r2.bytes);
+        free(prompt);
+        log_free(&lg);
+        elm_worker_free(w);
+    }
+}
+
 /* The token-interval hook: tokens are spaced, the output is the same, and a
  * cancel (or shutdown) ends the wait at once. */
 static void test_pacing(void)
@@ -1252,6 +1299,7 @@ int main(void)
     test_load_cancel_points();
 #endif
     test_cache_dropped();
+    test_draft_budget();
     test_pacing();
     test_cancel_by_id();
     return done_testing();
