@@ -4,6 +4,7 @@
 #include "engine/inference/draft.h"
 
 #include <string.h>
+#include <time.h>
 
 
 static int32_t argmax(const float *v, int n)
@@ -15,9 +16,18 @@ static int32_t argmax(const float *v, int n)
     return best;
 }
 
-int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, int32_t *out,
-                      float *scratch)
+static double now_s(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, int32_t *out,
+                      float *scratch, double *catchup_s)
+{
+    double t0 = now_s();
+    *catchup_s = 0;
     int n_vocab = elm_model_get_info(elm_ctx_model(draft))->n_vocab;
     int room = elm_ctx_n_ctx(draft) - n_hist;
     if (max > room)
@@ -33,6 +43,7 @@ int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, 
     if (elm_ctx_truncate(draft, keep) != ELM_OK ||
         elm_decode(draft, hist + keep, n_hist - keep, scratch, 0) != ELM_OK)
         return 0;
+    *catchup_s = now_s() - t0;
     int k = 0;
     while (k < max) {
         out[k] = argmax(scratch, n_vocab);

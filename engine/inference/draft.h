@@ -14,9 +14,10 @@
 
 /* Up to max ids after hist[0..n_hist) by the draft's argmax, into out; the
  * draft's cache is brought to hist first.  scratch: n_vocab floats.  The
- * count (0 on any error: then simply no draft). */
+ * count (0 on any error: then simply no draft).  *catchup_s: the time
+ * bringing the cache to hist took (the rest went into its k - 1 steps). */
 int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, int32_t *out,
-                      float *scratch);
+                      float *scratch, double *catchup_s);
 /* Whether a model can draft for another: elm_model_can_draft (elm.h,
  * engine/model/vocab_match.c). */
 

@@ -24,6 +24,13 @@ struct elm_generate_params elm_generate_default_params(void)
     return p;
 }
 
+static bool keep_drafting; /* test hook (generate_testing.h) */
+
+void elm_generate_test_keep_drafting(bool on)
+{
+    keep_drafting = on;
+}
+
 static bool is_stop_id(const struct elm_generate_params *p, int32_t id)
 {
     for (int i = 0; i < p->n_stop_ids; i++)
@@ -85,12 +92,12 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     int k = 0;
     int room = n_ctx - base - 1;
     struct elm_lookup *lk = lookup;
-    double t0 = now_s();
+    double t0 = now_s(), draft_steps_s = -1;
     /* two plain steps first: what a token costs without drafts, the
      * break-even of both */
     bool calibrated = lookup->n_plain >= 2;
     bool want_lookup = p->lookup && !lookup->off && calibrated;
-    bool want_draft = p->draft && !drafting->off && calibrated;
+    bool want_draft = p->draft && (!drafting->off || keep_drafting) && calibrated;
     if (ps->rows && room > 0 && (want_lookup || want_draft)) {
         /* the sequence with id: the key of lookup, the prompt of the draft */
         int32_t *h = malloc(((size_t)base + 1) * sizeof *h);
@@ -106,7 +113,13 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
                 lk = drafting;
                 t0 = now_s(); /* the draft's own steps are part of the pass */
                 int max = drafting->k < room ? drafting->k : room;
-                k = elm_draft_propose(p->draft, h, base + 1, max, ps->ids + 1, scratch);
+                double catchup = 0;
+                k = elm_draft_propose(p->draft, h, base + 1, max, ps->ids + 1, scratch, &catchup);
+                draft_steps_s = now_s() - t0 - catchup;
+                /* the first catch-up is the new prompt, work of the turn's
+                 * (like the model's own prefill), not a cost per token */
+                if (drafting->n_passes == 0)
+                    t0 += catchup;
             }
             free(h);
         }
@@ -122,9 +135,12 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
         return st;
     }
     ps->ids[0] = id;
+    double tv = now_s();
     elm_status st = elm_decode(ctx, ps->ids, k + 1, ps->rows, ELM_DECODE_ALL_LOGITS);
     if (st != ELM_OK)
         return st;
+    if (draft_steps_s >= 0)
+        elm_lookup_draft_costs(lk, k, draft_steps_s, now_s() - tv);
     /* Each draft against the model's own sample there (a draft is a point
      * mass: keeping it when the sample equals it gives exactly the model's
      * distribution); the first miss is the next id. */
@@ -178,6 +194,12 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
     struct elm_lookup lk, dk;
     elm_lookup_init(&lk);
     elm_lookup_init(&dk);
+    /* A draft step must cost a fraction of the model's for drafts to pay:
+     * one half the model's size or more (the model itself) never does, and
+     * its catch-up on the prompt alone would cost a short reply time. */
+    if (p->draft && 2 * elm_model_get_info(elm_ctx_model(p->draft))->weight_bytes >
+                        info->weight_bytes)
+        dk.off = true;
     struct pass ps = {0};
     /* a script (test hook) is not sampled: nothing to verify */
     if ((p->lookup || p->draft) && !forced)

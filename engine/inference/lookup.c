@@ -47,6 +47,19 @@ int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int 
     return 0;
 }
 
+void elm_lookup_draft_costs(struct elm_lookup *lk, int k, double steps_s, double verify_s)
+{
+    if (k < 2 || lk->n_plain < 2 || lk->plain_s <= 0)
+        return;
+    /* best case: K drafted ids a pass (K draft steps), all kept, and the
+     * verify no dearer than this one's (it is, for more ids): K + 1 ids */
+    const int K = ELM_LOOKUP_K_MAX;
+    double step = steps_s / (k - 1);
+    double best = (K * step + verify_s) / (K + 1);
+    if (best > 0.9 * lk->plain_s)
+        lk->off = true;
+}
+
 struct elm_draft_stats elm_lookup_stats(const struct elm_lookup *lk)
 {
     return (struct elm_draft_stats){lk->n_passes, lk->n_drafted, lk->n_accepted, lk->off};

@@ -45,6 +45,12 @@ int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int 
  * in secs (accepted + 1 tokens came out of it). */
 void elm_lookup_plain(struct elm_lookup *lk, double secs);
 void elm_lookup_pass(struct elm_lookup *lk, int k, int accepted, double secs);
+/* A draft model's pass: its k - 1 steps after the catch-up took steps_s,
+ * verifying took verify_s.  A draft that could not beat plain steps even
+ * if every id of the longest drafts were accepted (one as slow as the
+ * model: a model drafting for itself, tiny models bound by per-token
+ * overhead) is stopped at once, before more passes lose time. */
+void elm_lookup_draft_costs(struct elm_lookup *lk, int k, double steps_s, double verify_s);
 /* What it did, as elm_generate_result says it. */
 struct elm_draft_stats elm_lookup_stats(const struct elm_lookup *lk);
 

@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #endif
 
+#include "engine/inference/generate_testing.h"
 #include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
@@ -205,6 +206,8 @@ elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, si
     w->budget = p.mem_budget ? p.mem_budget : wk_phys_half();
     atomic_init(&w->load_delay_ms, env_ms("ELM_WORKER_TEST_LOAD_DELAY_MS"));
     atomic_init(&w->token_interval_ms, env_ms("ELM_WORKER_TEST_TOKEN_INTERVAL_MS"));
+    /* a model drafting for itself keeps drafting (tests of the draft's path) */
+    elm_generate_test_keep_drafting(getenv("ELM_WORKER_TEST_KEEP_DRAFTING") != NULL);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
 

@@ -4,7 +4,10 @@
  * ELM_WORKER_TEST_LOAD_DELAY_MS and ELM_WORKER_TEST_TOKEN_INTERVAL_MS set
  * them for every worker (the tmux tests drive the real binary with them).
  * ELM_WORKER_TEST_REPLY_FILE makes every reply that file's text (tokenized;
- * request_generate.c): a known markdown reply for the UI tests. */
+ * request_generate.c): a known markdown reply for the UI tests.
+ * ELM_WORKER_TEST_KEEP_DRAFTING (set when a worker is made) keeps a draft
+ * model drafting whatever it costs (generate_testing.h): the tests draft a
+ * model with itself, which elm_generate would otherwise not use. */
 #ifndef ELMCHAT_ENGINE_WORKER_TESTING_H
 #define ELMCHAT_ENGINE_WORKER_TESTING_H
 

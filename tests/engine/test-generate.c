@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "engine/elm.h"
+#include "engine/inference/generate_testing.h"
+#include "engine/inference/lookup.h"
 #include "tests/lib/tap.h"
 
 enum { N_PROMPT = 9, N_GEN = 16 };
@@ -270,14 +272,18 @@ static void test_draft(elm_model *other, elm_model *foreign)
             b.held_ok = true;
             pb.user = &b;
             pb.draft = dc;
+            /* the cost rule would stop the self-draft after one pass: many
+             * passes are what this checks (the draft's cache following) */
+            elm_generate_test_keep_drafting(true);
             run(&pb, &b, 0, &rb, &st, &past_b);
+            elm_generate_test_keep_drafting(false);
             const char *who = d ? "another model drafting" : "the model drafting for itself";
             const char *how = sampled ? "sampled" : "greedy";
             ok(a.n_ids == N && b.n_ids == N && memcmp(a.ids, b.ids, N * sizeof *a.ids) == 0 &&
                    past_a == past_b,
                "%s, %s: the same %d ids and cache as without a draft", who, how, N);
             if (d == 0 && !sampled)
-                ok(rb.draft.passes > 0 && rb.draft.accepted == rb.draft.drafted,
+                ok(rb.draft.passes > 2 && rb.draft.accepted == rb.draft.drafted,
                    "%s, greedy: every drafted id accepted (%d in %d passes)", who,
                    rb.draft.accepted, rb.draft.passes);
             else
@@ -286,6 +292,47 @@ static void test_draft(elm_model *other, elm_model *foreign)
                      rb.draft.turned_off ? ", then off" : "");
             elm_ctx_free(dc);
         }
+}
+
+/* When drafting stops, on made-up timings (the rules, not this machine's
+ * clock): plain steps of 1 ms. */
+static void test_draft_rules(void)
+{
+    struct elm_lookup lk;
+    elm_lookup_init(&lk);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_plain(&lk, 1e-3);
+    /* a draft step as dear as the model's: even 12 of 12 accepted would
+     * not pay ((12 x 1 + 1.5) / 13 ms a token) */
+    elm_lookup_draft_costs(&lk, 4, 3e-3, 1.5e-3);
+    ok(lk.off, "a draft as slow as the model stops after one pass");
+    elm_lookup_init(&lk);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_plain(&lk, 1e-3);
+    /* a tenth of the model's cost: (12 x 0.1 + 1.3) / 13 = 0.19 ms at best */
+    elm_lookup_draft_costs(&lk, 4, 0.3e-3, 1.3e-3);
+    elm_lookup_pass(&lk, 4, 4, 1.6e-3);
+    ok(!lk.off && lk.k == 8, "a cheap draft goes on, its next draft longer (k %d)", lk.k);
+    /* nothing accepted for eight (cheap) passes: off whatever the clock says */
+    elm_lookup_init(&lk);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_plain(&lk, 1e-3);
+    for (int i = 0; i < 7; i++)
+        elm_lookup_pass(&lk, lk.k, 0, 0.1e-3);
+    bool on_at_7 = !lk.off;
+    elm_lookup_pass(&lk, lk.k, 0, 0.1e-3);
+    ok(on_at_7 && lk.off && lk.k == 1, "eight passes with nothing accepted stop it (k down to %d)",
+       lk.k);
+    /* passes dearer per token than plain steps: off after four */
+    elm_lookup_init(&lk);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_plain(&lk, 1e-3);
+    int passes = 0;
+    while (!lk.off && passes < 20) {
+        elm_lookup_pass(&lk, 4, 1, 2.5e-3); /* 2 tokens for 2.5 ms */
+        passes++;
+    }
+    ok(lk.off && passes == 4, "passes dearer than plain steps stop it after %d", passes);
 }
 
 /* Cumulative text length after each id of a plain run. */
@@ -473,6 +520,7 @@ int main(void)
         elm_model_load(dir_c, NULL, &foreign, err, sizeof err);
         test_draft(other, foreign);
     }
+    test_draft_rules();
     elm_model_free(other);
     elm_model_free(foreign);
     test_shared_tokenizer(dir);
