@@ -21,7 +21,12 @@
 
 #include "engine/elm.h"
 
-#define ELM_LOOKUP_K_MAX 12
+/* At most 11 tokens a verifying pass: up to there quantized weights go
+ * through the row kernels, whose sums for each token are decode's bits
+ * (the int8 GEMM from 12 tokens rounds differently, and a draft kept on
+ * other logits would make the reply differ); the k curves flatten long
+ * before anyway (bench --verify). */
+#define ELM_LOOKUP_K_MAX 10
 #define ELM_LOOKUP_NGRAM_MAX 3
 #define ELM_LOOKUP_NGRAM_MIN 2
 

@@ -63,9 +63,20 @@ void elm_quantize_act(const float *x, struct elm_qact *a);
 typedef void (*elm_qrows_fn)(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
                              float *y, long nrows, bool accumulate);
 
+/* The same for m tokens (1 <= m <= ELM_QROWS_MULTI_MAX) at once: token t's
+ * activations x[t], its outputs y + t * ldy.  Each weight is read once for
+ * all of them, and each token's sums are the one-token kernel's bits. */
+#define ELM_QROWS_MULTI_MAX 8
+typedef void (*elm_qrows_multi_fn)(const uint8_t *w, size_t ldw, int64_t cols,
+                                   const struct elm_qact *x, int m, float *y, long ldy,
+                                   long nrows, bool accumulate);
+
 /* The Q8_0 / Q4_0 kernels of a set (q8q4*.c); NULL for other types or
- * when this CPU cannot run the set. */
+ * when this CPU cannot run the set.  The several-token ones exist for
+ * AVX-512 VNNI only and rows of up to 16,384 weights (NULL: the one-token
+ * kernel per token). */
 elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, enum elm_isa isa);
+elm_qrows_multi_fn elm_q80_q40_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols);
 /* The same for Q4_K, Q5_K, Q6_K (kquant*.c). */
 elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa);
 

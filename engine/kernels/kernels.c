@@ -224,10 +224,20 @@ void elm_quant_round(const struct elm_matrix *w, const float *x, long ldx, int m
     }
 }
 
+static elm_qrows_multi_fn rows_multi_for(enum elm_dtype dtype, int64_t cols)
+{
+    switch (dtype) {
+    case ELM_DTYPE_Q8_0:
+    case ELM_DTYPE_Q4_0: return elm_q80_q40_rows_multi(dtype, elm_kernels_isa(), cols);
+    default: return NULL;
+    }
+}
+
 void elm_quant_rows_rounded(const struct elm_matrix *w, const struct elm_qact *qa, int m,
                             float *y, long ldy, int64_t r0, int64_t r1, bool accumulate)
 {
     elm_qrows_fn rows = rows_for(w->dtype);
+    elm_qrows_multi_fn multi = rows_multi_for(w->dtype, w->cols);
     size_t ldw = elm_row_size(w->dtype, w->cols);
     const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * ldw;
     long nrows = (long)(r1 - r0);
@@ -241,6 +251,13 @@ void elm_quant_rows_rounded(const struct elm_matrix *w, const struct elm_qact *q
     step = step < 1 ? 1 : step;
     for (long r = 0; r < nrows; r += step) {
         long n = nrows - r < step ? nrows - r : step;
+        if (multi) {
+            for (int t = 0; t < m; t += ELM_QROWS_MULTI_MAX)
+                multi(base + (size_t)r * ldw, ldw, w->cols, &qa[t],
+                      m - t < ELM_QROWS_MULTI_MAX ? m - t : ELM_QROWS_MULTI_MAX, y + t * ldy + r,
+                      ldy, n, accumulate);
+            continue;
+        }
         for (int t = 0; t < m; t++)
             rows(base + (size_t)r * ldw, ldw, w->cols, &qa[t], y + t * ldy + r, n, accumulate);
     }

@@ -422,6 +422,12 @@ static void test_rows(void)
     for (int k = 1; k < 4; k++)
         if (!ks[k].fn[0])
             diag("this CPU has no %s kernels", ks[k].name);
+    if (elm_cpu()->isa >= ELM_ISA_AVX512_VNNI)
+        ok(elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX512_VNNI, 4096) &&
+               !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX2, 4096),
+           "AVX-512 VNNI has a several-token Q8_0 kernel (the dispatch tests below use it)");
+    else
+        diag("no AVX-512 VNNI: the several-token kernels are not tested here");
     long checked[4] = {0};
     double worst[4] = {0};
     bool bad_split[4] = {false}, bad_same = false;
@@ -448,7 +454,8 @@ static void test_rows(void)
 /* ----------------------------------------------- elm_matmul_rows */
 
 /* The dispatch: each token's x rounded with the set's elm_quantize_act,
- * then the set's kernel; the same bits as calling those two.  Shapes reach
+ * then the set's one-token kernel; the same bits as calling those two
+ * (also where several tokens go through the several-token kernel).  Shapes reach
  * every path of elm_quant_fast_rows: tokens rounded together on the stack
  * (one row block, several), one at a time (more than 8), the heap (rows too
  * wide for the stack). */
@@ -493,6 +500,11 @@ static void test_dispatch(enum elm_isa set)
     dispatch_case(set, 23, 16384, 3); /* row blocks of 15 (Q8_0) and 28 (Q4_0) rows */
     dispatch_case(set, 7, 320, 9);
     dispatch_case(set, 5, 65536, 2);
+    /* every count of the several-token kernel (verifying drafts), an odd
+     * last block, and more tokens than it takes at once */
+    for (int m = 4; m <= 8; m++)
+        dispatch_case(set, 9, 1056, m);
+    dispatch_case(set, 37, 4128, 11);
 }
 
 int main(void)
