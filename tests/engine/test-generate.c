@@ -337,6 +337,51 @@ static void test_draft_rules(void)
     ok(lk.off && passes == 4, "passes dearer than plain steps stop it after %d", passes);
 }
 
+/* A pass of 2..11 ids (what verifies a draft of up to ELM_LOOKUP_K_MAX)
+ * gives each row the logits decoding the ids one at a time gives, to the
+ * bit: a draft is kept exactly when plain decoding would have produced it. */
+static void test_verify_bits(elm_model *m, const char *type)
+{
+    enum { MAX = ELM_LOOKUP_K_MAX + 1 };
+    int nv = elm_model_get_info(m)->n_vocab;
+    struct elm_ctx_params cp = elm_ctx_default_params();
+    cp.n_ctx = 128;
+    cp.n_threads = 1;
+    float *one = malloc((size_t)nv * MAX * sizeof *one), *all = malloc((size_t)nv * MAX * sizeof *all);
+    float *scratch = malloc((size_t)nv * sizeof *scratch);
+    int32_t ids[MAX];
+    for (int i = 0; i < MAX; i++)
+        ids[i] = 100 + 37 * i;
+    int worst_rows = 0, passes = 0;
+    for (int n = 2; n <= MAX; n++) {
+        char err[ELM_ERR_MAX];
+        elm_ctx *a = NULL, *b = NULL;
+        if (elm_ctx_new(m, &cp, &a, err, sizeof err) != ELM_OK ||
+            elm_ctx_new(m, &cp, &b, err, sizeof err) != ELM_OK)
+            bail_out("elm_ctx_new: %s", err);
+        elm_decode(a, prompt, N_PROMPT, scratch, 0);
+        elm_decode(b, prompt, N_PROMPT, scratch, 0);
+        for (int i = 0; i < n; i++)
+            elm_decode(a, &ids[i], 1, one + (size_t)i * nv, 0);
+        if (elm_decode(b, ids, n, all, ELM_DECODE_ALL_LOGITS) != ELM_OK)
+            bail_out("a batch of %d", n);
+        int differ = 0;
+        for (int i = 0; i < n; i++)
+            differ += memcmp(one + (size_t)i * nv, all + (size_t)i * nv, (size_t)nv * sizeof *one) != 0;
+        if (differ > worst_rows)
+            worst_rows = differ;
+        passes += differ == 0;
+        elm_ctx_free(a);
+        elm_ctx_free(b);
+    }
+    ok(passes == MAX - 1, "%s: passes of 2 to %d ids give every row decode's logits, bit for bit "
+                          "(%d of %d passes; at worst %d rows differ)",
+       type, MAX, passes, MAX - 1, worst_rows);
+    free(one);
+    free(all);
+    free(scratch);
+}
+
 /* Cumulative text length after each id of a plain run. */
 static void text_ends(const int32_t *ids, int n, size_t *ends)
 {
@@ -514,6 +559,17 @@ int main(void)
     test_stop_strings();
     test_other_reasons();
     test_lookup("f32");
+    test_verify_bits(model, "f32");
+    {
+        char dir16[4096];
+        elm_model *bf16 = NULL;
+        if (tap_gen_checkpoint("--preset default --dtype bf16", dir16, sizeof dir16, "bf16") &&
+            elm_model_load(dir16, NULL, &bf16, err, sizeof err) == ELM_OK)
+            test_verify_bits(bf16, "bf16");
+        else
+            ok(0, "a BF16 model: %s", err);
+        elm_model_free(bf16);
+    }
     /* Q8_0: the verifying passes' sums are decode's bits only on the row
      * kernels (up to 11 tokens; the int8 GEMM from 12 rounds otherwise) */
     {
@@ -526,6 +582,7 @@ int main(void)
             bail_out("a Q8_0 copy: %s", err);
         model = quant;
         test_lookup("q8_0");
+        test_verify_bits(quant, "q8_0");
         model = f32;
         elm_model_free(quant);
     }
