@@ -2,7 +2,8 @@
  *
  * The other branches are a flat array searched linearly by the commands
  * that act on one message (no index to keep consistent); what goes over
- * every message (the tree's rows, a transcript drawn whole) sorts once. */
+ * every message (the tree's rows, a transcript drawn whole) sorts every
+ * message by parent once (session_sibling_index). */
 #include "config.h"
 
 #include "src/session_tree.h"
@@ -33,68 +34,6 @@ void session_siblings(const struct session *s, size_t i, size_t *k, size_t *n)
         ++*n;
         *k += s->alts[j].id < id;
     }
-}
-
-struct session_sibling_index {
-    size_t n;
-    struct parent_id {
-        uint32_t parent, id;
-    } *alts; /* by parent, then id */
-};
-
-static int by_parent_then_id(const void *a, const void *b)
-{
-    const struct parent_id *x = a, *y = b;
-    if (x->parent != y->parent)
-        return (x->parent > y->parent) - (x->parent < y->parent);
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-struct session_sibling_index *session_sibling_index_new(const struct session *s)
-{
-    struct session_sibling_index *x = x_calloc(1, sizeof *x);
-    x->n = s->n_alts;
-    x->alts = x_malloc((x->n ? x->n : 1) * sizeof *x->alts);
-    for (size_t j = 0; j < x->n; j++)
-        x->alts[j] = (struct parent_id){s->alts[j].parent, s->alts[j].id};
-    qsort(x->alts, x->n, sizeof *x->alts, by_parent_then_id);
-    return x;
-}
-
-/* The first alternative at or after (parent, id). */
-static size_t lower_bound(const struct session_sibling_index *x, uint32_t parent, uint32_t id)
-{
-    size_t lo = 0, hi = x->n;
-    struct parent_id key = {parent, id};
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (by_parent_then_id(&x->alts[mid], &key) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-void session_siblings_indexed(const struct session_sibling_index *x, const struct session *s,
-                              size_t i, size_t *k, size_t *n)
-{
-    *k = *n = 0;
-    if (i >= s->n_msgs)
-        return;
-    uint32_t parent = parent_at(s, i);
-    size_t first = lower_bound(x, parent, 0), at = lower_bound(x, parent, s->msgs[i].id);
-    size_t end = parent == UINT32_MAX ? x->n : lower_bound(x, parent + 1, 0);
-    *k = 1 + (at - first);
-    *n = 1 + (end - first);
-}
-
-void session_sibling_index_free(struct session_sibling_index *x)
-{
-    if (!x)
-        return;
-    free(x->alts);
-    free(x);
 }
 
 size_t session_children_after_path(const struct session *s)
@@ -208,7 +147,7 @@ size_t session_branch(struct session *s, size_t i, size_t k)
     return session_select(s, want);
 }
 
-/* ----------------------------------------------------------------- rows */
+/* ------------------------------------------------ messages by parent */
 
 /* Messages by parent, then id: a node's children are one run of it. */
 static int by_parent_id(const void *a, const void *b)
@@ -220,19 +159,67 @@ static int by_parent_id(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-/* The first of all[0, n) whose parent is >= parent. */
-static size_t children_at(const struct message *const *all, size_t n, uint32_t parent)
+/* The first of all[0, n) at or after (parent, id). */
+static size_t lower_bound(const struct message *const *all, size_t n, uint32_t parent,
+                          uint32_t id)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (all[mid]->parent < parent)
+        size_t mid = lo + (hi - lo) / 2;
+        if (all[mid]->parent < parent || (all[mid]->parent == parent && all[mid]->id < id))
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
 }
+
+static size_t children_at(const struct message *const *all, size_t n, uint32_t parent)
+{
+    return lower_bound(all, n, parent, 0);
+}
+
+/* Every message, path and other branches, sorted by_parent_id. */
+struct session_sibling_index {
+    size_t n;
+    const struct message **all;
+};
+
+struct session_sibling_index *session_sibling_index_new(const struct session *s)
+{
+    struct session_sibling_index *x = x_calloc(1, sizeof *x);
+    x->n = s->n_msgs + s->n_alts;
+    x->all = x_malloc((x->n ? x->n : 1) * sizeof *x->all);
+    for (size_t i = 0; i < s->n_msgs; i++)
+        x->all[i] = &s->msgs[i];
+    for (size_t j = 0; j < s->n_alts; j++)
+        x->all[s->n_msgs + j] = &s->alts[j];
+    qsort(x->all, x->n, sizeof *x->all, by_parent_id);
+    return x;
+}
+
+void session_siblings_indexed(const struct session_sibling_index *x, const struct session *s,
+                              size_t i, size_t *k, size_t *n)
+{
+    *k = *n = 0;
+    if (i >= s->n_msgs)
+        return;
+    /* ids are below 2^31 (a file's limit), so parent + 1 does not wrap */
+    uint32_t parent = parent_at(s, i);
+    size_t first = children_at(x->all, x->n, parent);
+    *k = 1 + lower_bound(x->all, x->n, parent, s->msgs[i].id) - first;
+    *n = children_at(x->all, x->n, parent + 1) - first;
+}
+
+void session_sibling_index_free(struct session_sibling_index *x)
+{
+    if (!x)
+        return;
+    free(x->all);
+    free(x);
+}
+
+/* ----------------------------------------------------------------- rows */
 
 /* A run of siblings being listed: [start, end) of all, the next at. */
 struct run {
@@ -254,14 +241,10 @@ static struct run run_of(const struct message *const *all, size_t n, uint32_t pa
  * them up by scanning every message made the list quadratic). */
 struct session_tree_row *session_tree_rows(const struct session *s, size_t *n)
 {
-    size_t total = s->n_msgs + s->n_alts;
+    struct session_sibling_index *x = session_sibling_index_new(s);
+    size_t total = x->n;
+    const struct message *const *all = x->all;
     struct session_tree_row *rows = x_calloc(total ? total : 1, sizeof *rows);
-    const struct message **all = x_malloc((total ? total : 1) * sizeof *all);
-    for (size_t i = 0; i < s->n_msgs; i++)
-        all[i] = &s->msgs[i];
-    for (size_t j = 0; j < s->n_alts; j++)
-        all[s->n_msgs + j] = &s->alts[j];
-    qsort(all, total, sizeof *all, by_parent_id);
     struct run *stack = x_malloc((total + 1) * sizeof *stack);
     size_t top = 0;
     stack[top++] = run_of(all, total, 0, 0);
@@ -285,6 +268,6 @@ struct session_tree_row *session_tree_rows(const struct session *s, size_t *n)
             stack[top++] = kids;
     }
     free(stack);
-    free(all);
+    session_sibling_index_free(x);
     return rows;
 }

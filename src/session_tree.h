@@ -28,8 +28,9 @@
  * when it has none).  i out of range: 0 of 0. */
 void session_siblings(const struct session *s, size_t i, size_t *k, size_t *n);
 /* The same for every path message in turn (a transcript drawn whole)
- * without a scan of the other branches per message: an index of them by
- * parent, valid until the session changes. */
+ * without a scan of the other branches per message: every message sorted
+ * by parent and id (the index session_tree_rows walks too), valid until
+ * the session changes. */
 struct session_sibling_index;
 struct session_sibling_index *session_sibling_index_new(const struct session *s);
 void session_siblings_indexed(const struct session_sibling_index *x, const struct session *s,
