@@ -170,10 +170,6 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     ps->q[ps->n_q++] = (struct queued){next, false, 0, 0};
     memcpy(logits, ps->rows + (size_t)accepted * (size_t)n_vocab, (size_t)n_vocab * sizeof *logits);
     elm_lookup_pass(lk, k, accepted, now_s() - t0);
-    /* a draft model's passes cost its steps too: two in a row with nothing
-     * kept (a model that does not know this text) stop it at once */
-    if (lk == drafting && lk->n_passes >= 2 && lk->n_accepted == 0)
-        lk->off = true;
     return ELM_OK;
 }
 
@@ -197,8 +193,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
     struct holdback held = {0};
     struct elm_lookup lk, dk;
     elm_lookup_init(&lk);
-    elm_lookup_init(&dk);
-    dk.k = 2; /* a draft model's first guesses cost steps: short, doubling when kept */
+    elm_lookup_init_model(&dk);
     /* A draft step must cost a fraction of the model's for drafts to pay:
      * one half the model's size or more (the model itself) never does, and
      * its catch-up on the prompt alone would cost a short reply time. */

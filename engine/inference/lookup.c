@@ -11,6 +11,13 @@ void elm_lookup_init(struct elm_lookup *lk)
     lk->k = 4;
 }
 
+void elm_lookup_init_model(struct elm_lookup *lk)
+{
+    elm_lookup_init(lk);
+    lk->k = 2;
+    lk->model = true;
+}
+
 /* The latest i < n_src - n with src[i..i+n) == key: what follows it. */
 static int find(const int32_t *src, int n_src, const int32_t *key, int n, bool self, int max,
                 int32_t *out)
@@ -88,7 +95,10 @@ void elm_lookup_pass(struct elm_lookup *lk, int k, int accepted, double secs)
      * step (judged once both have a few samples). */
     if (lk->n_plain >= 2 && lk->n_passes >= 4 && lk->pass_s > lk->plain_s)
         lk->off = true;
-    /* and with nothing accepted at all after a while, whatever the clocks say */
+    /* and with nothing accepted at all after a while, whatever the clocks say
+     * (a draft model: after two passes) */
     if (lk->n_passes >= 8 && lk->n_accepted * 8 < lk->n_drafted)
+        lk->off = true;
+    if (lk->model && lk->n_passes >= 2 && lk->n_accepted == 0)
         lk->off = true;
 }

@@ -39,9 +39,14 @@ struct elm_lookup {
     int n_pass_tokens;
     /* what the reply's drafts did */
     int n_passes, n_drafted, n_accepted;
+    bool model;            /* a draft model's: its guesses cost steps of their own */
 };
 
 void elm_lookup_init(struct elm_lookup *lk);
+/* For a draft model: drafts of 2 first (doubling while kept), and two
+ * passes in a row with nothing kept stop it (a model that does not know
+ * this text). */
+void elm_lookup_init_model(struct elm_lookup *lk);
 /* Up to max ids after the latest earlier occurrence of the last n tokens of
  * hist[0..n_hist) (extra first) into out; their count (0: no match). */
 int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int n_extra, int max,

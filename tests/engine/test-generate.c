@@ -335,6 +335,16 @@ static void test_draft_rules(void)
         passes++;
     }
     ok(lk.off && passes == 4, "passes dearer than plain steps stop it after %d", passes);
+    /* a draft model: drafts of 2 first, off after two (cheap) passes with nothing kept */
+    elm_lookup_init_model(&lk);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_plain(&lk, 1e-3);
+    int first_k = lk.k;
+    elm_lookup_pass(&lk, lk.k, 0, 0.1e-3);
+    bool on_at_1 = !lk.off;
+    elm_lookup_pass(&lk, lk.k, 0, 0.1e-3);
+    ok(first_k == 2 && on_at_1 && lk.off,
+       "a draft model starts at k = %d and stops after two passes with nothing kept", first_k);
 }
 
 /* A pass of 2..11 ids (what verifies a draft of up to ELM_LOOKUP_K_MAX)
