@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli/bench_chat.h"
+#include "cli/bench_spec.h"
 #include "cli/option_loop.h"
 #include "engine/elm_bench.h"
 #include "cli/commands.h"
@@ -29,6 +30,8 @@ static void help(void)
     printf("Usage: elmchat bench [-m MODEL] [-p N] [-n N] [-t THREADS] [-r REPS] [--json]\n"
            "                     [--profile] [--no-bandwidth] [--no-blis] [--exact] [--retry]\n"
            "                     [--verify] [--draft MODEL]\n"
+           "       elmchat bench --spec FILE [options]  chat prompts with drafts (add --help)\n"
+           "       elmchat bench --chat [options]       a conversation's turns (add --help)\n"
            "Measure prompt processing (ppN: one batch of N tokens) and text generation\n"
            "(tgN: N decode steps of one token each, from an empty cache) in tokens per\n"
            "second, as llama-bench does.  Each test runs once to warm up, then REPS times.\n"
@@ -643,9 +646,12 @@ static void profile_table(const struct result *res, int n)
 
 int cmd_bench(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) /* `bench --chat`: cli/bench_chat.c */
+    for (int i = 1; i < argc; i++) { /* `bench --chat`, `bench --spec FILE`: their own files */
         if (strcmp(argv[i], "--chat") == 0)
             return bench_chat_main(argc, argv);
+        if (strcmp(argv[i], "--spec") == 0 || strncmp(argv[i], "--spec=", 7) == 0)
+            return bench_spec_main(argc, argv);
+    }
     enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW, OPT_NO_BLIS, OPT_PROFILE, OPT_BENCH_EXACT,
            OPT_RETRY, OPT_VERIFY, OPT_DRAFT_MODEL };
     static const struct option opts[] = {

@@ -17,7 +17,8 @@ cli_libcli_a_SOURCES = \
 	cli/cmd_logits.c \
 	cli/cmd_generate.c \
 	cli/cmd_bench.c \
-	cli/bench_chat.c cli/bench_chat.h
+	cli/bench_chat.c cli/bench_chat.h \
+	cli/bench_spec.c cli/bench_spec.h
 
 bin_PROGRAMS += elmchat
 elmchat_SOURCES = cli/main.c

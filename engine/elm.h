@@ -227,6 +227,11 @@ void elm_sampler_free(elm_sampler *sampler);
 /* logits is modified in place.  history: the tokens the penalty applies to. */
 int32_t elm_sampler_sample(elm_sampler *sampler, float *logits, int n_vocab,
                            const int32_t *history, int n_history);
+/* The id greedy decoding would pick (the penalty applied in place, then the
+ * largest logit), whatever the temperature and without drawing a random
+ * number: a draft model's best guess of what this sampler samples. */
+int32_t elm_sampler_greedy(elm_sampler *sampler, float *logits, int n_vocab,
+                           const int32_t *history, int n_history);
 
 /* ------------------------------------------------------------- generation */
 
@@ -277,6 +282,11 @@ struct elm_generate_params {
      * follows the sequence by itself.  Adaptive like lookup, and off for the
      * reply when it does not pay. */
     elm_ctx *draft;
+    /* 0: draft lengths adapt, and drafts stop when they do not pay.  1 to
+     * ELM_DRAFT_MAX: every draft is that long (where its source has that
+     * many ids) and nothing stops them: what bench --spec -k measures the
+     * acceptance profile and a fixed k's speed with. */
+    int draft_k;
 };
 struct elm_generate_params elm_generate_default_params(void);
 
@@ -288,11 +298,23 @@ struct elm_draft_stats {
     bool turned_off; /* stopped for the rest of the reply (it did not pay) */
 };
 
+/* The longest draft one pass verifies (passes of at most 11 ids). */
+#define ELM_DRAFT_MAX 10
+
+/* Where drafts fail: reached[i], the passes that checked a draft's id
+ * i + 1 (every id before it kept); kept[i], those that kept it too.
+ * kept[i] / reached[i] is the acceptance at that depth. */
+struct elm_draft_profile {
+    int reached[ELM_DRAFT_MAX];
+    int kept[ELM_DRAFT_MAX];
+};
+
 struct elm_generate_result {
     enum elm_stop_reason reason;
     int n_generated; /* ids sampled (and reported) */
     const char *stop_string; /* ELM_STOP_STRING: which (one of stop_strings) */
     struct elm_draft_stats lookup, draft;
+    struct elm_draft_profile lookup_profile, draft_profile;
 };
 
 /* Generate after the cache's last token.  logits: its next-token logits

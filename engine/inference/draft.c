@@ -7,15 +7,6 @@
 #include <time.h>
 
 
-static int32_t argmax(const float *v, int n)
-{
-    int32_t best = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[best])
-            best = i;
-    return best;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -23,8 +14,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, int32_t *out,
-                      float *scratch, double *catchup_s)
+int elm_draft_propose(elm_ctx *draft, elm_sampler *smp, int32_t *hist, int n_hist, int max,
+                      int32_t *out, float *scratch, double *catchup_s)
 {
     double t0 = now_s();
     *catchup_s = 0;
@@ -46,7 +37,12 @@ int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, 
     *catchup_s = now_s() - t0;
     int k = 0;
     while (k < max) {
-        out[k] = argmax(scratch, n_vocab);
+        /* the target's penalty over the same history: its pick, if the
+         * draft's logits were its */
+        int32_t id = elm_sampler_greedy(smp, scratch, n_vocab, hist, n_hist + k);
+        if (id < 0)
+            break;
+        out[k] = hist[n_hist + k] = id;
         if (++k == max || elm_decode(draft, &out[k - 1], 1, scratch, 0) != ELM_OK)
             break;
     }

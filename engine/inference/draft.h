@@ -12,12 +12,15 @@
 
 #include "engine/elm.h"
 
-/* Up to max ids after hist[0..n_hist) by the draft's argmax, into out; the
- * draft's cache is brought to hist first.  scratch: n_vocab floats.  The
- * count (0 on any error: then simply no draft).  *catchup_s: the time
- * bringing the cache to hist took (the rest went into its k - 1 steps). */
-int elm_draft_propose(elm_ctx *draft, const int32_t *hist, int n_hist, int max, int32_t *out,
-                      float *scratch, double *catchup_s);
+/* Up to max ids after hist[0..n_hist) into out, each the one the target's
+ * sampler smp would pick greedily (its repetition penalty over the
+ * sequence and the ids drafted before) from the draft's logits; hist has
+ * room for max more ids (they are appended there too), and the draft's
+ * cache is brought to hist first.  scratch: n_vocab floats.  The count (0
+ * on any error: then simply no draft).  *catchup_s: the time bringing the
+ * cache to hist took (the rest went into its k - 1 steps). */
+int elm_draft_propose(elm_ctx *draft, elm_sampler *smp, int32_t *hist, int n_hist, int max,
+                      int32_t *out, float *scratch, double *catchup_s);
 /* Whether a model can draft for another: elm_model_can_draft (elm.h,
  * engine/model/vocab_match.c). */
 

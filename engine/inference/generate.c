@@ -100,7 +100,8 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     bool want_draft = p->draft && (!drafting->off || keep_drafting) && calibrated;
     if (ps->rows && room > 0 && (want_lookup || want_draft)) {
         /* the sequence with id: the key of lookup, the prompt of the draft */
-        int32_t *h = malloc(((size_t)base + 1) * sizeof *h);
+        /* room for a draft model's ids after it (draft.h) */
+        int32_t *h = malloc(((size_t)base + 1 + ELM_LOOKUP_K_MAX) * sizeof *h);
         if (h) {
             memcpy(h, elm_ctx_tokens(ctx), (size_t)base * sizeof *h);
             h[base] = id;
@@ -114,7 +115,8 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
                 t0 = now_s(); /* the draft's own steps are part of the pass */
                 int max = drafting->k < room ? drafting->k : room;
                 double catchup = 0;
-                k = elm_draft_propose(p->draft, h, base + 1, max, ps->ids + 1, scratch, &catchup);
+                k = elm_draft_propose(p->draft, smp, h, base + 1, max, ps->ids + 1, scratch,
+                                      &catchup);
                 draft_steps_s = now_s() - t0 - catchup;
                 /* the first catch-up is the new prompt, work of the turn's
                  * (like the model's own prefill), not a cost per token */
@@ -181,6 +183,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
 {
     *res = (struct elm_generate_result){.reason = ELM_STOP_LENGTH};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
+        p->draft_k < 0 || p->draft_k > ELM_DRAFT_MAX ||
         (p->n_stop_strings > 0 && (!p->stop_strings || !p->tokenizer))) {
         res->reason = ELM_STOP_ERROR;
         return elm_set_error(err, err_size, ELM_E_INVALID, "bad generation parameters");
@@ -200,6 +203,10 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
     if (p->draft && 2 * elm_model_get_info(elm_ctx_model(p->draft))->weight_bytes >
                         info->weight_bytes)
         dk.off = true;
+    if (p->draft_k > 0) {
+        elm_lookup_fix(&lk, p->draft_k);
+        elm_lookup_fix(&dk, p->draft_k);
+    }
     struct pass ps = {0};
     /* a script (test hook) is not sampled: nothing to verify */
     if ((p->lookup || p->draft) && !forced)
@@ -324,6 +331,8 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
 out:
     res->lookup = elm_lookup_stats(&lk);
     res->draft = elm_lookup_stats(&dk);
+    res->lookup_profile = lk.profile;
+    res->draft_profile = dk.profile;
     free(ps.rows);
     free(held.buf);
     free(scratch);

@@ -18,6 +18,13 @@ void elm_lookup_init_model(struct elm_lookup *lk)
     lk->model = true;
 }
 
+void elm_lookup_fix(struct elm_lookup *lk, int k)
+{
+    lk->k = k;
+    lk->fixed = true;
+    lk->off = false;
+}
+
 /* The latest i < n_src - n with src[i..i+n) == key: what follows it. */
 static int find(const int32_t *src, int n_src, const int32_t *key, int n, bool self, int max,
                 int32_t *out)
@@ -56,7 +63,7 @@ int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int 
 
 void elm_lookup_draft_costs(struct elm_lookup *lk, int k, double steps_s, double verify_s)
 {
-    if (k < 2 || lk->n_plain < 2 || lk->plain_s <= 0)
+    if (lk->fixed || k < 2 || lk->n_plain < 2 || lk->plain_s <= 0)
         return;
     /* best case: K drafted ids a pass (K draft steps), all kept, and the
      * verify no dearer than this one's (it is, for more ids): K + 1 ids */
@@ -86,6 +93,12 @@ void elm_lookup_pass(struct elm_lookup *lk, int k, int accepted, double secs)
     int tokens = accepted + 1;
     lk->pass_s = (lk->pass_s * lk->n_pass_tokens + secs) / (lk->n_pass_tokens + tokens);
     lk->n_pass_tokens += tokens;
+    for (int i = 0; i < k && i <= accepted; i++) {
+        lk->profile.reached[i]++;
+        lk->profile.kept[i] += i < accepted;
+    }
+    if (lk->fixed)
+        return;
     /* whole drafts: try longer ones; none kept: shorter */
     if (accepted == k && lk->k < ELM_LOOKUP_K_MAX)
         lk->k = lk->k * 2 > ELM_LOOKUP_K_MAX ? ELM_LOOKUP_K_MAX : lk->k * 2;

@@ -26,7 +26,7 @@
  * (the int8 GEMM from 12 tokens rounds differently, and a draft kept on
  * other logits would make the reply differ); the k curves flatten long
  * before anyway (bench --verify). */
-#define ELM_LOOKUP_K_MAX 10
+#define ELM_LOOKUP_K_MAX ELM_DRAFT_MAX
 #define ELM_LOOKUP_NGRAM_MAX 3
 #define ELM_LOOKUP_NGRAM_MIN 2
 
@@ -40,6 +40,8 @@ struct elm_lookup {
     /* what the reply's drafts did */
     int n_passes, n_drafted, n_accepted;
     bool model;            /* a draft model's: its guesses cost steps of their own */
+    bool fixed;            /* k never changes and drafting never stops */
+    struct elm_draft_profile profile;
 };
 
 void elm_lookup_init(struct elm_lookup *lk);
@@ -47,6 +49,8 @@ void elm_lookup_init(struct elm_lookup *lk);
  * passes in a row with nothing kept stop it (a model that does not know
  * this text). */
 void elm_lookup_init_model(struct elm_lookup *lk);
+/* Drafts of k ids every pass, never stopped (elm_generate_params.draft_k). */
+void elm_lookup_fix(struct elm_lookup *lk, int k);
 /* Up to max ids after the latest earlier occurrence of the last n tokens of
  * hist[0..n_hist) (extra first) into out; their count (0: no match). */
 int elm_lookup_draft(const int32_t *hist, int n_hist, const int32_t *extra, int n_extra, int max,

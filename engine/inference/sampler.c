@@ -159,22 +159,36 @@ static int keep_top(struct cand *c, int n, int k)
     return k;
 }
 
+static bool reserve(elm_sampler *s, int n_vocab)
+{
+    if (n_vocab <= s->cap)
+        return true;
+    struct cand *c = realloc(s->cands, (size_t)n_vocab * sizeof *c);
+    if (c)
+        s->cands = c;
+    unsigned char *seen = realloc(s->seen, (size_t)n_vocab);
+    if (seen)
+        s->seen = seen;
+    if (!c || !seen)
+        return false;
+    s->cap = n_vocab;
+    return true;
+}
+
+int32_t elm_sampler_greedy(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
+                           int n_history)
+{
+    if (!s || !logits || n_vocab <= 0 || !reserve(s, n_vocab))
+        return -1;
+    penalize(s, logits, n_vocab, history, n_history);
+    return argmax(logits, n_vocab);
+}
+
 int32_t elm_sampler_sample(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
                            int n_history)
 {
-    if (!s || !logits || n_vocab <= 0)
+    if (!s || !logits || n_vocab <= 0 || !reserve(s, n_vocab))
         return -1;
-    if (n_vocab > s->cap) {
-        struct cand *c = realloc(s->cands, (size_t)n_vocab * sizeof *c);
-        if (c)
-            s->cands = c;
-        unsigned char *seen = realloc(s->seen, (size_t)n_vocab);
-        if (seen)
-            s->seen = seen;
-        if (!c || !seen)
-            return -1;
-        s->cap = n_vocab;
-    }
     penalize(s, logits, n_vocab, history, n_history);
     if (!(s->p.temperature > 0.0f))
         return argmax(logits, n_vocab);

@@ -15,6 +15,12 @@ TESTS += tests/cli/test-tokenize.sh
 dist_check_SCRIPTS += tests/cli/test-bench-chat.sh
 TESTS += tests/cli/test-bench-chat.sh
 
+# bench --spec: chat prompts with and without drafts on the shipped small
+# model: identical replies, a self-draft's acceptance, the profile, bad files.
+dist_check_SCRIPTS += tests/cli/test-bench-spec.sh
+TESTS += tests/cli/test-bench-spec.sh
+EXTRA_DIST += tests/data/chat-prompts.txt
+
 # The models elmchat ships answer the golden prompts (tests/data/guide/,
 # tools/demo-model/goldens.py); the default model is the small one.
 dist_check_SCRIPTS += tests/cli/test-guide-models.sh

@@ -292,6 +292,51 @@ static void test_draft(elm_model *other, elm_model *foreign)
                 diag("%s, %s: %d of %d drafted ids accepted in %d passes%s", who, how,
                      rb.draft.accepted, rb.draft.drafted, rb.draft.passes,
                      rb.draft.turned_off ? ", then off" : "");
+            if (d == 0 && !sampled) {
+                /* with a repetition penalty the draft picks as the target's
+                 * sampler does (draft.h): a self-draft keeps everything */
+                struct elm_generate_params pp = pa;
+                pp.sampler.repeat_penalty = 1.5f;
+                pp.sampler.repeat_last_n = 64;
+                memset(&a, 0, sizeof a);
+                a.stop_after = -1;
+                a.held_ok = true;
+                run(&pp, &a, 0, &ra, &st, &past_a);
+                memset(sb, 0, sizeof *sb);
+                b.stop_after = -1;
+                b.held_ok = true;
+                struct elm_generate_params pq = pp;
+                pq.user = &b;
+                pq.draft = dc;
+                pq.draft_k = 4;
+                run(&pq, &b, 0, &rb, &st, &past_b);
+                ok(b.n_ids == N && memcmp(a.ids, b.ids, N * sizeof *a.ids) == 0 &&
+                       rb.draft.passes > 4 && rb.draft.accepted == rb.draft.drafted,
+                   "%s, repetition penalty 1.5: the same ids, every drafted id kept (%d of %d in "
+                   "%d passes)", who, rb.draft.accepted, rb.draft.drafted, rb.draft.passes);
+            }
+            if (d == 1 && !sampled) {
+                /* fixed drafts of 3 (bench --spec -k 3): the same ids, every
+                 * pass 3 drafted ids, the profile adding up to the totals */
+                memset(sb, 0, sizeof *sb);
+                b.stop_after = -1;
+                b.held_ok = true;
+                pb.draft_k = 3;
+                elm_ctx_truncate(dc, 0);
+                run(&pb, &b, 0, &rb, &st, &past_b);
+                const struct elm_draft_profile *pr = &rb.draft_profile;
+                int kept = 0;
+                for (int i = 0; i < ELM_DRAFT_MAX; i++)
+                    kept += pr->kept[i];
+                ok(b.n_ids == N && memcmp(a.ids, b.ids, N * sizeof *a.ids) == 0 &&
+                       past_a == past_b && !rb.draft.turned_off && rb.draft.passes > 4 &&
+                       rb.draft.drafted == 3 * rb.draft.passes &&
+                       pr->reached[0] == rb.draft.passes && pr->reached[3] == 0 &&
+                       kept == rb.draft.accepted,
+                   "%s, drafts of 3: the same ids, %d passes of 3 never stopped, the profile "
+                   "adds up (%d/%d %d/%d %d/%d kept)", who, rb.draft.passes, pr->kept[0],
+                   pr->reached[0], pr->kept[1], pr->reached[1], pr->kept[2], pr->reached[2]);
+            }
             elm_ctx_free(dc);
         }
 }
@@ -345,6 +390,25 @@ static void test_draft_rules(void)
     elm_lookup_pass(&lk, lk.k, 0, 0.1e-3);
     ok(first_k == 2 && on_at_1 && lk.off,
        "a draft model starts at k = %d and stops after two passes with nothing kept", first_k);
+    /* a fixed k (bench --spec -k): neither the clocks nor misses change it */
+    elm_lookup_init_model(&lk);
+    elm_lookup_fix(&lk, 3);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_plain(&lk, 1e-3);
+    elm_lookup_draft_costs(&lk, 3, 3e-3, 5e-3);
+    for (int i = 0; i < 10; i++)
+        elm_lookup_pass(&lk, 3, 0, 9e-3);
+    elm_lookup_pass(&lk, 3, 3, 1e-3);
+    elm_lookup_pass(&lk, 2, 1, 1e-3); /* a source with two ids left */
+    ok(!lk.off && lk.k == 3, "a fixed k stays %d and on after dear passes with nothing kept",
+       lk.k);
+    /* the profile: depth 1 checked by all 12 passes, kept by 2; depth 2
+     * reached by those 2, kept by 1 (the whole draft); depth 3 by 1 */
+    struct elm_draft_profile pr = lk.profile;
+    ok(pr.reached[0] == 12 && pr.kept[0] == 2 && pr.reached[1] == 2 && pr.kept[1] == 1 &&
+           pr.reached[2] == 1 && pr.kept[2] == 1 && pr.reached[3] == 0,
+       "the profile counts each depth reached and kept: %d/%d %d/%d %d/%d %d", pr.kept[0],
+       pr.reached[0], pr.kept[1], pr.reached[1], pr.kept[2], pr.reached[2], pr.reached[3]);
 }
 
 /* A pass of 2..11 ids (what verifies a draft of up to ELM_LOOKUP_K_MAX)

@@ -296,6 +296,13 @@ int32_t elm_sampler_sample(elm_sampler *s, float *logits, int n_vocab, const int
         s->rng ^= s->rng << 17;
         return 3 + (int32_t)(s->rng % (uint64_t)(n_vocab - 3));
     }
+    return elm_sampler_greedy(s, logits, n_vocab, history, n_history);
+}
+
+int32_t elm_sampler_greedy(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
+                           int n_history)
+{
+    (void)s, (void)history, (void)n_history;
     int best = 0;
     for (int j = 1; j < n_vocab; j++)
         if (logits[j] > logits[best])
