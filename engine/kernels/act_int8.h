@@ -77,7 +77,9 @@ typedef void (*elm_qrows_multi_fn)(const uint8_t *w, size_t ldw, int64_t cols,
  * kernel per token). */
 elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, enum elm_isa isa);
 elm_qrows_multi_fn elm_q80_q40_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols);
-/* The same for Q4_K, Q5_K, Q6_K (kquant*.c). */
+/* The same for Q4_K, Q5_K, Q6_K (kquant*.c); several tokens: AVX-512
+ * (with VNNI or not) and rows of up to 16,384 weights. */
 elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa);
+elm_qrows_multi_fn elm_kquant_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols);
 
 #endif

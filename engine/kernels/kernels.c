@@ -229,6 +229,9 @@ static elm_qrows_multi_fn rows_multi_for(enum elm_dtype dtype, int64_t cols)
     switch (dtype) {
     case ELM_DTYPE_Q8_0:
     case ELM_DTYPE_Q4_0: return elm_q80_q40_rows_multi(dtype, elm_kernels_isa(), cols);
+    case ELM_DTYPE_Q4_K:
+    case ELM_DTYPE_Q5_K:
+    case ELM_DTYPE_Q6_K: return elm_kquant_rows_multi(dtype, elm_kernels_isa(), cols);
     default: return NULL;
     }
 }

@@ -238,3 +238,16 @@ elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
     default: return NULL;
     }
 }
+
+elm_qrows_multi_fn elm_kquant_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols)
+{
+    if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) ||
+        isa > elm_cpu()->isa)
+        return NULL;
+#ifdef ELM_KQUANT_X86
+    if (isa == ELM_ISA_AVX512 || isa == ELM_ISA_AVX512_VNNI)
+        return elm_kquant_rows_multi_avx512(dtype, isa == ELM_ISA_AVX512_VNNI, cols);
+#endif
+    (void)cols;
+    return NULL;
+}

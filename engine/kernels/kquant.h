@@ -32,6 +32,8 @@
  * alone (kquant_avx512.c; the same bits, and the tests run both). */
 elm_qrows_fn elm_kquant_rows_avx2(enum elm_dtype dtype);
 elm_qrows_fn elm_kquant_rows_avx512(enum elm_dtype dtype, bool vnni);
+/* Their several-token versions (rows of at most 16,384 weights, else NULL). */
+elm_qrows_multi_fn elm_kquant_rows_multi_avx512(enum elm_dtype dtype, bool vnni, int64_t cols);
 #endif
 
 #endif

@@ -74,4 +74,16 @@ elm_qrows_fn elm_kquant_rows_avx512(enum elm_dtype dtype, bool vnni)
     }
 }
 
+elm_qrows_multi_fn elm_kquant_rows_multi_avx512(enum elm_dtype dtype, bool vnni, int64_t cols)
+{
+    if (cols > KQ_STACK_COLS)
+        return NULL; /* the activations' layout lives on the stack */
+    switch (dtype) {
+    case ELM_DTYPE_Q4_K: return vnni ? multi_q4_k_avx512vnni : multi_q4_k_avx512bw;
+    case ELM_DTYPE_Q5_K: return vnni ? multi_q5_k_avx512vnni : multi_q5_k_avx512bw;
+    case ELM_DTYPE_Q6_K: return vnni ? multi_q6_k_avx512vnni : multi_q6_k_avx512bw;
+    default: return NULL;
+    }
+}
+
 #endif

@@ -644,19 +644,24 @@ int main(void)
             ok(0, "a BF16 model: %s", err);
         elm_model_free(bf16);
     }
-    /* Q8_0: the verifying passes' sums are decode's bits only on the row
-     * kernels (up to 11 tokens; the int8 GEMM from 12 rounds otherwise) */
-    {
-        char q8[4096];
-        snprintf(q8, sizeof q8, "%s/default-q8_0.gguf", tap_tmpdir());
+    /* Quantized: the verifying passes' sums are decode's bits only on the
+     * row kernels (up to 11 tokens; the int8 GEMM from 12 rounds otherwise);
+     * Q8_0 and Q4_K have several-token row kernels of their own */
+    static const enum elm_dtype quants[] = {ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_K};
+    for (size_t qi = 0; qi < sizeof quants / sizeof quants[0]; qi++) {
+        const char *name = elm_dtype_name(quants[qi]);
+        char qpath[4096];
+        snprintf(qpath, sizeof qpath, "%s/default-%s.gguf", tap_tmpdir(), name);
         struct elm_quantize_params qp = elm_quantize_default_params();
+        qp.type = quants[qi];
         elm_model *f32 = model, *quant = NULL;
-        if (elm_quantize(dir, q8, &qp, err, sizeof err) != ELM_OK ||
-            elm_model_load(q8, NULL, &quant, err, sizeof err) != ELM_OK)
-            bail_out("a Q8_0 copy: %s", err);
+        if (elm_quantize(dir, qpath, &qp, err, sizeof err) != ELM_OK ||
+            elm_model_load(qpath, NULL, &quant, err, sizeof err) != ELM_OK)
+            bail_out("a %s copy: %s", name, err);
         model = quant;
-        test_lookup("q8_0");
-        test_verify_bits(quant, "q8_0");
+        if (quants[qi] == ELM_DTYPE_Q8_0)
+            test_lookup(name);
+        test_verify_bits(quant, name);
         model = f32;
         elm_model_free(quant);
     }

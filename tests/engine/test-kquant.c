@@ -369,6 +369,58 @@ static void test_vnni_same(enum elm_dtype t, elm_qrows_fn a, elm_qrows_fn b)
     free_acts(&s);
 }
 
+/* The several-token kernel (a pass verifying drafts): for 1 to 8 tokens,
+ * each token's sums are the one-token kernel's bits, accumulating or not,
+ * over widths up to its limit; wider rows get no such kernel. */
+static void test_multi(enum elm_dtype t, const char *set, enum elm_isa isa, elm_qrows_fn one)
+{
+    static const int64_t widths[] = {256, 1280, 2816, 8192, 16384};
+    bool same = true;
+    int checked = 0;
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        int64_t cols = widths[wi];
+        const long rows = 11;
+        elm_qrows_multi_fn multi = elm_kquant_rows_multi(t, isa, cols);
+        if (!multi) {
+            ok(0, "%s %s: a several-token kernel for %lld columns", set, elm_dtype_name(t),
+               (long long)cols);
+            return;
+        }
+        size_t ldw;
+        uint8_t *w = random_matrix(t, rows, cols, &ldw);
+        struct acts s[ELM_QROWS_MULTI_MAX];
+        struct elm_qact xs[ELM_QROWS_MULTI_MAX];
+        for (int k = 0; k < ELM_QROWS_MULTI_MAX; k++) {
+            make_acts(&s[k], cols, NULL);
+            xs[k] = s[k].a;
+        }
+        float want[ELM_QROWS_MULTI_MAX][11], got[ELM_QROWS_MULTI_MAX][11];
+        for (int m = 1; m <= ELM_QROWS_MULTI_MAX; m++)
+            for (int acc = 0; acc < 2; acc++) {
+                for (int k = 0; k < m; k++)
+                    for (long r = 0; r < rows; r++)
+                        want[k][r] = got[k][r] = acc ? (float)gauss() : NAN;
+                for (int k = 0; k < m; k++)
+                    one(w, ldw, cols, &xs[k], want[k], rows, acc != 0);
+                multi(w, ldw, cols, xs, m, got[0], 11, rows, acc != 0);
+                checked++;
+                if (memcmp(want, got, (size_t)m * sizeof want[0]) != 0) {
+                    if (same)
+                        diag("%s %s cols %lld, %d tokens, acc %d: not the one-token bits", set,
+                             elm_dtype_name(t), (long long)cols, m, acc);
+                    same = false;
+                }
+            }
+        for (int k = 0; k < ELM_QROWS_MULTI_MAX; k++)
+            free_acts(&s[k]);
+        free(w);
+    }
+    ok(same, "%s %s: several tokens (1-8, %d cases, cols 256..16384) give the one-token "
+       "kernel's bits", set, elm_dtype_name(t), checked);
+    ok(!elm_kquant_rows_multi(t, isa, 16640), "%s %s: rows wider than 16384: no several-token "
+       "kernel", set, elm_dtype_name(t));
+}
+
 /* ---------------------------------------------------------- quantizers */
 
 /* Round trips of one row through elm_quantize_row / elm_dequantize: per
@@ -563,6 +615,14 @@ int main(int argc, char **argv)
             test_extremes(t, sets[si], fn);
             test_goldens(t, sets[si], fn);
         }
+        for (int si = ELM_ISA_AVX512; si < NSETS; si++) {
+            elm_qrows_fn fn = elm_kquant_rows(t, (enum elm_isa)si);
+            if (fn)
+                test_multi(t, sets[si], (enum elm_isa)si, fn);
+        }
+        ok(!elm_kquant_rows_multi(t, ELM_ISA_AVX2, 4096) &&
+               !elm_kquant_rows_multi(t, ELM_ISA_GENERIC, 4096),
+           "%s: no several-token kernel below AVX-512", elm_dtype_name(t));
         elm_qrows_fn bw = elm_kquant_rows(t, ELM_ISA_AVX512),
                      v = elm_kquant_rows(t, ELM_ISA_AVX512_VNNI);
         if (bw && v && bw != v)
