@@ -67,8 +67,11 @@ elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, enum elm_isa isa)
 
 elm_qrows_multi_fn elm_q80_q40_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols)
 {
-    if ((dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0) || isa > elm_cpu()->isa ||
-        isa != ELM_ISA_AVX512_VNNI)
+    if ((dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0) || isa > elm_cpu()->isa)
         return NULL;
-    return elm_q80_q40_rows_multi_avx512(dtype, cols);
+    switch (isa) {
+    case ELM_ISA_AVX2: return elm_q80_q40_rows_multi_avx2(dtype);
+    case ELM_ISA_AVX512_VNNI: return elm_q80_q40_rows_multi_avx512(dtype, cols);
+    default: return NULL; /* AVX-512BW without VNNI: the one-token kernel per token */
+    }
 }

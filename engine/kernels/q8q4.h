@@ -22,8 +22,10 @@ void elm_quantize_act_avx512(const float *x, struct elm_qact *a);
 elm_qrows_fn elm_q80_q40_rows_avx2(enum elm_dtype dtype);
 elm_qrows_fn elm_q80_q40_rows_avx512(enum elm_dtype dtype, bool vnni);
 
-/* The same for several tokens at once (act_int8.h), AVX-512 VNNI (and
- * GFNI for Q4_0) only, rows of up to 16,384 weights; NULL otherwise. */
+/* The same for several tokens at once (act_int8.h): AVX2, and AVX-512
+ * VNNI (and GFNI for Q4_0) for rows of up to 16,384 weights; NULL
+ * otherwise. */
+elm_qrows_multi_fn elm_q80_q40_rows_multi_avx2(enum elm_dtype dtype);
 elm_qrows_multi_fn elm_q80_q40_rows_multi_avx512(enum elm_dtype dtype, int64_t cols);
 
 /* Widen n weights (a multiple of 32) of a Q8_0 / Q4_0 row with AVX-512. */

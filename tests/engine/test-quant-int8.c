@@ -424,8 +424,11 @@ static void test_rows(void)
             diag("this CPU has no %s kernels", ks[k].name);
     if (elm_cpu()->isa >= ELM_ISA_AVX512_VNNI)
         ok(elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX512_VNNI, 4096) &&
-               !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX2, 4096),
-           "AVX-512 VNNI has a several-token Q8_0 kernel (the dispatch tests below use it)");
+               elm_q80_q40_rows_multi(ELM_DTYPE_Q4_0, ELM_ISA_AVX2, 4096) &&
+               !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX512, 4096) &&
+               !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_GENERIC, 4096),
+           "AVX-512 VNNI and AVX2 have several-token Q8_0/Q4_0 kernels (the dispatch tests "
+           "below use them), AVX-512BW and the generic set none");
     else
         diag("no AVX-512 VNNI: the several-token kernels are not tested here");
     long checked[4] = {0};
