@@ -6,6 +6,7 @@
  * (random weights, synthetic tokenizer) made at check time. */
 #include "config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,98 @@ static void test_draft(elm_model *other, elm_model *foreign)
         }
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sampled with drafts, each id is distributed as the target's own
+ * conditional: over many seeds, every id after the two plain steps (each
+ * out of a verifying pass: a kept draft or the sample that replaced one)
+ * gets its randomized probability integral transform under the target's
+ * softmax at temperature T given the actual prefix (the ids ordered by
+ * probability); those are independent uniforms exactly when the ids follow
+ * the target, whatever the drafts.
+ * Kolmogorov-Smirnov against uniform, alpha 0.001.  The model drafts for
+ * itself with drafts of 3 (its greedy guess is often kept at T = 0.6). */
+static void test_draft_distribution(void)
+{
+    enum { RUNS = 300, GEN = 8, FIRST = 2, SEQ = N_PROMPT + GEN };
+    const float T = 0.6f;
+    double *u = malloc(sizeof(double) * RUNS * (GEN - FIRST));
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    float *rows = malloc((size_t)SEQ * (size_t)n_vocab * sizeof *rows);
+    char err[ELM_ERR_MAX];
+    struct elm_ctx_params cp = elm_ctx_default_params();
+    cp.n_threads = 1;
+    elm_ctx *dc = NULL;
+    if (elm_ctx_new(model, &cp, &dc, err, sizeof err) != ELM_OK)
+        bail_out("draft ctx: %s", err);
+    int n = 0, kept = 0, drafted = 0;
+    uint64_t rng = 0x2545f4914f6cdd1dull;
+    for (int run = 0; run < RUNS; run++) {
+        struct seen s;
+        struct elm_generate_params p = params(&s, GEN);
+        p.lookup = false;
+        p.sampler.temperature = T;
+        p.sampler.top_k = 0;
+        p.sampler.top_p = 1.0f;
+        p.sampler.min_p = 0.0f;
+        p.sampler.repeat_penalty = 1.0f;
+        p.sampler.seed = 1000 + (uint64_t)run;
+        p.draft = dc;
+        p.draft_k = 3;
+        elm_ctx *c = prefilled(0, logits);
+        struct elm_generate_result res;
+        if (elm_generate(c, logits, &p, &res, err, sizeof err) != ELM_OK || s.n_ids != GEN)
+            bail_out("generate: %s", err);
+        kept += res.draft.accepted;
+        drafted += res.draft.drafted;
+        /* the target's logits at every position of the actual sequence */
+        int32_t seq[SEQ];
+        memcpy(seq, prompt, sizeof prompt);
+        memcpy(seq + N_PROMPT, s.ids, GEN * sizeof *s.ids);
+        elm_ctx_truncate(c, 0);
+        if (elm_decode(c, seq, SEQ - 1, rows, ELM_DECODE_ALL_LOGITS) != ELM_OK)
+            bail_out("decode failed");
+        for (int i = FIRST; i < GEN; i++) {
+            const float *row = rows + (size_t)(N_PROMPT - 1 + i) * (size_t)n_vocab;
+            float mx = row[0];
+            for (int v = 1; v < n_vocab; v++)
+                mx = row[v] > mx ? row[v] : mx;
+            /* the ids in order of probability, most likely first (ties by
+             * id): a draft kept too often shows as too many small values */
+            const int32_t id = s.ids[i];
+            double z = 0, below = 0, at = 0;
+            for (int v = 0; v < n_vocab; v++) {
+                double e = exp(((double)row[v] - mx) / T);
+                z += e;
+                if (row[v] > row[id] || (row[v] == row[id] && v < id))
+                    below += e;
+                else if (v == id)
+                    at = e;
+            }
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            double r = (double)(rng >> 11) / 9007199254740992.0;
+            u[n++] = (below + r * at) / z;
+        }
+        elm_ctx_free(c);
+    }
+    qsort(u, (size_t)n, sizeof *u, cmp_double);
+    double d = 0;
+    for (int i = 0; i < n; i++)
+        d = fmax(d, fmax(fabs(u[i] - (double)i / n), fabs((double)(i + 1) / n - u[i])));
+    double crit = 1.95 / sqrt((double)n);
+    ok(kept > drafted / 10 && kept < drafted && d < crit,
+       "sampled at T %.1f with drafts (%d of %d kept), %d ids follow the target's conditionals: "
+       "KS distance %.4f < %.4f (alpha 0.001)", (double)T, kept, drafted, n, d, crit);
+    elm_ctx_free(dc);
+    free(rows);
+    free(logits);
+    free(u);
+}
+
 /* When drafting stops, on made-up timings (the rules, not this machine's
  * clock): plain steps of 1 ms. */
 static void test_draft_rules(void)
@@ -674,6 +767,7 @@ int main(void)
         test_draft(other, foreign);
     }
     test_draft_rules();
+    test_draft_distribution();
     elm_model_free(other);
     elm_model_free(foreign);
     test_shared_tokenizer(dir);
