@@ -21,6 +21,12 @@ dist_check_SCRIPTS += tests/cli/test-bench-spec.sh
 TESTS += tests/cli/test-bench-spec.sh
 EXTRA_DIST += tests/data/chat-prompts.txt
 
+# tools/spec-project.py (bench --spec's acceptance and bench --verify's costs
+# projected to other sizes): its arithmetic on made-up measurements.
+dist_check_SCRIPTS += tests/cli/test-spec-project.sh
+TESTS += tests/cli/test-spec-project.sh
+EXTRA_DIST += tools/spec-project.py
+
 # The models elmchat ships answer the golden prompts (tests/data/guide/,
 # tools/demo-model/goldens.py); the default model is the small one.
 dist_check_SCRIPTS += tests/cli/test-guide-models.sh
