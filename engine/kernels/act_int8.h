@@ -67,6 +67,20 @@ typedef void (*elm_qrows_fn)(const uint8_t *w, size_t ldw, int64_t cols, const s
  * activations x[t], its outputs y + t * ldy.  Each weight is read once for
  * all of them, and each token's sums are the one-token kernel's bits. */
 #define ELM_QROWS_MULTI_MAX 8
+/* fn(..., n) with the token count m as the constant n (1 to
+ * ELM_QROWS_MULTI_MAX): how the several-token kernels get their token loops
+ * unrolled. */
+#define ELM_QROWS_MULTI_DISPATCH(m, fn, ...)                                                      \
+    switch (m) {                                                                                  \
+    case 1: fn(__VA_ARGS__, 1); break;                                                            \
+    case 2: fn(__VA_ARGS__, 2); break;                                                            \
+    case 3: fn(__VA_ARGS__, 3); break;                                                            \
+    case 4: fn(__VA_ARGS__, 4); break;                                                            \
+    case 5: fn(__VA_ARGS__, 5); break;                                                            \
+    case 6: fn(__VA_ARGS__, 6); break;                                                            \
+    case 7: fn(__VA_ARGS__, 7); break;                                                            \
+    default: fn(__VA_ARGS__, 8); break;                                                           \
+    }
 typedef void (*elm_qrows_multi_fn)(const uint8_t *w, size_t ldw, int64_t cols,
                                    const struct elm_qact *x, int m, float *y, long ldy,
                                    long nrows, bool accumulate);

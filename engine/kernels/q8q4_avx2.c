@@ -179,24 +179,37 @@ QROWS2(q8_0_avx2, ELM_Q8_0_BYTES, _mm256_setzero_si256(), q8_dot, 1)
  * and made ready once (Q8_0: |w|; Q4_0: the nibbles), its f16 scale
  * converted once, then met by every token's activations with the
  * one-token kernel's operations in its order, so each token's sums are
- * its bits.  tb is a constant in each instance (the token loop unrolled). */
-AVX2 static INLINE void q8_0_multi_tb(const uint8_t *w, size_t ldw, long nb,
-                                      const struct elm_qact *x, const int tb, float *y, long ldy,
-                                      long nrows, bool accumulate)
+ * its bits.  q4 and tb are constants in each instance (ELM_QROWS_MULTI_DISPATCH). */
+AVX2 static INLINE void multi_tb(const uint8_t *w, size_t ldw, long nb, const struct elm_qact *x,
+                                 float *y, long ldy, long nrows, bool accumulate, const bool q4,
+                                 const int tb)
 {
+    const size_t bytes = q4 ? ELM_Q4_0_BYTES : ELM_Q8_0_BYTES;
     for (long r = 0; r < nrows; r++, w += ldw) {
         __m256 acc[ELM_QROWS_MULTI_MAX];
         for (int t = 0; t < tb; t++)
             acc[t] = _mm256_setzero_ps();
         for (long b = 0; b < nb; b++) {
-            const uint8_t *wb = w + (size_t)b * ELM_Q8_0_BYTES;
+            const uint8_t *wb = w + (size_t)b * bytes;
             _mm_prefetch((const char *)wb + PF_BYTES, _MM_HINT_T0);
-            __m256i wq = _mm256_loadu_si256((const __m256i *)(const void *)(wb + 2));
-            __m256i aw = _mm256_abs_epi8(wq);
+            __m256i wq, aw; /* Q8_0: the weights and |w|; Q4_0: the nibbles (aw) */
+            if (q4) {
+                __m256i v = _mm256_broadcastsi128_si256(
+                    _mm_loadu_si128((const __m128i *)(const void *)(wb + 2)));
+                wq = _mm256_setzero_si256();
+                aw = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
+                                      _mm256_set1_epi8(15));
+            } else {
+                wq = _mm256_loadu_si256((const __m256i *)(const void *)(wb + 2));
+                aw = _mm256_abs_epi8(wq);
+            }
             float hw = half(wb);
             for (int t = 0; t < tb; t++) {
                 __m256i qa = _mm256_load_si256((const __m256i *)(const void *)(x[t].q + 32 * b));
-                __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(qa, wq));
+                /* q4_dot's and q8_dot's steps */
+                __m256i p16 = q4 ? _mm256_sub_epi16(_mm256_maddubs_epi16(aw, qa),
+                                                    _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa))
+                                 : _mm256_maddubs_epi16(aw, _mm256_sign_epi8(qa, wq));
                 __m256i p = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(hw * x[t].d[b]),
                                          acc[t]);
@@ -210,57 +223,19 @@ AVX2 static INLINE void q8_0_multi_tb(const uint8_t *w, size_t ldw, long nb,
     }
 }
 
-AVX2 static INLINE void q4_0_multi_tb(const uint8_t *w, size_t ldw, long nb,
-                                      const struct elm_qact *x, const int tb, float *y, long ldy,
-                                      long nrows, bool accumulate)
+AVX2 static void q8_0_multi(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
+                            int m, float *y, long ldy, long nrows, bool accumulate)
 {
-    for (long r = 0; r < nrows; r++, w += ldw) {
-        __m256 acc[ELM_QROWS_MULTI_MAX];
-        for (int t = 0; t < tb; t++)
-            acc[t] = _mm256_setzero_ps();
-        for (long b = 0; b < nb; b++) {
-            const uint8_t *wb = w + (size_t)b * ELM_Q4_0_BYTES;
-            _mm_prefetch((const char *)wb + PF_BYTES, _MM_HINT_T0);
-            __m256i v = _mm256_broadcastsi128_si256(
-                _mm_loadu_si128((const __m128i *)(const void *)(wb + 2)));
-            __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
-                                           _mm256_set1_epi8(15));
-            float hw = half(wb);
-            for (int t = 0; t < tb; t++) {
-                __m256i qa = _mm256_load_si256((const __m256i *)(const void *)(x[t].q + 32 * b));
-                __m256i c16 = _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa);
-                __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(nib, qa), c16);
-                __m256i p = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-                acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(hw * x[t].d[b]),
-                                         acc[t]);
-            }
-        }
-        for (int t = 0; t < tb; t++) {
-            float v = hsum(acc[t]);
-            float *o = y + (size_t)t * (size_t)ldy + r;
-            *o = accumulate ? *o + v : v;
-        }
-    }
+    ELM_QROWS_MULTI_DISPATCH(m, multi_tb, w, ldw, (long)(cols / 32), x, y, ldy, nrows, accumulate,
+                             false)
 }
 
-#define MULTI2(NAME)                                                                          \
-    AVX2 static void NAME(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x, \
-                          int m, float *y, long ldy, long nrows, bool accumulate)             \
-    {                                                                                         \
-        long nb = (long)(cols / 32);                                                          \
-        switch (m) {                                                                          \
-        case 1: NAME##_tb(w, ldw, nb, x, 1, y, ldy, nrows, accumulate); break;                \
-        case 2: NAME##_tb(w, ldw, nb, x, 2, y, ldy, nrows, accumulate); break;                \
-        case 3: NAME##_tb(w, ldw, nb, x, 3, y, ldy, nrows, accumulate); break;                \
-        case 4: NAME##_tb(w, ldw, nb, x, 4, y, ldy, nrows, accumulate); break;                \
-        case 5: NAME##_tb(w, ldw, nb, x, 5, y, ldy, nrows, accumulate); break;                \
-        case 6: NAME##_tb(w, ldw, nb, x, 6, y, ldy, nrows, accumulate); break;                \
-        case 7: NAME##_tb(w, ldw, nb, x, 7, y, ldy, nrows, accumulate); break;                \
-        default: NAME##_tb(w, ldw, nb, x, 8, y, ldy, nrows, accumulate); break;               \
-        }                                                                                     \
-    }
-MULTI2(q8_0_multi)
-MULTI2(q4_0_multi)
+AVX2 static void q4_0_multi(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x,
+                            int m, float *y, long ldy, long nrows, bool accumulate)
+{
+    ELM_QROWS_MULTI_DISPATCH(m, multi_tb, w, ldw, (long)(cols / 32), x, y, ldy, nrows, accumulate,
+                             true)
+}
 
 elm_qrows_fn elm_q80_q40_rows_avx2(enum elm_dtype dtype)
 {

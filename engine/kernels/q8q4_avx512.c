@@ -306,8 +306,8 @@ QROWS(q8_0_bw, BW, ELM_Q8_0_BYTES, PREP_Q8_BW, DOT_Q8_BW, q8_pair_bytes, q8_tail
         }                                                                                     \
     }                                                                                         \
     ATTR static INLINE void NAME##_tb(const uint8_t *w, size_t ldw, int64_t cols,             \
-                                      const struct elm_qact *x, const int tb, float *y,       \
-                                      long ldy, long nrows, bool accumulate)                  \
+                                      const struct elm_qact *x, float *y, long ldy,           \
+                                      long nrows, bool accumulate, const int tb)              \
     {                                                                                         \
         long nb = (long)(cols / 32), np = nb / 2;                                             \
         for (long r = 0; r < nrows; r++, w += ldw) {                                          \
@@ -344,16 +344,8 @@ QROWS(q8_0_bw, BW, ELM_Q8_0_BYTES, PREP_Q8_BW, DOT_Q8_BW, q8_pair_bytes, q8_tail
     ATTR static void NAME(const uint8_t *w, size_t ldw, int64_t cols, const struct elm_qact *x, \
                           int m, float *y, long ldy, long nrows, bool accumulate)             \
     {                                                                                         \
-        switch (m) { /* a constant count: the token loops unrolled */                        \
-        case 1: NAME##_tb(w, ldw, cols, x, 1, y, ldy, nrows, accumulate); break;              \
-        case 2: NAME##_tb(w, ldw, cols, x, 2, y, ldy, nrows, accumulate); break;              \
-        case 3: NAME##_tb(w, ldw, cols, x, 3, y, ldy, nrows, accumulate); break;              \
-        case 4: NAME##_tb(w, ldw, cols, x, 4, y, ldy, nrows, accumulate); break;              \
-        case 5: NAME##_tb(w, ldw, cols, x, 5, y, ldy, nrows, accumulate); break;              \
-        case 6: NAME##_tb(w, ldw, cols, x, 6, y, ldy, nrows, accumulate); break;              \
-        case 7: NAME##_tb(w, ldw, cols, x, 7, y, ldy, nrows, accumulate); break;              \
-        default: NAME##_tb(w, ldw, cols, x, 8, y, ldy, nrows, accumulate); break;             \
-        }                                                                                     \
+        /* a constant count: the token loops unrolled */                                      \
+        ELM_QROWS_MULTI_DISPATCH(m, NAME##_tb, w, ldw, cols, x, y, ldy, nrows, accumulate)    \
     }
 
 /* Q4_0: the nibbles once, the bias term per token as in one-token rows.
