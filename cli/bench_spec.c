@@ -37,7 +37,8 @@ static void help(void)
            "print per prompt and in total the tokens per second of both, the speed-up,\n"
            "the drafted ids kept, and whether the replies are the same id for id; then\n"
            "where the drafts fail: of the passes that checked a draft's i-th id (every\n"
-           "one before it kept), how many kept it too.\n"
+           "one before it kept), how many kept it too.  The replies are timed, not the\n"
+           "prompt's prefill (a draft model's catch-up on the prompt is, as in the chat).\n"
            "\n"
            "  -m, --model MODEL     model folder or name (default: guide-small-instruct)\n"
            "      --draft MODEL     a smaller model of the same vocabulary drafts\n"
@@ -475,14 +476,14 @@ int bench_spec_main(int argc, char **argv)
     b = (struct reply){x_reallocarray(NULL, (size_t)n_gen, sizeof(int32_t)), 0, (int)n_gen};
 
     if (!json) {
-        printf("model %s (%s), drafts: %s%s%s, %s, %s, replies of at most %ld tokens, %ld "
-               "threads, %d prompts from %s\n",
-               in->name, elm_dtype_name(in->dtype), draft_arg ? draft_arg : "",
+        char len[32];
+        snprintf(len, sizeof len, k ? "drafts of %ld" : "adaptive drafts", k);
+        printf("model %s (%s); %s by %s%s%s; %s replies of at most %ld tokens; %ld "
+               "thread%s; %d prompts from %s\n",
+               in->name, elm_dtype_name(in->dtype), len, draft_arg ? draft_arg : "",
                draft_arg && lookup ? " and " : "", lookup ? "prompt lookup" : "",
-               k ? "fixed length" : "adaptive length", temperature > 0 ? "sampled" : "greedy",
-               n_gen, threads, ps.n, file);
-        if (k)
-            printf("drafts of %ld ids\n", k);
+               temperature > 0 ? "sampled" : "greedy", n_gen, threads,
+               threads == 1 ? "" : "s", ps.n, file);
         printf("| %3s | %6s | %9s | %9s | %8s | %6s | %11s | %4s | prompt\n", "#", "tokens",
                "plain t/s", "spec t/s", "speed-up", "passes", "kept", "same");
         printf("|-----|--------|-----------|-----------|----------|--------|-------------|"
