@@ -80,6 +80,11 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(n))
 
+    def f32(self, x):
+        """The normalized x in f32, whatever x's dtype (no cast back)."""
+        xf = x.float()
+        return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + RMS_EPS) * self.weight
+
     def forward(self, x):
         xf = x.float()
         y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + RMS_EPS)
@@ -99,17 +104,20 @@ class Attn(nn.Module):
         B, T, _ = x.shape
         qkv = self.qkv_proj(x).view(B, T, self.nq + 2 * self.nkv, self.hd).transpose(1, 2)
         q, k, v = qkv.split([self.nq, self.nkv, self.nkv], dim=1)
-        q = self.q_norm(q)
-        k = self.k_norm(k)
-        q = apply_rope(q, cos, sin)
-        k = apply_rope(k, cos, sin)
         grp = self.nq // self.nkv
-        k = k.repeat_interleave(grp, dim=1)
-        v = v.repeat_interleave(grp, dim=1)
-        att = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.hd))
-        att = att.float().masked_fill(mask, float("-inf"))
-        att = torch.softmax(att, dim=-1).type_as(v)
-        o = (att @ v).transpose(1, 2).reshape(B, T, self.nq * self.hd)
+        # Elementwise passes over the scores cost more than the matmuls here
+        # (CPU, no fused attention in torch 1.13): norm, rope and the score
+        # scale in one f32 pass over q and k; GQA by stacking a kv head's
+        # query heads along time (no copies of k and v); the causal mask added
+        # by the matmul itself; the softmax in the matmuls' dtype.
+        q = (apply_rope(self.q_norm.f32(q), cos, sin) * (1.0 / math.sqrt(self.hd))).type_as(v)
+        k = apply_rope(self.k_norm.f32(k), cos, sin).type_as(v)
+        qg = q.reshape(B * self.nkv, grp * T, self.hd)
+        kt = k.reshape(B * self.nkv, T, self.hd).transpose(1, 2)
+        att = torch.baddbmm(mask.repeat(grp, 1).type_as(v), qg, kt)
+        att = torch.softmax(att, dim=-1)
+        o = (att.type_as(v) @ v.reshape(B * self.nkv, T, self.hd))
+        o = o.view(B, self.nq, T, self.hd).transpose(1, 2).reshape(B, T, self.nq * self.hd)
         return self.out_proj(o)
 
 
@@ -122,7 +130,7 @@ class FFN(nn.Module):
 
     def forward(self, x):
         y = self.proj_1(x)
-        gate, up = y[..., :self.ff], y[..., self.ff:]
+        gate, up = y.chunk(2, dim=-1)
         return self.proj_2(F.silu(gate) * up)
 
 
@@ -148,11 +156,12 @@ def rope_cos_sin(T, hd, theta, device=None):
 
 
 def apply_rope(x, cos, sin):
+    """Rotate-half RoPE; returns f32."""
     T = x.shape[-2]
     xf = x.float()
-    h = xf.shape[-1] // 2
-    rot = torch.cat([-xf[..., h:], xf[..., :h]], dim=-1)
-    return (xf * cos[:T] + rot * sin[:T]).type_as(x)
+    a, b = xf.chunk(2, dim=-1)
+    rot = torch.cat([-b, a], dim=-1)
+    return xf * cos[:T] + rot * sin[:T]
 
 
 class Transformer(nn.Module):
@@ -188,7 +197,7 @@ class OpenELM(nn.Module):
         """logits [B, T, V]; with a bool mask `select` [B, T] only those rows [N, V]."""
         T = ids.shape[1]
         x = self.transformer.token_embeddings(ids)
-        mask = torch.ones(T, T, dtype=torch.bool, device=ids.device).triu(1)
+        mask = torch.full((T, T), float("-inf"), device=ids.device).triu(1)
         for layer in self.transformer.layers:
             x = layer(x, self.cos, self.sin, mask)
         x = self.transformer.norm(x)
