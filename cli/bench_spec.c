@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cli/model_open.h"
+#include "cli/json_print.h"
 #include "cli/option_loop.h"
 #include "cli/stopwatch.h"
 #include "src/idvec.h"
@@ -240,21 +241,6 @@ static void tally_merge(struct tally *t, const struct tally *one)
 
 /* ---------------------------------------------------------------- output */
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static double ratio(double a, double b)
 {
     return b > 0 ? a / b : 0.0;
@@ -277,7 +263,7 @@ static void print_row(int i, const struct tally *t, const char *prompt, bool jso
     double plain = ratio(t->tokens, t->plain_s), spec = ratio(t->tokens, t->spec_s);
     if (json) {
         printf("{\"prompt\": %d, \"text\": ", i);
-        json_string(prompt);
+        json_print_string(prompt);
         printf(", \"tokens\": %d, \"plain_ts\": %.2f, \"spec_ts\": %.2f, \"speedup\": %.3f, "
                "\"passes\": %d, \"drafted\": %d, \"accepted\": %d, \"turned_off\": %s, "
                "\"identical\": %s}\n",

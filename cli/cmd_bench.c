@@ -17,6 +17,7 @@
 
 #include "cli/bench_chat.h"
 #include "cli/bench_spec.h"
+#include "cli/json_print.h"
 #include "cli/option_loop.h"
 #include "engine/elm_bench.h"
 #include "cli/commands.h"
@@ -453,21 +454,6 @@ static double pct(double part, double whole)
 
 /* ------------------------------------------------------------- output */
 
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
 static void json_line(const struct elm_model_info *in, long threads, const struct result *r,
                       const struct bw_summary *bw, const struct bandwidth *bwt,
                       const struct gemm_cmp *g)
@@ -476,7 +462,7 @@ static void json_line(const struct elm_model_info *in, long threads, const struc
     printf("{\"test\": \"%s\", \"tokens_per_second\": %.3f, \"stddev\": %.3f, "
            "\"threads\": %ld, \"type\": \"%s\", \"model\": ",
            r->test, r->avg_ts, r->sd_ts, threads, elm_dtype_name(in->dtype));
-    json_string(in->name);
+    json_print_string(in->name);
     printf(", \"n_params\": %" PRIu64 ", \"model_bytes\": %" PRIu64
            ", \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %d, \"avg_ms\": %.3f"
            ", \"cpu_share\": %.3f",
@@ -504,7 +490,7 @@ static void json_line(const struct elm_model_info *in, long threads, const struc
                "\"blis_reshots\": %d, \"blis_arch\": ",
                g->blis_gflops, g->share, g->ours_same_gflops, g->ref.m, g->ref.n_threads,
                g->ref.cpu_share, g->ref.n_reshots);
-        json_string(g->ref.arch);
+        json_print_string(g->ref.arch);
         printf(", \"blis_layers\": [");
         for (int i = 0; i < g->ref.n_layers; i++)
             printf("%s%d", i ? ", " : "", g->ref.layers[i]);
@@ -523,7 +509,7 @@ static void json_line(const struct elm_model_info *in, long threads, const struc
                st->matrix_s > 0 ? st->matrix_weight_bytes / st->matrix_s / 1e9 : 0.0);
     }
     printf(", \"kernels\": ");
-    json_string(elm_system_info());
+    json_print_string(elm_system_info());
     printf("}\n");
 }
 

@@ -1,12 +1,13 @@
 # The command line: main, the subcommand table, one file per subcommand.
 # The top layer: may include ui/, src/ and the engine's public headers.
 noinst_LIBRARIES += cli/libcli.a
-cli_libcli_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(CURL_CFLAGS)
+cli_libcli_a_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS) $(CURL_CFLAGS) $(JSONC_CFLAGS)
 cli_libcli_a_SOURCES = \
 	cli/commands.h \
 	cli/model_open.c cli/model_open.h \
 	cli/option_loop.c cli/option_loop.h \
 	cli/stopwatch.c cli/stopwatch.h \
+	cli/json_print.c cli/json_print.h \
 	cli/cmd_run.c \
 	cli/cmd_tokenize.c \
 	cli/cmd_quantize.c \
