@@ -24,13 +24,6 @@ struct elm_generate_params elm_generate_default_params(void)
     return p;
 }
 
-static bool keep_drafting; /* test hook (generate_testing.h) */
-
-void elm_generate_test_keep_drafting(bool on)
-{
-    keep_drafting = on;
-}
-
 static bool is_stop_id(const struct elm_generate_params *p, int32_t id)
 {
     for (int i = 0; i < p->n_stop_ids; i++)
@@ -97,7 +90,7 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
      * break-even of both */
     bool calibrated = lookup->n_plain >= 2;
     bool want_lookup = p->lookup && !lookup->off && calibrated;
-    bool want_draft = p->draft && (!drafting->off || keep_drafting) && calibrated;
+    bool want_draft = p->draft && !drafting->off && calibrated;
     if (ps->rows && room > 0 && (want_lookup || want_draft)) {
         /* the sequence with id: the key of lookup, the prompt of the draft */
         /* room for a draft model's ids after it (draft.h) */

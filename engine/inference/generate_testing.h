@@ -16,9 +16,4 @@ elm_status elm_generate_scripted(elm_ctx *ctx, float *logits, const struct elm_g
                                  const int32_t *ids, size_t n_ids,
                                  struct elm_generate_result *res, char *err, size_t err_size);
 
-/* Draft models never turn themselves off (whatever they cost): the tests
- * of the draft's cache over many passes use a model drafting for itself,
- * which the cost rule stops after one.  Set before elm_generate runs. */
-void elm_generate_test_keep_drafting(bool on);
-
 #endif

@@ -242,6 +242,8 @@ void wk_do_generate(elm_worker *w)
     gp.lookup = !(rq->flags & ELM_GEN_NO_LOOKUP);
     if (!(rq->flags & ELM_GEN_NO_DRAFT))
         gp.draft = wk_draft_ctx(w, rq->slot, elm_ctx_n_ctx(sc->ctx));
+    if (gp.draft)
+        gp.draft_k = w->test_draft_k;
     gp.lookup_extra = rq->lookup_tokens;
     gp.n_lookup_extra = rq->n_lookup_tokens;
     gp.on_token = gen_on_token;

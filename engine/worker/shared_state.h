@@ -90,6 +90,7 @@ struct elm_worker {
     int nice_inc;        /* elm_worker_params.nice, read-only */
     /* test hooks (engine/worker/worker_testing.h) */
     atomic_int token_interval_ms;
+    int test_draft_k; /* ELM_WORKER_TEST_DRAFT_K, read-only: elm_generate_params.draft_k */
 
     bool ld_done;      /* the loader thread has finished */
     atomic_int load_delay_ms;

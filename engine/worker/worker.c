@@ -16,7 +16,6 @@
 #include <sys/syscall.h>
 #endif
 
-#include "engine/inference/generate_testing.h"
 #include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
@@ -175,12 +174,12 @@ struct elm_worker_params elm_worker_default_params(void)
     return (struct elm_worker_params){0, 0};
 }
 
-/* A test hook's value from the environment: 0 when unset or out of range. */
-static int env_ms(const char *name)
+/* A test hook's value from the environment: 0 when unset or out of 1..max. */
+static int env_int(const char *name, long max)
 {
     const char *v = getenv(name);
-    long ms = v && *v ? strtol(v, NULL, 10) : 0;
-    return ms > 0 && ms <= 60000 ? (int)ms : 0;
+    long n = v && *v ? strtol(v, NULL, 10) : 0;
+    return n > 0 && n <= max ? (int)n : 0;
 }
 
 elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, size_t err_size)
@@ -204,10 +203,9 @@ elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, si
     atomic_init(&w->quitting, false);
     w->nice_inc = p.nice < 0 ? 0 : p.nice > 19 ? 19 : p.nice;
     w->budget = p.mem_budget ? p.mem_budget : wk_phys_half();
-    atomic_init(&w->load_delay_ms, env_ms("ELM_WORKER_TEST_LOAD_DELAY_MS"));
-    atomic_init(&w->token_interval_ms, env_ms("ELM_WORKER_TEST_TOKEN_INTERVAL_MS"));
-    /* a model drafting for itself keeps drafting (tests of the draft's path) */
-    elm_generate_test_keep_drafting(getenv("ELM_WORKER_TEST_KEEP_DRAFTING") != NULL);
+    atomic_init(&w->load_delay_ms, env_int("ELM_WORKER_TEST_LOAD_DELAY_MS", 60000));
+    atomic_init(&w->token_interval_ms, env_int("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", 60000));
+    w->test_draft_k = env_int("ELM_WORKER_TEST_DRAFT_K", ELM_DRAFT_MAX);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
 

@@ -5,9 +5,10 @@
  * them for every worker (the tmux tests drive the real binary with them).
  * ELM_WORKER_TEST_REPLY_FILE makes every reply that file's text (tokenized;
  * request_generate.c): a known markdown reply for the UI tests.
- * ELM_WORKER_TEST_KEEP_DRAFTING (set when a worker is made) keeps a draft
- * model drafting whatever it costs (generate_testing.h): the tests draft a
- * model with itself, which elm_generate would otherwise not use. */
+ * ELM_WORKER_TEST_DRAFT_K=N (read when a worker is made) gives every reply
+ * with a draft model elm_generate_params.draft_k = N: drafts of N ids that
+ * never turn themselves off, whatever they cost (the tests draft a model
+ * with itself, which the cost rule would stop after one pass). */
 #ifndef ELMCHAT_ENGINE_WORKER_TESTING_H
 #define ELMCHAT_ENGINE_WORKER_TESTING_H
 

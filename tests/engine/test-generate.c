@@ -277,9 +277,8 @@ static void test_draft(elm_model *other, elm_model *foreign)
             pb.draft = dc;
             /* the cost rule would stop the self-draft after one pass: many
              * passes are what this checks (the draft's cache following) */
-            elm_generate_test_keep_drafting(true);
+            pb.draft_k = 4;
             run(&pb, &b, 0, &rb, &st, &past_b);
-            elm_generate_test_keep_drafting(false);
             const char *who = d ? "another model drafting" : "the model drafting for itself";
             const char *how = sampled ? "sampled" : "greedy";
             ok(a.n_ids == N && b.n_ids == N && memcmp(a.ids, b.ids, N * sizeof *a.ids) == 0 &&

@@ -1074,7 +1074,7 @@ static void test_cache_dropped(void)
  * with room, each slot keeps both. */
 static void test_draft_budget(void)
 {
-    setenv("ELM_WORKER_TEST_KEEP_DRAFTING", "1", 1);
+    setenv("ELM_WORKER_TEST_DRAFT_K", "4", 1);
     for (int tiny = 1; tiny >= 0; tiny--) {
         char err[256];
         elm_worker *w = new_worker(tiny ? 1 : 0, err, sizeof err);
@@ -1115,7 +1115,7 @@ static void test_draft_budget(void)
         log_free(&lg);
         elm_worker_free(w);
     }
-    unsetenv("ELM_WORKER_TEST_KEEP_DRAFTING");
+    unsetenv("ELM_WORKER_TEST_DRAFT_K");
 }
 
 /* The token-interval hook: tokens are spaced, the output is the same, and a

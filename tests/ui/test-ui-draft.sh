@@ -10,7 +10,7 @@ GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}
 model=${ELMCHAT_MODEL:-tests/random-model}
 
 # (a draft as large as the model is never used unless the test hook says so)
-UI_ENV="ELM_WORKER_TEST_KEEP_DRAFTING=1"
+UI_ENV="ELM_WORKER_TEST_DRAFT_K=4"
 ui_start 200 30 -s draft -n 12 --temp 0 --draft "$model"
 ok 'ui_wait "idle" 20 && ui_wait "ready: it proposes tokens" 10' "--draft: the draft is ready"
 ui_keys 'first question' Enter
