@@ -103,25 +103,52 @@ AVX2 static INLINE __m256 lane(__m128 s, int i)
     return _mm256_permutevar8x32_ps(_mm256_castps128_ps256(s), _mm256_set1_epi32(i));
 }
 
-/* The exact int32 lane sums of a row's block: Q4_0 nibbles (+8) x x minus
- * 8 x x (c16, per pair of activations); Q8_0 |w| x (x with w's sign). */
-AVX2 static INLINE __m256i q4_dot(const uint8_t *blk, __m256i qa, __m256i c16)
+/* A block's weights made ready for any number of activations: Q4_0 the
+ * nibbles (q in both lanes, the upper one shifted by 4: low nibbles, then
+ * high); Q8_0 the signed weights and |w|. */
+struct ready {
+    __m256i w, aw;
+};
+
+AVX2 static INLINE struct ready q4_ready(const uint8_t *blk)
 {
-    /* q in both lanes, the upper one shifted by 4: low nibbles, then high */
     __m256i v = _mm256_broadcastsi128_si256(
         _mm_loadu_si128((const __m128i *)(const void *)(blk + 2)));
-    __m256i nib = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
-                                   _mm256_set1_epi8(15));
-    __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(nib, qa), c16);
+    return (struct ready){_mm256_setzero_si256(),
+                          _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
+                                           _mm256_set1_epi8(15))};
+}
+
+AVX2 static INLINE struct ready q8_ready(const uint8_t *blk)
+{
+    __m256i wq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
+    return (struct ready){wq, _mm256_abs_epi8(wq)};
+}
+
+/* The exact int32 lane sums of a ready block times activations qa: Q4_0
+ * nibbles (+8) x x minus 8 x x (c16, per pair of activations); Q8_0 |w| x
+ * (x with w's sign). */
+AVX2 static INLINE __m256i q4_dot_ready(struct ready r, __m256i qa, __m256i c16)
+{
+    __m256i p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(r.aw, qa), c16);
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+AVX2 static INLINE __m256i q8_dot_ready(struct ready r, __m256i qa, __m256i c16)
+{
+    (void)c16;
+    __m256i p16 = _mm256_maddubs_epi16(r.aw, _mm256_sign_epi8(qa, r.w));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+AVX2 static INLINE __m256i q4_dot(const uint8_t *blk, __m256i qa, __m256i c16)
+{
+    return q4_dot_ready(q4_ready(blk), qa, c16);
 }
 
 AVX2 static INLINE __m256i q8_dot(const uint8_t *blk, __m256i qa, __m256i c16)
 {
-    (void)c16;
-    __m256i wq = _mm256_loadu_si256((const __m256i *)(const void *)(blk + 2));
-    __m256i p16 = _mm256_maddubs_epi16(_mm256_abs_epi8(wq), _mm256_sign_epi8(qa, wq));
-    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+    return q8_dot_ready(q8_ready(blk), qa, c16);
 }
 
 /* R rows (constant after inlining) times the activations, a block at a
@@ -177,9 +204,9 @@ QROWS2(q8_0_avx2, ELM_Q8_0_BYTES, _mm256_setzero_si256(), q8_dot, 1)
 
 /* Several tokens (a pass verifying drafts): each weight block is loaded
  * and made ready once (Q8_0: |w|; Q4_0: the nibbles), its f16 scale
- * converted once, then met by every token's activations with the
- * one-token kernel's operations in its order, so each token's sums are
- * its bits.  q4 and tb are constants in each instance (ELM_QROWS_MULTI_DISPATCH). */
+ * converted once, then met by every token's activations through the
+ * one-token kernel's own dot (q4_dot_ready, q8_dot_ready), so each token's
+ * sums are its bits.  q4 and tb are constants in each instance (ELM_QROWS_MULTI_DISPATCH). */
 AVX2 static INLINE void multi_tb(const uint8_t *w, size_t ldw, long nb, const struct elm_qact *x,
                                  float *y, long ldy, long nrows, bool accumulate, const bool q4,
                                  const int tb)
@@ -192,25 +219,12 @@ AVX2 static INLINE void multi_tb(const uint8_t *w, size_t ldw, long nb, const st
         for (long b = 0; b < nb; b++) {
             const uint8_t *wb = w + (size_t)b * bytes;
             _mm_prefetch((const char *)wb + PF_BYTES, _MM_HINT_T0);
-            __m256i wq, aw; /* Q8_0: the weights and |w|; Q4_0: the nibbles (aw) */
-            if (q4) {
-                __m256i v = _mm256_broadcastsi128_si256(
-                    _mm_loadu_si128((const __m128i *)(const void *)(wb + 2)));
-                wq = _mm256_setzero_si256();
-                aw = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)),
-                                      _mm256_set1_epi8(15));
-            } else {
-                wq = _mm256_loadu_si256((const __m256i *)(const void *)(wb + 2));
-                aw = _mm256_abs_epi8(wq);
-            }
+            struct ready rd = q4 ? q4_ready(wb) : q8_ready(wb);
             float hw = half(wb);
             for (int t = 0; t < tb; t++) {
                 __m256i qa = _mm256_load_si256((const __m256i *)(const void *)(x[t].q + 32 * b));
-                /* q4_dot's and q8_dot's steps */
-                __m256i p16 = q4 ? _mm256_sub_epi16(_mm256_maddubs_epi16(aw, qa),
-                                                    _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa))
-                                 : _mm256_maddubs_epi16(aw, _mm256_sign_epi8(qa, wq));
-                __m256i p = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+                __m256i p = q4 ? q4_dot_ready(rd, qa, _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa))
+                               : q8_dot_ready(rd, qa, _mm256_setzero_si256());
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(hw * x[t].d[b]),
                                          acc[t]);
             }
