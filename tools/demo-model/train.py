@@ -9,6 +9,8 @@ tools/demo-model/runs/SIZE/: ckpt.pt (atomic, every --ckpt-minutes), log.tsv
 The run's settings are fixed at its first start and stored in the checkpoint;
 re-running the same command continues exactly (model, optimizer, schedule step,
 data order).  bf16 autocast, f32 master weights, 1 thread by default.
+--init FOLDER starts a new run (its own --run folder) from trained weights:
+more epochs for a finished run, with a fresh optimizer and schedule.
 """
 import argparse
 import json
@@ -122,6 +124,9 @@ def main():
     ap.add_argument("--ckpt-minutes", type=float, default=5.0)
     ap.add_argument("--val-every", type=int, default=500)
     ap.add_argument("--max-steps", type=int, help="stop this process after N steps (benchmarks)")
+    ap.add_argument("--init", help="a new run starts from these weights (HF folder): more epochs "
+                    "on a finished run, with a fresh optimizer and schedule")
+    ap.add_argument("--warmup", type=int)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     run = a.run or os.path.join(HERE, "runs", a.size)
@@ -142,7 +147,7 @@ def main():
     else:
         ck = None
         s = dict(DEFAULTS[a.size])
-        for k in ("epochs", "lr", "batch_tokens"):
+        for k in ("epochs", "lr", "batch_tokens", "warmup"):
             if getattr(a, k) is not None:
                 s[k] = getattr(a, k)
         s["seed"] = a.seed
@@ -151,7 +156,11 @@ def main():
         s["batches_per_epoch"] = n_batches
         s["total_steps"] = int(n_batches * s["epochs"])
         torch.manual_seed(s["seed"])
-        model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
+        if a.init:
+            model = openelm.load_hf(a.init)
+            s["init"] = os.path.abspath(a.init)
+        else:
+            model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
         json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
