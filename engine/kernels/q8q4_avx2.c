@@ -141,6 +141,19 @@ AVX2 static INLINE __m256i q8_dot_ready(struct ready r, __m256i qa, __m256i c16)
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
+/* What a token's activations give every row's dot (c16 above): Q4_0 the
+ * 8 x x correction, Q8_0 nothing. */
+AVX2 static INLINE __m256i q4_c16(__m256i qa)
+{
+    return _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa);
+}
+
+AVX2 static INLINE __m256i q8_c16(__m256i qa)
+{
+    (void)qa;
+    return _mm256_setzero_si256();
+}
+
 AVX2 static INLINE __m256i q4_dot(const uint8_t *blk, __m256i qa, __m256i c16)
 {
     return q4_dot_ready(q4_ready(blk), qa, c16);
@@ -199,8 +212,8 @@ AVX2 static INLINE __m256i q8_dot(const uint8_t *blk, __m256i qa, __m256i c16)
             NAME##_r(w + (size_t)r * ldw, ldw, nb, x, y + r, accumulate, 1);                  \
     }
 
-QROWS2(q4_0_avx2, ELM_Q4_0_BYTES, _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa), q4_dot, 4)
-QROWS2(q8_0_avx2, ELM_Q8_0_BYTES, _mm256_setzero_si256(), q8_dot, 1)
+QROWS2(q4_0_avx2, ELM_Q4_0_BYTES, q4_c16(qa), q4_dot, 4)
+QROWS2(q8_0_avx2, ELM_Q8_0_BYTES, q8_c16(qa), q8_dot, 1)
 
 /* Several tokens (a pass verifying drafts): each weight block is loaded
  * and made ready once (Q8_0: |w|; Q4_0: the nibbles), its f16 scale
@@ -223,8 +236,7 @@ AVX2 static INLINE void multi_tb(const uint8_t *w, size_t ldw, long nb, const st
             float hw = half(wb);
             for (int t = 0; t < tb; t++) {
                 __m256i qa = _mm256_load_si256((const __m256i *)(const void *)(x[t].q + 32 * b));
-                __m256i p = q4 ? q4_dot_ready(rd, qa, _mm256_maddubs_epi16(_mm256_set1_epi8(8), qa))
-                               : q8_dot_ready(rd, qa, _mm256_setzero_si256());
+                __m256i p = q4 ? q4_dot_ready(rd, qa, q4_c16(qa)) : q8_dot_ready(rd, qa, q8_c16(qa));
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(hw * x[t].d[b]),
                                          acc[t]);
             }
