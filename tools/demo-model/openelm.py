@@ -80,14 +80,17 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(n))
 
+    @staticmethod
+    def _unit(x):
+        xf = x.float()
+        return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + RMS_EPS)
+
     def f32(self, x):
         """The normalized x in f32, whatever x's dtype (no cast back)."""
-        xf = x.float()
-        return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + RMS_EPS) * self.weight
+        return self._unit(x) * self.weight
 
     def forward(self, x):
-        xf = x.float()
-        y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + RMS_EPS)
+        y = self._unit(x)
         return y.type_as(x) * self.weight.type_as(x) if x.dtype != torch.float32 else y * self.weight
 
 
