@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """Build the demo models' corpus, tokenizer and token ids (deterministic).
 
-    /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N]
+    /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N] [--tokenizer FILE | --train-tokenizer]
 
 Writes into DIR (default tools/demo-model/out/corpus):
   lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning)
   train.jsonl val.jsonl dialogues: {"kind": ..., "messages": [[role, text], ...]}
   spm_input.txt         the text the tokenizer is trained on
-  tokenizer.model       SentencePiece BPE (byte fallback, unk 0, bos 1, eos 2)
+  tokenizer.model       a copy of tools/demo-model/tokenizer.model, the shipped models' vocabulary
+                        (SentencePiece BPE, byte fallback, unk 0, bos 1, eos 2; trained on corpus 2),
+                        or with --train-tokenizer one trained on this corpus
   train.pt val.pt       token ids and loss masks as elmchat's openelm-instruct renders them
   stats.json            sizes in dialogues and tokens
 """
@@ -17,6 +19,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -366,30 +369,38 @@ def stem(w):
     return w[:-1] if w.endswith("e") and len(w) > 3 else w
 
 
-def content_words(text):
-    return {stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())} - {stem(w) for w in SHARED_OK}
+def words(text):
+    return [stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())]
 
 
-def held_out_words():
-    words = set()
+SHARED_STEMS = {stem(w) for w in SHARED_OK}
+
+
+def trigrams(text):
+    """Word 3-grams (stemmed) that hold at least one content word."""
+    w = words(text)
+    return {tuple(w[i:i + 3]) for i in range(len(w) - 2) if set(w[i:i + 3]) - SHARED_STEMS}
+
+
+def held_out_trigrams():
+    grams = set()
     with open(os.path.join(HERE, "eval_guide.tsv")) as f:
         for line in f:
             if not line.startswith("#") and line.strip():
-                words |= content_words(line.split("\t")[0])
-    return words
+                grams |= trigrams(line.split("\t")[0])
+    return grams
 
 
 def guide_questions(rng, key, topics, per_fact, held_out):
     """per_fact distinct questions for a fact: its topics and MORE_TOPICS
-    crossed with every frame, a context prefix on some."""
-    def fair(v):
-        return [x for x in v if not content_words(x.replace("{t}", "").replace("{T}", "")) & held_out]
-    verb = guide_data.VERB_FRAMES + fair(guide_data.VERB_FRAMES_MORE)
-    noun = guide_data.NOUN_FRAMES + fair(guide_data.NOUN_FRAMES_MORE)
-    prefixes = fair(guide_data.PREFIXES)
+    crossed with every frame, a context prefix on some.  A question that
+    shares a content-word 3-gram with a held-out one is dropped (corpus 3;
+    corpus 2 dropped every phrase sharing a single content word, which left
+    the held-out questions' ordinary words, "keystroke", "launching", unseen)."""
+    verb = guide_data.VERB_FRAMES + guide_data.VERB_FRAMES_MORE
+    noun = guide_data.NOUN_FRAMES + guide_data.NOUN_FRAMES_MORE
     qs = []
-    more = [t for t in guide_data.MORE_TOPICS.get(key, []) if not content_words(t) & held_out]
-    for t in topics + more:
+    for t in topics + guide_data.MORE_TOPICS.get(key, []):
         frames = noun if t.startswith("N:") else verb
         t = t[2:] if t.startswith("N:") else t
         for fr in frames:
@@ -397,13 +408,16 @@ def guide_questions(rng, key, topics, per_fact, held_out):
     qs = sorted(set(qs))
     rng.shuffle(qs)
     out = []
-    for q in qs[:per_fact]:
-        p = rng.choice(prefixes)
+    for q in qs:
+        if len(out) == per_fact:
+            break
+        p = rng.choice(guide_data.PREFIXES)
         if p.endswith((". ", "! ", ": ")):
             q = q[:1].upper() + q[1:]
         elif p and not q.startswith(("I ", "I'")):
             q = q[:1].lower() + q[1:]
-        out.append(p + q)
+        if not trigrams(p + q) & held_out:
+            out.append(p + q)
     return out
 
 
@@ -450,7 +464,7 @@ def make_dialogues(lex, unknown, seed):
                 continue
             eval_q.add(norm_q(line.split("\t")[0]))
     guide_pairs = []
-    held_out = held_out_words()
+    held_out = held_out_trigrams()
     for key, ans, topics in guide_data.FACTS:
         for q in guide_questions(rng, key, topics, 160, held_out):
             guide_pairs.append((q, ans))
@@ -550,6 +564,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--vocab", type=int, default=4000)
     ap.add_argument("--val-frac", type=float, default=0.03)
+    ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.model"),
+                    help="the vocabulary (default: the shipped models' own, tools/demo-model/tokenizer.model)")
+    ap.add_argument("--train-tokenizer", action="store_true",
+                    help="train a new SentencePiece vocabulary on the corpus instead (models trained "
+                    "on it can no longer draft for, or replace, the shipped ones)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
@@ -581,23 +600,27 @@ def main():
                 f.write("<|user|>\n" + u.replace("\n", " ") + "\n<|assistant|>\n" + a.replace("\n", " ") + "\n")
     import sentencepiece as spm
     prefix = os.path.join(args.out, "tokenizer")
-    # relative paths: the trainer stores them in the model, which keeps the file byte-identical
-    cwd = os.getcwd()
-    os.chdir(args.out)
-    spm.SentencePieceTrainer.train(
-        input="spm_input.txt", model_prefix="tokenizer", model_type="bpe", vocab_size=args.vocab,
-        byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-        normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
-        split_digits=True, allow_whitespace_only_pieces=True, character_coverage=1.0,
-        num_threads=1, input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=8192,
-        seed_sentencepiece_size=1000000, minloglevel=2)
-    os.chdir(cwd)
+    if not args.train_tokenizer:
+        shutil.copyfile(args.tokenizer, prefix + ".model")
+    else:
+        # relative paths: the trainer stores them in the model, which keeps the file byte-identical
+        cwd = os.getcwd()
+        os.chdir(args.out)
+        spm.SentencePieceTrainer.train(
+            input="spm_input.txt", model_prefix="tokenizer", model_type="bpe", vocab_size=args.vocab,
+            byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+            normalization_rule_name="identity", remove_extra_whitespaces=False, add_dummy_prefix=True,
+            split_digits=True, allow_whitespace_only_pieces=True, character_coverage=1.0,
+            num_threads=1, input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=8192,
+            seed_sentencepiece_size=1000000, minloglevel=2)
+        os.chdir(cwd)
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
     R = Renderer(sp)
 
     import torch
     stats = {"lexicon_words": len(lex), "removed_words": removed, "unknown_words": len(unknown),
-             "vocab_size": sp.get_piece_size(), "seed": args.seed}
+             "vocab_size": sp.get_piece_size(), "seed": args.seed,
+             "tokenizer": "trained" if args.train_tokenizer else os.path.basename(args.tokenizer)}
     for name, part in (("train", train), ("val", val)):
         seqs, masks, kinds = [], [], []
         n_tok = n_loss = 0

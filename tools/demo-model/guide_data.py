@@ -199,8 +199,8 @@ NOUN_FRAMES = [
 # so that a question is answered by what it asks for, not by the exact words
 # of a frame.  Written after the first evaluation had shown the held-out
 # questions' misses: so that they stay a fair test, build_corpus.py drops
-# every phrase here that shares a content word with a held-out question
-# (held_out_words()).
+# every question that shares a content-word 3-gram with a held-out one
+# (held_out_trigrams()).
 MORE_TOPICS = {
     "help": ["see what I can type", "find the list of commands", "learn the commands",
              "see every command", "know which commands exist", "see the available commands",

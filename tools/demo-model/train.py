@@ -8,7 +8,8 @@ tools/demo-model/runs/SIZE/: ckpt.pt (atomic, every --ckpt-minutes), log.tsv
 (loss per step), val.tsv (validation loss), final/ (f32 HF folder at the end).
 The run's settings are fixed at its first start and stored in the checkpoint;
 re-running the same command continues exactly (model, optimizer, schedule step,
-data order).  bf16 autocast, f32 master weights, 1 thread by default.
+data order).  bf16 autocast with f32 master weights where the CPU has
+AVX512_BF16, plain f32 elsewhere (--precision); 1 thread by default.
 --init FOLDER starts a new run (its own --run folder) from trained weights:
 more epochs for a finished run, with a fresh optimizer and schedule.
 """
@@ -30,8 +31,9 @@ import openelm  # noqa: E402
 DEFAULTS = {
     # The shipped small model: these 2 epochs, then one more from their
     # weights (--init, README.md).  The large one needs 3 epochs to beat it,
-    # about 2.2 hours alone at 2 threads: a session of its own (runs/ does
-    # not survive a new machine).
+    # about 2.2 hours alone at 2 threads with AVX512_BF16, about 5.5 hours
+    # in f32 on an AVX2-only CPU: a session of its own (runs/ does not
+    # survive a new machine).
     "small": dict(lr=2e-3, epochs=2, batch_tokens=6144, warmup=300),
     "large": dict(lr=1e-3, epochs=3, batch_tokens=8192, warmup=300),
 }
@@ -76,8 +78,21 @@ def collate(data, b):
     return x, y, w
 
 
+def cpu_has_bf16():
+    """oneDNN's bf16 matmuls need AVX512_BF16; without it torch 1.13 falls back to
+    scalar loops (a step took minutes on an AVX2-only EPYC), so f32 through BLAS wins."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any("avx512_bf16" in line.split() for line in f if line.startswith("flags"))
+    except OSError:
+        return False
+
+
+AUTOCAST = True
+
+
 def loss_fn(model, x, y, w):
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST):
         logits = model(x, select=w)
     n = int(w.sum())
     return F.cross_entropy(logits.float(), y[w]), n
@@ -128,6 +143,10 @@ def main():
     ap.add_argument("--init", help="a new run starts from these weights (HF folder): more epochs "
                     "on a finished run, with a fresh optimizer and schedule")
     ap.add_argument("--warmup", type=int)
+    ap.add_argument("--precision", choices=("auto", "bf16", "f32"), default="auto",
+                    help="bf16 autocast (f32 master weights) or plain f32; auto: bf16 when the CPU "
+                    "has AVX512_BF16 (f32 then needs a fast BLAS: libopenblas0-pthread); a resumed "
+                    "run keeps its own unless this says otherwise")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     run = a.run or os.path.join(HERE, "runs", a.size)
@@ -144,6 +163,8 @@ def main():
         s = ck["settings"]
         model = openelm.OpenELM(ck["config"])
         model.load_state_dict(ck["model"])
+        if a.precision != "auto" or "precision" not in s:
+            s["precision"] = a.precision if a.precision != "auto" else ("bf16" if cpu_has_bf16() else "f32")
         print(f"resuming {ckpt_path} at step {ck['step']} (epoch {ck['epoch']}, batch {ck['batch']})", flush=True)
     else:
         ck = None
@@ -153,6 +174,7 @@ def main():
                 s[k] = getattr(a, k)
         s["seed"] = a.seed
         s["size"] = a.size
+        s["precision"] = a.precision if a.precision != "auto" else ("bf16" if cpu_has_bf16() else "f32")
         n_batches = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"]))
         s["batches_per_epoch"] = n_batches
         s["total_steps"] = int(n_batches * s["epochs"])
@@ -163,6 +185,8 @@ def main():
         else:
             model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
         json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
+    global AUTOCAST
+    AUTOCAST = s["precision"] == "bf16"
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -173,7 +197,7 @@ def main():
         step, epoch, bi = ck["step"], ck["epoch"], ck["batch"]
         torch.set_rng_state(ck["torch_rng"])
         random.setstate(ck["py_rng"])
-    print(f"{a.size}: {openelm.n_params(model):,} parameters, {s['total_steps']} steps "
+    print(f"{a.size}: {'bf16 autocast' if AUTOCAST else 'f32'}, {openelm.n_params(model):,} parameters, {s['total_steps']} steps "
           f"({s['batches_per_epoch']} batches/epoch), settings {s}", flush=True)
 
     log = open(os.path.join(run, "log.tsv"), "a")
