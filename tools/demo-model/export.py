@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--dtype", choices=sorted(DT), default="f32")
     ap.add_argument("--gguf", default="", help="comma-separated types, e.g. q8_0,q4_k")
-    ap.add_argument("--tokenizer", default=os.path.join(HERE, "out", "corpus", "tokenizer.model"))
+    ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.model"))
     ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "elmchat")))
     a = ap.parse_args()
     run = os.path.join(HERE, "runs", a.size)

@@ -105,7 +105,7 @@ def main():
     ap.add_argument("gguf")
     ap.add_argument("--size", choices=sorted(openelm.SIZES), required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--tokenizer", default=os.path.join(HERE, "out", "corpus", "tokenizer.model"))
+    ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.model"))
     ap.add_argument("--elmchat", default=os.environ.get("ELMCHAT", os.path.join(HERE, "..", "..", "elmchat")))
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as td:
