@@ -6,7 +6,7 @@
 Writes into DIR (default tools/demo-model/out/corpus):
   lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning)
   train.jsonl val.jsonl dialogues: {"kind": ..., "messages": [[role, text], ...]}
-  spm_input.txt         the text the tokenizer is trained on
+  spm_input.txt         with --train-tokenizer: the text the tokenizer is trained on
   tokenizer.model       a copy of tools/demo-model/tokenizer.model, the shipped models' vocabulary
                         (SentencePiece BPE, byte fallback, unk 0, bos 1, eos 2; trained on corpus 2),
                         or with --train-tokenizer one trained on this corpus
@@ -562,7 +562,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(HERE, "out", "corpus"))
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--vocab", type=int, default=4000)
+    ap.add_argument("--vocab", type=int, default=4000, help="with --train-tokenizer: its size")
     ap.add_argument("--val-frac", type=float, default=0.03)
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.model"),
                     help="the vocabulary (default: the shipped models' own, tools/demo-model/tokenizer.model)")
@@ -591,18 +591,17 @@ def main():
                 f.write(json.dumps({"kind": k, "messages": [m for t in turns for m in
                                                             (["user", t[0]], ["assistant", t[1]])]}) + "\n")
 
-    # tokenizer input: every line of every run as elmchat would send it
-    spm_in = os.path.join(args.out, "spm_input.txt")
-    with open(spm_in, "w") as f:
-        f.write("<|system|>\n<|user|>\n<|assistant|>\n")
-        for k, turns in train:
-            for u, a in turns:
-                f.write("<|user|>\n" + u.replace("\n", " ") + "\n<|assistant|>\n" + a.replace("\n", " ") + "\n")
     import sentencepiece as spm
     prefix = os.path.join(args.out, "tokenizer")
     if not args.train_tokenizer:
         shutil.copyfile(args.tokenizer, prefix + ".model")
     else:
+        # tokenizer input: every line of every run as elmchat would send it
+        with open(os.path.join(args.out, "spm_input.txt"), "w") as f:
+            f.write("<|system|>\n<|user|>\n<|assistant|>\n")
+            for k, turns in train:
+                for u, a in turns:
+                    f.write("<|user|>\n" + u.replace("\n", " ") + "\n<|assistant|>\n" + a.replace("\n", " ") + "\n")
         # relative paths: the trainer stores them in the model, which keeps the file byte-identical
         cwd = os.getcwd()
         os.chdir(args.out)

@@ -88,24 +88,25 @@ def cpu_has_bf16():
         return False
 
 
-AUTOCAST = True
+def resolve_precision(asked):
+    return asked if asked != "auto" else ("bf16" if cpu_has_bf16() else "f32")
 
 
-def loss_fn(model, x, y, w):
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST):
+def loss_fn(model, x, y, w, bf16):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         logits = model(x, select=w)
     n = int(w.sum())
     return F.cross_entropy(logits.float(), y[w]), n
 
 
-def evaluate(model, val, batch_tokens):
+def evaluate(model, val, batch_tokens, bf16):
     model.eval()
     lengths = [len(s) for s in val["ids"]]
     tot, n = 0.0, 0
     with torch.no_grad():
         for b in batches_for_epoch(lengths, 0, 0, batch_tokens * 2):
             x, y, w = collate(val, b)
-            l, k = loss_fn(model, x, y, w)
+            l, k = loss_fn(model, x, y, w, bf16)
             tot += float(l) * k
             n += k
     model.train()
@@ -164,7 +165,7 @@ def main():
         model = openelm.OpenELM(ck["config"])
         model.load_state_dict(ck["model"])
         if a.precision != "auto" or "precision" not in s:
-            s["precision"] = a.precision if a.precision != "auto" else ("bf16" if cpu_has_bf16() else "f32")
+            s["precision"] = resolve_precision(a.precision)
         print(f"resuming {ckpt_path} at step {ck['step']} (epoch {ck['epoch']}, batch {ck['batch']})", flush=True)
     else:
         ck = None
@@ -174,7 +175,7 @@ def main():
                 s[k] = getattr(a, k)
         s["seed"] = a.seed
         s["size"] = a.size
-        s["precision"] = a.precision if a.precision != "auto" else ("bf16" if cpu_has_bf16() else "f32")
+        s["precision"] = resolve_precision(a.precision)
         n_batches = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"]))
         s["batches_per_epoch"] = n_batches
         s["total_steps"] = int(n_batches * s["epochs"])
@@ -185,8 +186,7 @@ def main():
         else:
             model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
         json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
-    global AUTOCAST
-    AUTOCAST = s["precision"] == "bf16"
+    bf16 = s["precision"] == "bf16"
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -197,7 +197,7 @@ def main():
         step, epoch, bi = ck["step"], ck["epoch"], ck["batch"]
         torch.set_rng_state(ck["torch_rng"])
         random.setstate(ck["py_rng"])
-    print(f"{a.size}: {'bf16 autocast' if AUTOCAST else 'f32'}, {openelm.n_params(model):,} parameters, {s['total_steps']} steps "
+    print(f"{a.size}: {'bf16 autocast' if bf16 else 'f32'}, {openelm.n_params(model):,} parameters, {s['total_steps']} steps "
           f"({s['batches_per_epoch']} batches/epoch), settings {s}", flush=True)
 
     log = open(os.path.join(run, "log.tsv"), "a")
@@ -228,7 +228,7 @@ def main():
         lr = lr_at(step, s)
         for g in opt.param_groups:
             g["lr"] = lr
-        loss, k = loss_fn(model, x, y, w)
+        loss, k = loss_fn(model, x, y, w, bf16)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -248,7 +248,7 @@ def main():
             print(f"step {step}/{s['total_steps']} ep {epoch} loss {float(loss):.4f} lr {lr:.2e} "
                   f"{tps:.0f} tok/s wall {wall / 60:.1f} min", flush=True)
         if step % a.val_every == 0 or step == s["total_steps"]:
-            vl = evaluate(model, val, s["batch_tokens"])
+            vl = evaluate(model, val, s["batch_tokens"], bf16)
             vlog.write(f"{step}\t{epoch}\t{vl:.4f}\t{wall:.1f}\n")
             vlog.flush()
             print(f"step {step} val loss {vl:.4f}", flush=True)
