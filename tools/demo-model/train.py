@@ -144,6 +144,9 @@ def main():
     ap.add_argument("--init", help="a new run starts from these weights (HF folder): more epochs "
                     "on a finished run, with a fresh optimizer and schedule")
     ap.add_argument("--warmup", type=int)
+    ap.add_argument("--total-steps", type=int,
+                    help="the schedule's length instead of EPOCHS epochs; on a resumed run, shortens "
+                    "or stretches the rest of its cosine")
     ap.add_argument("--precision", choices=("auto", "bf16", "f32"), default="auto",
                     help="bf16 autocast (f32 master weights) or plain f32; auto: bf16 when the CPU "
                     "has AVX512_BF16 (f32 then needs a fast BLAS: libopenblas0-pthread); a resumed "
@@ -167,6 +170,11 @@ def main():
         if a.precision != "auto" or "precision" not in s:
             s["precision"] = resolve_precision(a.precision)
         print(f"resuming {ckpt_path} at step {ck['step']} (epoch {ck['epoch']}, batch {ck['batch']})", flush=True)
+        if a.total_steps:
+            if a.total_steps <= ck["step"]:
+                sys.exit(f"{run}: --total-steps {a.total_steps} is not past the checkpoint's step {ck['step']}")
+            s["total_steps"] = a.total_steps
+            json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
     else:
         ck = None
         s = dict(DEFAULTS[a.size])
@@ -178,7 +186,7 @@ def main():
         s["precision"] = resolve_precision(a.precision)
         n_batches = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"]))
         s["batches_per_epoch"] = n_batches
-        s["total_steps"] = int(n_batches * s["epochs"])
+        s["total_steps"] = a.total_steps or int(n_batches * s["epochs"])
         torch.manual_seed(s["seed"])
         if a.init:
             model = openelm.load_hf(a.init)
