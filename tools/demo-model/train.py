@@ -30,10 +30,10 @@ import openelm  # noqa: E402
 
 DEFAULTS = {
     # The shipped small model: these 2 epochs, then one more from their
-    # weights (--init, README.md).  The large one needs 3 epochs to beat it,
-    # about 2.2 hours alone at 2 threads with AVX512_BF16, about 5.5 hours
-    # in f32 on an AVX2-only CPU: a session of its own (runs/ does not
-    # survive a new machine).
+    # weights (--init, README.md).  From scratch the large one needs 3
+    # epochs to beat it (2.2 hours with AVX512_BF16, 5.5 in f32), so the
+    # shipped one starts from the small one grown (grow.py, --init) and
+    # trains a shorter schedule (--lr, --warmup, --total-steps).
     "small": dict(lr=2e-3, epochs=2, batch_tokens=6144, warmup=300),
     "large": dict(lr=1e-3, epochs=3, batch_tokens=8192, warmup=300),
 }
