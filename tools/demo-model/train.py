@@ -213,6 +213,8 @@ def main():
     if step == 0:
         log.write("step\tepoch\tlr\tloss\tloss_tokens\tbatch_tokens\twall_s\ttok_per_s\n")
         vlog.write("step\tepoch\tval_loss\twall_s\n")
+        log.flush()
+        vlog.flush()  # a run stopped before its first validation still has the header
     wall0 = ck["wall"] if ck else 0.0
     t_start = time.time()
     last_ckpt = time.time()
