@@ -1,10 +1,17 @@
 # models/: the two models elmchat ships, trained by the project itself
 # (tools/demo-model/, issue 15): elmchat's guide and a small dictionary.
-# guide-small-instruct is the default model.  Installed into
-# $(pkgdatadir)/models, where src/model_find.c finds them (the build tree's
-# program uses this folder of the source tree).
+# guide-small-instruct (a q8_0 GGUF) is the default model;
+# guide-large-instruct is a Hugging Face folder (bf16 safetensors), one
+# /model away.  Installed into $(pkgdatadir)/models, where src/model_find.c
+# finds them (the build tree's program uses this folder of the source tree).
 bundledmodelsdir = $(pkgdatadir)/models
 dist_bundledmodels_DATA = models/guide-small-instruct.gguf
+bundledlargedir = $(pkgdatadir)/models/guide-large-instruct
+dist_bundledlarge_DATA = \
+	models/guide-large-instruct/config.json \
+	models/guide-large-instruct/generation_config.json \
+	models/guide-large-instruct/model.safetensors \
+	models/guide-large-instruct/tokenizer.model
 EXTRA_DIST += models/README.md
 
 # The LLaMA-2 tokenizer.model every OpenELM model uses (Apple's Hub repos

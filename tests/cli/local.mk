@@ -31,7 +31,7 @@ EXTRA_DIST += tools/spec-project.py
 # tools/demo-model/goldens.py); the default model is the small one.
 dist_check_SCRIPTS += tests/cli/test-guide-models.sh
 TESTS += tests/cli/test-guide-models.sh
-EXTRA_DIST += tests/data/guide/small.tsv
+EXTRA_DIST += tests/data/guide/small.tsv tests/data/guide/large.tsv
 
 # elmchat sessions [--grep TEXT] on a folder of session files.
 dist_check_SCRIPTS += tests/cli/test-sessions.sh
