@@ -157,6 +157,7 @@ struct chat_message chat_session_message_numbered(const struct session *s, size_
         .interrupted = m->interrupted,
         .out_of_context = m->out_of_context,
         .pinned = m->pinned,
+        .model = m->model,
     };
 }
 
@@ -266,7 +267,7 @@ void chat_start_reply(struct chat *c)
         /* a retry: the reply is the newest of the versions after the path */
         int n = (int)session_children_after_path(v->s) + 1;
         struct chat_message m = {.role = CHAT_ASSISTANT, .text = "", .ref = (int)v->s->n_msgs,
-                                 .version = n, .n_versions = n};
+                                 .version = n, .n_versions = n, .model = c->model_name};
         c->view.reply_started(c->view.user, &m);
     }
     post_generate(c, v);

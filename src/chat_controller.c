@@ -112,8 +112,14 @@ static void finish_reply(struct chat *c, const struct elm_event *ev)
     enum template_end how = conversation_end_from_done(ev->reason);
     char err[512];
     size_t kept_end = v->cv.tokens.n;
-    if (conversation_reply_end(&v->cv, how, content, interrupted, err, sizeof err) != 0)
+    if (conversation_reply_end(&v->cv, how, content, interrupted, err, sizeof err) != 0) {
         chat_notice(c, true, "%s", err);
+    } else if (v->s->n_msgs > 0 && v->s->msgs[v->s->n_msgs - 1].role == ROLE_ASSISTANT) {
+        /* the reply keeps its author's name after a model switch */
+        struct message *m = &v->s->msgs[v->s->n_msgs - 1];
+        free(m->model);
+        m->model = x_strdup(c->model_name);
+    }
     free(content);
     v->dirty = true;
     /* what the worker holds: the prompt and the ids it fed (never more

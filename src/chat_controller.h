@@ -52,6 +52,7 @@ struct chat_message {
     int exchange;            /* user messages: the exchange number (/pin N), else 0 */
     int version, n_versions; /* its place among its versions (/branch); n_versions 1: none */
     bool interrupted, out_of_context, pinned;
+    const char *model;       /* assistant: the model that wrote it (borrowed); NULL: unknown */
 };
 
 /* The notifications.  Any callback may be NULL; user is passed back. */

@@ -302,6 +302,7 @@ struct session *session_new(const char *name)
 void session_message_fini(struct message *m)
 {
     free(m->content);
+    free(m->model);
     extra_free(m->extra);
     memset(m, 0, sizeof *m);
 }
@@ -602,6 +603,10 @@ static void emit_message(yaml_emitter_t *e, const struct message *m, bool with_p
         emit_bool(e, "out_of_context", true);
     if (m->pinned)
         emit_bool(e, "pinned", true);
+    if (m->model) {
+        emit_str(e, "model");
+        emit_quoted(e, m->model);
+    }
     emit_extra(e, m->extra);
     emit_str(e, "content");
     emit_text(e, m->content);
@@ -815,6 +820,8 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct message *m, cons
             okay = ydoc_bool(d, v, what, &m->out_of_context);
         } else if (strcmp(key, "pinned") == 0) {
             okay = ydoc_bool(d, v, what, &m->pinned);
+        } else if (strcmp(key, "model") == 0 && !m->model) {
+            okay = (m->model = ydoc_strdup(d, v, what)) != NULL;
         } else {
             okay = extra_add(d, &m->extra, key, v, budget);
         }

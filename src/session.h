@@ -40,6 +40,7 @@ struct message {
     uint32_t id;         /* unique in the session, > 0 (session_tree.h) */
     uint32_t parent;     /* the message before it on its branch; 0: the first */
     uint64_t stamp;      /* other branches: when it left the current path */
+    char *model;         /* assistant: the model that wrote it (its label); owned, may be NULL */
     struct session_extra *extra; /* owned; NULL when none */
 };
 

@@ -40,6 +40,7 @@ static json_object *message_json(const struct message *m, bool on_path)
     json_object_object_add(o, "parent", m->parent ? json_object_new_int64(m->parent) : NULL);
     json_object_object_add(o, "role", json_object_new_string(role_name(m->role)));
     json_object_object_add(o, "content", str_or_null(m->content));
+    json_object_object_add(o, "model", str_or_null(m->model));
     json_object_object_add(o, "time", time_str(m->time));
     json_object_object_add(o, "on_path", json_object_new_boolean(on_path));
     json_object_object_add(o, "interrupted", json_object_new_boolean(m->interrupted));

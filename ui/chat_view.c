@@ -78,6 +78,7 @@ static void on_message_added(void *user, const struct chat_message *m)
     t->exchange = m->exchange;
     t->version = m->version;
     t->n_versions = m->n_versions;
+    t->author = m->model ? x_strdup(m->model) : NULL;
     queued_attach(v);
     transcript_scroll_end(&v->tr);
     v->changed = true;
@@ -90,6 +91,7 @@ static void on_reply_started(void *user, const struct chat_message *m)
     v->reply_msg = transcript_begin(&v->tr, TR_ASSISTANT, m->ref);
     v->tr.msgs[v->reply_msg].version = m->version;
     v->tr.msgs[v->reply_msg].n_versions = m->n_versions;
+    v->tr.msgs[v->reply_msg].author = m->model ? x_strdup(m->model) : NULL;
     queued_attach(v);
     transcript_scroll_end(&v->tr);
     v->changed = true;
@@ -108,10 +110,13 @@ static void on_reply_finished(void *user, bool interrupted, const char *final_te
     queued_detach(v);
     if (final_text && v->reply_msg < v->tr.n_msgs) {
         int k = v->tr.msgs[v->reply_msg].version, n = v->tr.msgs[v->reply_msg].n_versions;
+        char *author = v->tr.msgs[v->reply_msg].author;
+        v->tr.msgs[v->reply_msg].author = NULL;
         transcript_truncate(&v->tr, v->reply_msg);
         size_t i = transcript_add(&v->tr, TR_ASSISTANT, final_text, strlen(final_text), ref);
         v->tr.msgs[i].version = k;
         v->tr.msgs[i].n_versions = n;
+        v->tr.msgs[i].author = author;
     } else {
         transcript_finish(&v->tr, v->reply_msg, interrupted);
     }

@@ -88,6 +88,8 @@ static const char *role_label(const struct tr_msg *m, const char *assistant)
     case TR_USER:
         return "you";
     case TR_ASSISTANT:
+        if (m->author && *m->author)
+            return m->author;
         return assistant && *assistant ? assistant : "assistant";
     case TR_SYSTEM:
         return "system";

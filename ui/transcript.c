@@ -94,6 +94,8 @@ static void msg_fini(struct tr_msg *m)
     sbuf_fini(&m->text);
     sbuf_fini(&m->pending);
     md_out_fini(&m->md);
+    free(m->author);
+    m->author = NULL;
 }
 
 void transcript_fini(struct transcript *t)

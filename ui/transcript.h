@@ -49,6 +49,7 @@ struct tr_msg {
     int exchange;          /* user messages: the exchange number shown (0: none) */
     int version, n_versions; /* "< 2/3 >" on a message with other versions (n_versions > 1) */
     int ref;               /* caller's tag (e.g. the session message index) */
+    char *author;          /* assistant: the model that wrote it (owned); NULL: the current one */
     size_t first_line, n_lines;
 };
 

@@ -57,7 +57,8 @@ static bool same_session(const struct session *a, const struct session *b, const
         const struct message *x = &a->msgs[i], *y = &b->msgs[i];
         same = x->role == y->role && strcmp(x->content, y->content) == 0 &&
                x->time == y->time && x->interrupted == y->interrupted &&
-               x->pinned == y->pinned && x->out_of_context == y->out_of_context;
+               x->pinned == y->pinned && x->out_of_context == y->out_of_context &&
+               !x->model == !y->model && (!x->model || strcmp(x->model, y->model) == 0);
         if (!same)
             diag("%s: message %zu differs: [%s] vs [%s]", what, i, x->content, y->content);
     }
@@ -162,6 +163,7 @@ static struct session *sample_session(void)
     m->pinned = true;
     m = session_append(s, ROLE_ASSISTANT, "4");
     m->time = 1700000011;
+    m->model = x_strdup("guide-small-instruct");
     m = session_append(s, ROLE_USER, "And 3+3?");
     m->time = 1700000020;
     m->out_of_context = true;
@@ -196,6 +198,8 @@ static void test_file(void)
     ok(text && strstr(text, "elmchat_session: 2\n") == text, "the file starts with the version");
     ok(text && strstr(text, "  content: |-\n    What is 2+2?\n"),
        "content is a literal block scalar");
+    ok(text && strstr(text, "  model: \"guide-small-instruct\"\n"),
+       "a reply names the model that wrote it");
     ok(text && len > 10 && strcmp(text + len - 10, "end: true\n") == 0, "the file ends with end");
 
     /* Truncated at every byte: never a crash; a shorter valid-looking file

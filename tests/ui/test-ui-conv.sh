@@ -67,16 +67,18 @@ other="$UI_DIR/other-instruct"
 ok '[ -f "$other/config.json" ]' "a second checkpoint"
 ui_keys "/model $other" Enter
 ok 'ui_wait "loaded in" 20' "/model loads it and says so"
-ok 'ui_screen | grep -q "^other-instruct \[interrupted\]"' "the replies are labelled with the new model"
+ok '! ui_screen | grep -q "^other-instruct"' "the earlier replies keep the name of the model that wrote them"
 ok 'ui_screen | grep -q "third question" && ui_screen | grep -q "first question"' \
    "the conversation is still there"
 ui_keys 'fourth question' Enter
 ok 'ui_until "[ \"\$(ui_screen | grep -c \"\[interrupted\]\")\" -ge 3 ]" 10 && ui_wait "idle" 5' \
    "the new model answers in the same conversation"
+ok 'ui_screen | grep -q "^other-instruct \[interrupted\]"' "its reply is labelled with the new model"
 ui_keys '/info' Enter
 ok 'ui_wait "path: $other" 5' "/info names the new model"
 ok 'ui_screen | grep -q "template: openelm-instruct"' "... and the template that goes with it"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ok 'grep -q "fourth question" "$sessions/keep.yaml"' "saved"
+ok 'grep -q "model: \"other-instruct\"" "$sessions/keep.yaml"' "with each reply's model"
 ui_done

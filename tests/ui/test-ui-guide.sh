@@ -37,6 +37,7 @@ if [ -d "$top_srcdir/models/guide-large-instruct" ]; then
     # the word only the first turn gave.
     ok 'ui_wait "WordNet lists no synonyms for good" 30' "the large model answers the follow-up in the same conversation"
     ok 'ui_screen | grep -q "^guide-large-instruct"' "the reply is labelled with the large model"
+    ok 'ui_screen | grep -q "^guide-small-instruct"' "the first reply keeps the small model's name"
     ok 'ui_screen | grep -q "good (adjective):"' "the small model's answer is still there"
     ui_keys '/model default' Enter
     ok 'ui_wait "guide-small-instruct" 30 && ui_wait "idle" 30' "/model default switches back"
