@@ -820,7 +820,7 @@ static bool load_message(struct ydoc *d, yaml_node_t *n, struct message *m, cons
             okay = ydoc_bool(d, v, what, &m->out_of_context);
         } else if (strcmp(key, "pinned") == 0) {
             okay = ydoc_bool(d, v, what, &m->pinned);
-        } else if (strcmp(key, "model") == 0 && !m->model) {
+        } else if (strcmp(key, "model") == 0) {
             okay = (m->model = ydoc_strdup(d, v, what)) != NULL;
         } else {
             okay = extra_add(d, &m->extra, key, v, budget);

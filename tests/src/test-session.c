@@ -46,19 +46,24 @@ static char *read_text(const char *path, size_t *len)
     return t;
 }
 
+/* Two optional strings: both absent, or equal. */
+static bool same_str(const char *a, const char *b)
+{
+    return !a == !b && (!a || strcmp(a, b) == 0);
+}
+
 static bool same_session(const struct session *a, const struct session *b, const char *what)
 {
     bool same = strcmp(a->name, b->name) == 0 && a->n_msgs == b->n_msgs &&
                 a->created == b->created && a->updated == b->updated &&
-                (!a->model == !b->model) && (!a->model || strcmp(a->model, b->model) == 0) &&
-                (!a->system == !b->system) && (!a->system || strcmp(a->system, b->system) == 0) &&
+                same_str(a->model, b->model) && same_str(a->system, b->system) &&
                 a->sampling.set == b->sampling.set;
     for (size_t i = 0; same && i < a->n_msgs; i++) {
         const struct message *x = &a->msgs[i], *y = &b->msgs[i];
         same = x->role == y->role && strcmp(x->content, y->content) == 0 &&
                x->time == y->time && x->interrupted == y->interrupted &&
                x->pinned == y->pinned && x->out_of_context == y->out_of_context &&
-               !x->model == !y->model && (!x->model || strcmp(x->model, y->model) == 0);
+               same_str(x->model, y->model);
         if (!same)
             diag("%s: message %zu differs: [%s] vs [%s]", what, i, x->content, y->content);
     }

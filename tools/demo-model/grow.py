@@ -39,21 +39,16 @@ def layer_map(n_small, n_large):
     return {i: round(i * (n_large - 1) / (n_small - 1)) for i in range(n_small)}
 
 
-def ffn_width(cfg, i):
-    return openelm.make_divisible(cfg["ffn_multipliers"][i] * cfg["model_dim"], cfg["ffn_dim_divisor"])
-
-
-def grow_layer(dst, src, cs, cl, i_s, i_l):
-    """Copy small layer i_s into large layer i_l (dst, src: their Layer modules)."""
-    ds, hd = cs["model_dim"], cs["head_dim"]
-    nq_s, nkv_s = cs["num_query_heads"][i_s], cs["num_kv_heads"][i_s]
-    nq_l, nkv_l = cl["num_query_heads"][i_l], cl["num_kv_heads"][i_l]
+def grow_layer(dst, src, ds, scale, what):
+    """Copy the small Layer src into the large Layer dst, whose out_proj and
+    proj_2 are zero; ds: the small model dim; what: "i -> j" for errors."""
+    hd = src.attn.hd
+    nq_s, nkv_s, nq_l, nkv_l = src.attn.nq, src.attn.nkv, dst.attn.nq, dst.attn.nkv
     if nq_s > nq_l or nkv_s > nkv_l or nq_s // nkv_s != nq_l // nkv_l:
-        raise ValueError(f"layer {i_s} -> {i_l}: heads {nq_s}/{nkv_s} do not fit {nq_l}/{nkv_l}")
-    ff_s, ff_l = ffn_width(cs, i_s), ffn_width(cl, i_l)
+        raise ValueError(f"layer {what}: heads {nq_s}/{nkv_s} do not fit {nq_l}/{nkv_l}")
+    ff_s, ff_l = src.ffn.ff, dst.ffn.ff
     if ff_s > ff_l:
-        raise ValueError(f"layer {i_s} -> {i_l}: FFN {ff_s} does not fit {ff_l}")
-    scale = math.sqrt(ds / cl["model_dim"])
+        raise ValueError(f"layer {what}: FFN {ff_s} does not fit {ff_l}")
     with torch.no_grad():
         for name in ("attn_norm", "ffn_norm"):
             getattr(dst, name).weight.fill_(scale)
@@ -65,13 +60,11 @@ def grow_layer(dst, src, cs, cl, i_s, i_l):
         # rows: query heads, then key heads, then value heads
         for off_s, off_l, n in ((0, 0, nq_s), (nq_s, nq_l, nkv_s), (nq_s + nkv_s, nq_l + nkv_l, nkv_s)):
             w_l[off_l * hd:(off_l + n) * hd, :ds] = w_s[off_s * hd:(off_s + n) * hd]
-        dst.attn.out_proj.weight.zero_()
         dst.attn.out_proj.weight[:ds, :nq_s * hd] = src.attn.out_proj.weight
         p1_s, p1_l = src.ffn.proj_1.weight, dst.ffn.proj_1.weight
         p1_l[:, ds:] = 0
         p1_l[:ff_s, :ds] = p1_s[:ff_s]                     # gate
         p1_l[ff_l:ff_l + ff_s, :ds] = p1_s[ff_s:]          # up
-        dst.ffn.proj_2.weight.zero_()
         dst.ffn.proj_2.weight[:ds, :ff_s] = src.ffn.proj_2.weight
 
 
@@ -91,7 +84,7 @@ def grow(small, cl, noise):
             layer.attn.out_proj.weight.zero_()
             layer.ffn.proj_2.weight.zero_()
         for i_s, i_l in mapped.items():
-            grow_layer(tl.layers[i_l], ts.layers[i_s], cs, cl, i_s, i_l)
+            grow_layer(tl.layers[i_l], ts.layers[i_s], ds, scale, f"{i_s} -> {i_l}")
     return large, mapped
 
 

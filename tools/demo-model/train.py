@@ -174,7 +174,6 @@ def main():
             if a.total_steps <= ck["step"]:
                 sys.exit(f"{run}: --total-steps {a.total_steps} is not past the checkpoint's step {ck['step']}")
             s["total_steps"] = a.total_steps
-            json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
     else:
         ck = None
         s = dict(DEFAULTS[a.size])
@@ -193,7 +192,7 @@ def main():
             s["init"] = os.path.abspath(a.init)
         else:
             model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
-        json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)
+    json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)  # as this process runs it
     bf16 = s["precision"] == "bf16"
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
