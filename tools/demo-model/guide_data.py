@@ -378,3 +378,97 @@ PREFIXES = [
     "One more thing: ", "Excuse me, ", "Please, ", "OK. ", "So, ", "In this program, ",
     "I'm stuck. ", "Hello. ", "Another question: ",
 ]
+
+# Corpus 4: questions that name the tool by what it does ("Which command
+# closes ...?", "What hides ...?"): every verb topic in the third person.
+THIRD_FRAMES = [
+    "Which command {t3}?", "Which key {t3}?", "What {t3}?", "Is there a command that {t3}?",
+    "Which slash command {t3}?", "Which shortcut {t3}?", "What {t3} in elmchat?",
+    "Do you know what {t3}?", "Tell me what {t3}.", "which command {t3}", "what {t3}",
+    "Is there a key that {t3}?", "Which option {t3}?", "What is it that {t3}?",
+    "Which command is it that {t3}?", "Which keystroke {t3}?", "Which subcommand {t3}?",
+]
+
+# Corpus 4: a sentence of context, then a short question that leans on it.
+SITUATION_QUESTIONS = [
+    "What do I do?", "Which command helps?", "Which key is it?", "How do I fix that?",
+    "What should I type?", "Any command for that?", "What now?", "How?", "What can I do?",
+    "Is there a way?", "Which command is that?", "What's the key for that?", "Help?",
+    "What does that?", "Can elmchat do that?", "What's the trick?",
+]
+SITUATIONS = {
+    "help": ["I don't remember any of the commands.", "I'm lost and need the list of commands.",
+             "I can't recall what I'm able to type here."],
+    "new": ["I want to talk about something unrelated in a separate chat.",
+            "This chat is full of old stuff and I want an empty one beside it."],
+    "sessions": ["The panel with my chats takes too much room.", "I can't see my other chats anywhere."],
+    "switch": ["I have a chat called work and one called home open.",
+               "I'd like to continue in my other open chat."],
+    "model": ["The small model is not good enough for this.", "I want the bigger model for this question.",
+              "I'd like to try the 3B model but keep this chat."],
+    "template": ["The model sees the wrong prompt format.", "This model wants the chatml format."],
+    "system": ["I want the assistant to act like a pirate in every answer.",
+               "The model should always reply in German."],
+    "set": ["I want to tweak top-k and min-p.", "The replies are too long and I want a limit."],
+    "temperature": ["The answers are too wild.", "I want the model to be more creative.",
+                    "Every reply is the same; I want some randomness."],
+    "save": ["I want to keep this chat under the name project.", "I'd like a second copy of this chat with a new title."],
+    "load": ["Last month I had a chat called recipes.", "I closed elmchat yesterday and want my old chat back."],
+    "export": ["I want to send our conversation to a colleague as a document.",
+               "I need this chat as a .md file."],
+    "retry": ["The reply was nonsense.", "I don't like this answer and want a new one."],
+    "undo": ["I sent that message by accident.", "My last question was a mistake."],
+    "edit": ["I made a typo in what I asked earlier.", "My second question was badly worded."],
+    "pin": ["The first exchange holds the whole task description.",
+            "One exchange must never be forgotten when the context fills."],
+    "unpin": ["I pinned an exchange I no longer need.", "The pinned turn is not important any more."],
+    "clear": ["I want an empty chat but the same system prompt.", "All these messages should go."],
+    "info": ["I wonder how many tokens per second I get.", "I want to know which template is in use."],
+    "quit": ["I'm finished for today.", "I want to leave elmchat now.", "Time to shut the program."],
+    "enter": ["I have typed my question.", "My message is ready to go."],
+    "newline": ["My message needs a second paragraph.", "I want to type a list on separate lines."],
+    "stop": ["The model is going on forever.", "The reply is far too long and still running.",
+             "The model won't stop talking."],
+    "clearline": ["I typed a lot of garbage in the input line.", "What I'm typing is wrong from the start."],
+    "tab": ["I typed /temp and want the rest filled in.", "I don't want to type the whole model name."],
+    "history": ["I asked something similar an hour ago and want that text again.",
+                "I want to find a question I typed before."],
+    "scroll": ["The start of the chat is off the top of the screen.", "I want to read what the model said earlier."],
+    "redraw": ["The screen is full of broken characters.", "The window looks garbled after a resize."],
+    "suspend": ["I need my shell for a moment without quitting.", "I want to run a shell command and come back."],
+    "inputrc": ["I want my own shortcuts for the input line.", "Alt-B does not do what I want."],
+    "vi": ["I'm used to vim and want its keys in the input line."],
+    "paste": ["I have a long text with many lines to paste."],
+    "realmodel": ["The demo model knows almost nothing.", "I want the real Apple model files.",
+                  "These answers are too limited."],
+    "tokenizer": ["I downloaded OpenELM but elmchat says there is no tokenizer.",
+                  "The Hub folder has no tokenizer file."],
+    "dashm": ["I want elmchat to start on my own weights.", "I have a .gguf file on disk."],
+    "named": ["I'm tired of typing the full path to my model."],
+    "gguf": ["The model file is too big for my disk.", "I want a 4-bit copy of the model."],
+    "templates": ["I wonder which prompt formats are built in."],
+    "owntemplate": ["I wrote a chat format in YAML.", "None of the shipped templates fits my model."],
+    "dashs": ["I want to open my chat called ideas right from bash."],
+    "where": ["I want to back up my chats.", "I'm looking for my saved conversations on disk."],
+    "run": ["I want one answer printed in a shell script.", "I want to call elmchat from cron."],
+    "bench": ["I want to know how fast my CPU runs the model.", "I need tokens-per-second numbers."],
+    "nocolor": ["My terminal shows the colours badly.", "I want plain text without colour."],
+    "membudget": ["elmchat uses too much memory on my laptop."],
+    "threads": ["My machine has 16 cores and elmchat uses only some."],
+    "ctxopt": ["My conversations are long and the context is too small."],
+}
+
+
+def third_person(topic):
+    """'close the program' -> 'closes the program' (the topic's first word)."""
+    w, _, rest = topic.partition(" ")
+    irregular = {"have": "has", "do": "does", "go": "goes", "be": "is"}
+    if w in irregular:
+        v = irregular[w]
+    elif w.endswith(("s", "sh", "ch", "x", "z")):
+        v = w + "es"
+    elif w.endswith("y") and w[-2:-1] not in "aeiou":
+        v = w[:-1] + "ies"
+    else:
+        v = w + "s"
+    return v + (" " + rest if rest else "")
