@@ -105,6 +105,17 @@ def read_data(pos_file):
     return out
 
 
+def index_entries(pf):
+    """index.PF's lemmas: (lemma, tagsense_cnt, synset offsets by sense number)."""
+    with open(os.path.join(WN, "index." + pf), encoding="latin-1") as f:
+        for line in f:
+            if line.startswith("  "):
+                continue  # the licence header
+            t = line.split()
+            n_syn, n_ptr = int(t[2]), int(t[3])
+            yield t[0], int(t[5 + n_ptr]), t[6 + n_ptr: 6 + n_ptr + n_syn]
+
+
 def build_lexicon():
     block = load_blocklist()
     data = {p: read_data(pf) for pf, p, _ in POS_FILES}
@@ -120,21 +131,13 @@ def build_lexicon():
     total = {}
     senses = {}  # lemma -> [(tag_cnt, pos_rank, sense_no, pos, offset)]
     for pf, p, rank in POS_FILES:
-        with open(os.path.join(WN, "index." + pf), encoding="latin-1") as f:
-            for line in f:
-                if line.startswith("  "):
-                    continue
-                t = line.split()
-                lemma = t[0]
-                if not re.fullmatch(r"[a-z]+", lemma):
-                    continue
-                n_syn = int(t[2]); n_ptr = int(t[3])
-                tagsense = int(t[5 + n_ptr])
-                offs = t[6 + n_ptr: 6 + n_ptr + n_syn]
-                total[lemma] = total.get(lemma, 0) + tagsense
-                for k, off in enumerate(offs):
-                    senses.setdefault(lemma, []).append(
-                        (cnt.get((lemma, p, k + 1), 0), rank, k + 1, p, off))
+        for lemma, tagsense, offs in index_entries(pf):
+            if not re.fullmatch(r"[a-z]+", lemma):
+                continue
+            total[lemma] = total.get(lemma, 0) + tagsense
+            for k, off in enumerate(offs):
+                senses.setdefault(lemma, []).append(
+                    (cnt.get((lemma, p, k + 1), 0), rank, k + 1, p, off))
     ranked = sorted(total, key=lambda w: (-total[w], w))
     lex, removed, unknown = [], [], []
     for w in ranked:
@@ -209,15 +212,10 @@ def topic_synonyms():
     want = topic_words() - guide_augment.KEEP
     total, offsets = {}, {}
     for pf, p, _ in POS_FILES:
-        with open(os.path.join(WN, "index." + pf), encoding="latin-1") as f:
-            for line in f:
-                if line.startswith("  "):
-                    continue
-                t = line.split()
-                n_syn, n_ptr = int(t[2]), int(t[3])
-                total[t[0]] = total.get(t[0], 0) + int(t[5 + n_ptr])
-                if t[0] in want and p in "vna":
-                    offsets[(t[0], p)] = t[6 + n_ptr: 6 + n_ptr + n_syn]
+        for lemma, tagsense, offs in index_entries(pf):
+            total[lemma] = total.get(lemma, 0) + tagsense
+            if lemma in want and p in "vna":
+                offsets[(lemma, p)] = offs
     data = {p: read_data(pf) for pf, p, _ in POS_FILES if p in "vna"}
     syn = {}
     for (w, p), offs in sorted(offsets.items()):
