@@ -64,7 +64,40 @@ def batches_for_epoch(lengths, epoch, seed, batch_tokens):
     return out
 
 
-def collate(data, b):
+# Input noise: kinds whose user turns are questions about a fact, never words the
+# reply must copy (a definition question's word must stay exact).
+NOISE_KINDS = ("guide", "guide_aug", "refusal")
+
+
+def user_spans(ids, marker):
+    """(start, end) of each user turn's text: after the marker tokens, up to </s>."""
+    out, m = [], len(marker)
+    for i in range(len(ids) - m):
+        if ids[i:i + m] == marker:
+            j = i + m
+            while j < len(ids) and ids[j] != 2:
+                j += 1
+            out.append((i + m, j))
+    return out
+
+
+def add_input_noise(x, data, b, noise, rng):
+    """Why: the models answered held-out guide questions by their frame ("Which
+    command ... for this chat?") rather than the words that name the fact.
+    Replacing a share of a question's tokens by random ones, a fresh draw each
+    step, makes no single token decisive, so the model has to read them all."""
+    p, marker, vocab = noise
+    for r, i in enumerate(b):
+        if data["kinds"][i] not in NOISE_KINDS:
+            continue
+        ids = data["ids"][i].tolist()
+        for s0, e in user_spans(ids, marker):
+            for t in range(s0, e):
+                if rng.random() < p:
+                    x[r, t] = rng.randrange(3, vocab)
+
+
+def collate(data, b, noise=None, rng=None):
     T = max(len(data["ids"][i]) for i in b) - 1
     x = torch.zeros(len(b), T, dtype=torch.long)
     y = torch.zeros(len(b), T, dtype=torch.long)
@@ -75,6 +108,8 @@ def collate(data, b):
         x[r, :n] = ids[:-1]
         y[r, :n] = ids[1:]
         w[r, :n] = data["mask"][i][1:]
+    if noise and noise[0] > 0:
+        add_input_noise(x, data, b, noise, rng)
     return x, y, w
 
 
@@ -144,6 +179,9 @@ def main():
     ap.add_argument("--init", help="a new run starts from these weights (HF folder): more epochs "
                     "on a finished run, with a fresh optimizer and schedule")
     ap.add_argument("--warmup", type=int)
+    ap.add_argument("--input-noise", type=float,
+                    help="replace this share of the tokens of guide and refusal questions by random "
+                    "ones, drawn afresh each step (default 0)")
     ap.add_argument("--total-steps", type=int,
                     help="the schedule's length instead of EPOCHS epochs; on a resumed run, shortens "
                     "or stretches the rest of its cosine")
@@ -177,7 +215,7 @@ def main():
     else:
         ck = None
         s = dict(DEFAULTS[a.size])
-        for k in ("epochs", "lr", "batch_tokens", "warmup"):
+        for k in ("epochs", "lr", "batch_tokens", "warmup", "input_noise"):
             if getattr(a, k) is not None:
                 s[k] = getattr(a, k)
         s["seed"] = a.seed
@@ -194,6 +232,15 @@ def main():
             model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
     json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)  # as this process runs it
     bf16 = s["precision"] == "bf16"
+    noise = None
+    if s.get("input_noise"):
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(model_file=os.path.join(a.corpus, "tokenizer.model"))
+        first = train["ids"][0].tolist()
+        # The marker as the corpus spells it: find it in the first dialogue.
+        marker = next(first[k:k + 4] for k in range(len(first)) if sp.id_to_piece(first[k]) == "<|"
+                      and sp.id_to_piece(first[k + 1]) == "user")
+        noise = (s["input_noise"], marker, vocab)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -233,7 +280,7 @@ def main():
             epoch += 1
             bi = 0
             order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"])
-        x, y, w = collate(train, order[bi])
+        x, y, w = collate(train, order[bi], noise, random.Random(s["seed"] * 7919 + step))
         lr = lr_at(step, s)
         for g in opt.param_groups:
             g["lr"] = lr
