@@ -69,6 +69,15 @@ def batches_for_epoch(lengths, epoch, seed, batch_tokens):
 NOISE_KINDS = ("guide", "guide_aug", "refusal")
 
 
+def user_marker(tokenizer):
+    """The ids of the user header from "<|" on, encoded as build_corpus renders
+    a user turn ("\n<|user|>\n" + text)."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=tokenizer)
+    ids = sp.encode("\n<|user|>\n")
+    return ids[ids.index(sp.piece_to_id("<|")):]
+
+
 def user_spans(ids, marker):
     """(start, end) of each user turn's text: after the marker tokens, up to </s>."""
     out, m = [], len(marker)
@@ -81,17 +90,20 @@ def user_spans(ids, marker):
     return out
 
 
-def add_input_noise(x, data, b, noise, rng):
+def noisy_spans(data, marker):
+    """Dialogue index -> its user spans, for the kinds that take noise; found once."""
+    return {i: user_spans(data["ids"][i].tolist(), marker)
+            for i, k in enumerate(data["kinds"]) if k in NOISE_KINDS}
+
+
+def add_input_noise(x, b, noise, rng):
     """Why: the models answered held-out guide questions by their frame ("Which
     command ... for this chat?") rather than the words that name the fact.
     Replacing a share of a question's tokens by random ones, a fresh draw each
     step, makes no single token decisive, so the model has to read them all."""
-    p, marker, vocab = noise
+    p, spans, vocab = noise
     for r, i in enumerate(b):
-        if data["kinds"][i] not in NOISE_KINDS:
-            continue
-        ids = data["ids"][i].tolist()
-        for s0, e in user_spans(ids, marker):
+        for s0, e in spans.get(i, ()):
             for t in range(s0, e):
                 if rng.random() < p:
                     x[r, t] = rng.randrange(3, vocab)
@@ -108,8 +120,8 @@ def collate(data, b, noise=None, rng=None):
         x[r, :n] = ids[:-1]
         y[r, :n] = ids[1:]
         w[r, :n] = data["mask"][i][1:]
-    if noise and noise[0] > 0:
-        add_input_noise(x, data, b, noise, rng)
+    if noise:
+        add_input_noise(x, b, noise, rng)
     return x, y, w
 
 
@@ -234,13 +246,8 @@ def main():
     bf16 = s["precision"] == "bf16"
     noise = None
     if s.get("input_noise"):
-        import sentencepiece as spm
-        sp = spm.SentencePieceProcessor(model_file=os.path.join(a.corpus, "tokenizer.model"))
-        first = train["ids"][0].tolist()
-        # The marker as the corpus spells it: find it in the first dialogue.
-        marker = next(first[k:k + 4] for k in range(len(first)) if sp.id_to_piece(first[k]) == "<|"
-                      and sp.id_to_piece(first[k + 1]) == "user")
-        noise = (s["input_noise"], marker, vocab)
+        marker = user_marker(os.path.join(a.corpus, "tokenizer.model"))
+        noise = (s["input_noise"], noisy_spans(train, marker), vocab)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -280,7 +287,9 @@ def main():
             epoch += 1
             bi = 0
             order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"])
-        x, y, w = collate(train, order[bi], noise, random.Random(s["seed"] * 7919 + step))
+        # The noise rng is seeded by step so a resumed run draws the same noise.
+        rng = random.Random(s["seed"] * 7919 + step) if noise else None
+        x, y, w = collate(train, order[bi], noise, rng)
         lr = lr_at(step, s)
         for g in opt.param_groups:
             g["lr"] = lr
