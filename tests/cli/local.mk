@@ -33,6 +33,12 @@ dist_check_SCRIPTS += tests/cli/test-guide-models.sh
 TESTS += tests/cli/test-guide-models.sh
 EXTRA_DIST += tests/data/guide/small.tsv tests/data/guide/large.tsv
 
+# The guide facts the demo models are trained on name every slash command,
+# and only commands that exist.
+dist_check_SCRIPTS += tests/cli/test-guide-coverage.sh
+TESTS += tests/cli/test-guide-coverage.sh
+EXTRA_DIST += tools/demo-model/guide_data.py
+
 # elmchat sessions [--grep TEXT] on a folder of session files.
 dist_check_SCRIPTS += tests/cli/test-sessions.sh
 TESTS += tests/cli/test-sessions.sh

@@ -1,0 +1,38 @@
+#!/bin/sh
+# test-guide-coverage.sh: the demo models' guide facts
+# (tools/demo-model/guide_data.py) keep up with elmchat: every slash command
+# of src/slash_commands.c has a canonical answer that names it, and every
+# command an answer names exists (a unique prefix, as /q, counts). The models
+# learn what these answers say, so a stale answer is a wrong reply.
+set -u
+top_srcdir=${top_srcdir:-.}
+. "$top_srcdir/tests/lib/tap.sh"
+table="$top_srcdir/src/slash_commands.c"
+guide="$top_srcdir/tools/demo-model/guide_data.py"
+
+commands=$(sed -n 's/^ *{"\([a-z]*\)", CMD_.*/\1/p' "$table")
+[ -n "$commands" ]
+ok $? "the command table lists commands ($(echo $commands | wc -w))"
+
+# the canonical answers: the second string of each ("key", "answer", [...]) line
+answers=$(sed -n 's/^    ("[a-z0-9]*", "\(.*\)",$/\1/p' "$guide")
+[ "$(printf '%s\n' "$answers" | wc -l)" -ge 60 ]
+ok $? "guide_data.py has its facts ($(printf '%s\n' "$answers" | wc -l) answers)"
+
+missing=
+for c in $commands; do
+    printf '%s\n' "$answers" | grep -q "/$c\b" || missing="$missing /$c"
+done
+[ -z "$missing" ]
+ok $? "every slash command has a guide answer naming it${missing:+ (none for:$missing)}"
+
+unknown=
+for w in $(printf '%s\n' "$answers" | grep -o '\(^\| \|(\)/[a-z]\+' | sed 's/^[ (]*//' | sort -u); do
+    name=${w#/}
+    printf '%s\n' $commands | grep -q "^$name" || unknown="$unknown $w"
+done
+[ -z "$unknown" ]
+ok $? "every command a guide answer names exists${unknown:+ (not commands:$unknown)}"
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
