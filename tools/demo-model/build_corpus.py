@@ -655,10 +655,13 @@ def main():
     print(f"lexicon: {len(lex)} words ({len(removed)} removed: {' '.join(removed)})", file=sys.stderr)
 
     D = make_dialogues(lex, unknown, args.seed)
-    # validation split by dialogue (deterministic hash of index and seed)
+    # Validation split by a hash of the dialogue's text (corpus 7; before, of
+    # its index, so a corpus that inserted dialogues moved others across the
+    # split, and copies of one dialogue fell on both sides).
     train, val = [], []
-    for i, (k, turns) in enumerate(D):
-        h = int(hashlib.sha256(f"{args.seed}:{i}".encode()).hexdigest()[:8], 16) / 2**32
+    for k, turns in D:
+        text = "\x1f".join(m for t in turns for m in t)
+        h = int(hashlib.sha256(f"{args.seed}:{text}".encode()).hexdigest()[:8], 16) / 2**32
         (val if h < args.val_frac else train).append((k, turns))
     for name, part in (("train", train), ("val", val)):
         with open(os.path.join(args.out, name + ".jsonl"), "w") as f:

@@ -3,9 +3,9 @@
 reply of the training framework (torch, f32 weights) and of the engine
 (`elmchat run` / `elmchat generate` on the shipped file), which must be equal.
 
-    /usr/bin/python3 tools/demo-model/goldens.py --size small \
-        --torch runs/small/final --shipped models/guide-small-instruct.gguf \
-        --out tests/data/guide/small.tsv
+    /usr/bin/python3 tools/demo-model/goldens.py \
+        --torch tools/demo-model/out/models/guide-small-c6-instruct \
+        --shipped models/guide-small-instruct.gguf --out tests/data/guide/small.tsv
 
 Writes PROMPT<TAB>REPLY lines (REPLY with \\n for newlines and \\\\ for
 backslashes); exits 1 (writing nothing) when torch and the engine disagree

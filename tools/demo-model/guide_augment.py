@@ -9,7 +9,11 @@ comes
     noise the model learns to live with,
   - after a sentence that has nothing to do with it (a WordNet example, a
     remark about the user's day), so a question's first words say nothing,
-  - as bare keywords ("close program"), and with function words dropped.
+  - as bare keywords ("close program"), and with function words dropped,
+  - (corpus 7) with a qualifier after it that names no fact ("... for this
+    chat?", "... right now?"), so a question's last words say nothing either:
+    corpus 6's large model answered "Which command adjusts top-p for this
+    chat?" with /rename, the fact whose topics end in "this conversation".
 
 The held-out filter of build_corpus.py applies to all of them.
 """
@@ -37,6 +41,14 @@ REMARKS = [
     "I'm back with another question.", "No rush.", "I couldn't find it in the docs.",
 ]
 
+# Qualifiers that name no fact (corpus 7): every fact's questions get them.
+QUALIFIERS = [
+    "for this chat", "in this conversation", "right now", "in elmchat", "here", "please",
+    "for the current conversation", "in the current session", "again", "quickly", "if possible",
+    "by the way", "for me", "today", "in this window", "for this session", "while I'm chatting",
+    "at the moment", "without losing anything", "in the app",
+]
+
 
 class Augmenter:
     def __init__(self, rng, synonyms, examples):
@@ -60,6 +72,13 @@ class Augmenter:
     def drop_function_words(self, q):
         out = [w for w in q.split(" ") if w.lower().strip("?.,") not in KEEP or self.rng.random() > 0.3]
         return " ".join(out)
+
+    def qualify(self, q):
+        """q with a qualifier before its closing punctuation."""
+        qual = self.rng.choice(QUALIFIERS)
+        if q[-1:] in "?.!":
+            return q[:-1] + " " + qual + q[-1]
+        return q + " " + qual
 
     def context(self):
         if self.rng.random() < 0.5:
@@ -93,6 +112,8 @@ class Augmenter:
                 q = fr.replace("{t}", t).replace("{T}", t[:1].upper() + t[1:])
                 if self.rng.random() < 0.4:
                     q = self.drop_function_words(q)
+            if self.rng.random() < 0.3:
+                q = self.qualify(q)
             if self.rng.random() < 0.5:
                 q = self.context() + " " + q[:1].upper() + q[1:]
             out.add(re.sub(r"\s+", " ", q).strip())
