@@ -2,13 +2,14 @@
 """Validation loss of exported models, on the dialogues no lineage trained on.
 
     /usr/bin/python3 tools/demo-model/val_loss.py MODEL... [--corpus out/corpus]
-        [--seen out/corpus5 ...]
+        [--seen out/corpus6 --seen out/corpus5 ...]
 
-The split is by dialogue index, so a corpus with new dialogues moves old
-training dialogues into its validation split: a model trained onward from an
-older corpus has seen them. --seen CORPUS (each older corpus a model's lineage
-trained on) keeps only the validation dialogues that are in none of those
-training splits, nor in this corpus's own (the generator repeats some).
+A model trained onward from an older corpus has seen some of this corpus's
+validation dialogues: up to corpus 6 the split hashed the dialogue's index, so
+new dialogues moved old training ones across it (corpus 7 hashes the text).
+--seen CORPUS, once for each older corpus the model's lineage trained on,
+keeps only the validation dialogues that are in none of those training
+splits, nor in this corpus's own (the generator repeats some).
 """
 import argparse
 import json
