@@ -14,6 +14,7 @@ AVX512_BF16, plain f32 elsewhere (--precision); 1 thread by default.
 more epochs for a finished run, with a fresh optimizer and schedule.
 """
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -164,7 +165,8 @@ def lr_at(step, s):
     if step < s["warmup"]:
         return s["lr"] * (step + 1) / s["warmup"]
     p = (step - s["warmup"]) / max(1, s["total_steps"] - s["warmup"])
-    return s["lr"] * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+    floor = s.get("min_lr_ratio", 0.1)
+    return s["lr"] * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
 
 
 def save_atomic(obj, path):
@@ -191,6 +193,8 @@ def main():
     ap.add_argument("--init", help="a new run starts from these weights (HF folder): more epochs "
                     "on a finished run, with a fresh optimizer and schedule")
     ap.add_argument("--warmup", type=int)
+    ap.add_argument("--min-lr-ratio", type=float,
+                    help="where the cosine ends, as a share of --lr (default 0.1)")
     ap.add_argument("--input-noise", type=float,
                     help="replace this share of the tokens of guide and refusal questions by random "
                     "ones, drawn afresh each step (default 0)")
@@ -205,6 +209,12 @@ def main():
     torch.set_num_threads(a.threads)
     run = a.run or os.path.join(HERE, "runs", a.size)
     os.makedirs(run, exist_ok=True)
+    # Two processes on one run would overwrite each other's checkpoints.
+    lock = open(os.path.join(run, "lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.exit(f"{run}: another train.py is training this run")
     ckpt_path = os.path.join(run, "ckpt.pt")
 
     train = torch.load(os.path.join(a.corpus, "train.pt"))
@@ -227,7 +237,7 @@ def main():
     else:
         ck = None
         s = dict(DEFAULTS[a.size])
-        for k in ("epochs", "lr", "batch_tokens", "warmup", "input_noise"):
+        for k in ("epochs", "lr", "batch_tokens", "warmup", "input_noise", "min_lr_ratio"):
             if getattr(a, k) is not None:
                 s[k] = getattr(a, k)
         s["seed"] = a.seed
