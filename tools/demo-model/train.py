@@ -73,12 +73,18 @@ def epoch_items(kinds, repeat):
     return [i for i, k in enumerate(kinds) for _ in range(repeat.get(k, 1))]
 
 
-def parse_repeat(text):
-    """"greet,thanks=20" -> {"greet": 20, "thanks": 20}: every kind before an =N takes N."""
+def parse_repeat(text, kinds=None):
+    """"greet,thanks=20" -> {"greet": 20, "thanks": 20}: every kind before an =N
+    takes N.  ValueError on a group without =N (N >= 1) or, given the corpus's
+    kinds, a kind it does not have."""
     out = {}
     for group in text.split(";") if text else ():
-        names, _, n = group.partition("=")
+        names, eq, n = group.partition("=")
+        if not eq or not n.strip().isdigit() or int(n) < 1:
+            raise ValueError(f"{group!r}: say KIND,...=N with N a count of 1 or more")
         for k in names.split(","):
+            if kinds is not None and k.strip() not in kinds:
+                raise ValueError(f"{k.strip()!r}: the corpus has no such kind ({', '.join(sorted(kinds))})")
             out[k.strip()] = int(n)
     return out
 
@@ -239,6 +245,11 @@ def main():
     ckpt_path = os.path.join(run, "ckpt.pt")
 
     train = torch.load(os.path.join(a.corpus, "train.pt"))
+    if a.repeat_kinds:
+        try:
+            parse_repeat(a.repeat_kinds, set(train["kinds"]))
+        except ValueError as e:
+            ap.error(f"--repeat-kinds {e}")
     val = torch.load(os.path.join(a.corpus, "val.pt"))
     lengths = [len(s) for s in train["ids"]]
     vocab = json.load(open(os.path.join(a.corpus, "stats.json")))["vocab_size"]
