@@ -622,12 +622,20 @@ class Renderer:
             return b[len(a):]
         return self.cont(text)
 
+    def head(self, system=""):
+        """<s>, the system turn and its </s>."""
+        return [1] + self.run("<|system|>\n" + system) + [2]
+
+    def user(self, u):
+        """A user turn, its </s> and the assistant header: a prompt's end."""
+        return self.run("\n<|user|>\n" + u) + [2] + self.run("\n<|assistant|>\n")
+
     def render(self, turns, system=""):
         """-> ids, mask (1 where the model is trained: reply tokens and their EOS)"""
-        ids = [1] + self.run("<|system|>\n" + system) + [2]
+        ids = self.head(system)
         mask = [0] * len(ids)
         for u, a in turns:
-            x = self.run("\n<|user|>\n" + u) + [2] + self.run("\n<|assistant|>\n")
+            x = self.user(u)
             ids += x
             mask += [0] * len(x)
             r = self.reply("\n<|assistant|>\n", a) + [2]

@@ -245,11 +245,6 @@ def main():
     ckpt_path = os.path.join(run, "ckpt.pt")
 
     train = torch.load(os.path.join(a.corpus, "train.pt"))
-    if a.repeat_kinds:
-        try:
-            parse_repeat(a.repeat_kinds, set(train["kinds"]))
-        except ValueError as e:
-            ap.error(f"--repeat-kinds {e}")
     val = torch.load(os.path.join(a.corpus, "val.pt"))
     lengths = [len(s) for s in train["ids"]]
     vocab = json.load(open(os.path.join(a.corpus, "stats.json")))["vocab_size"]
@@ -275,16 +270,20 @@ def main():
         s["seed"] = a.seed
         s["size"] = a.size
         s["precision"] = resolve_precision(a.precision)
-        items = epoch_items(train["kinds"], parse_repeat(s.get("repeat_kinds")))
-        n_batches = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"], items))
-        s["batches_per_epoch"] = n_batches
-        s["total_steps"] = a.total_steps or int(n_batches * s["epochs"])
         torch.manual_seed(s["seed"])
         if a.init:
             model = openelm.load_hf(a.init)
             s["init"] = os.path.abspath(a.init)
         else:
             model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
+    # The dialogues of an epoch: every one once, --repeat-kinds more often.
+    try:
+        items = epoch_items(train["kinds"], parse_repeat(s.get("repeat_kinds"), set(train["kinds"])))
+    except ValueError as e:
+        ap.error(f"--repeat-kinds {e}")
+    if not ck:
+        s["batches_per_epoch"] = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"], items))
+        s["total_steps"] = a.total_steps or int(s["batches_per_epoch"] * s["epochs"])
     json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)  # as this process runs it
     bf16 = s["precision"] == "bf16"
     noise = None
@@ -315,7 +314,6 @@ def main():
     t_start = time.time()
     last_ckpt = time.time()
     model.train()
-    items = epoch_items(train["kinds"], parse_repeat(s.get("repeat_kinds")))
     order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"], items)
     done_here = 0
     tok_window, t_window = 0, time.time()
