@@ -83,6 +83,8 @@ void chat_fork_command(struct chat *c, struct conv *v, const char *arg)
     }
     v->dirty = true;
     c->edit_conv = NULL;
+    /* a switch still computing would end with a note about the path this replaced */
+    v->branch_note[0] = '\0';
     chat_show_conv(c);
     chat_notice(c, false, "forked after exchange %zu: the %zu message%s after it are another "
                           "branch (/tree); what you send next starts a new one",

@@ -71,6 +71,10 @@ ok 'ui_wait_gone "tree:" 5' "the tree closes"
 # /fork 1: the path ends after exchange 1; the next message is a third version.
 ui_keys '/fork 1' Enter
 ok 'ui_wait "forked after exchange 1" 5 && ! ui_screen | grep -q "you #2"' "/fork 1"
+# the switch above may still be computing: its end must not replace the fork's note
+ui_wait idle 10 >/dev/null
+sleep 0.3
+ok 'ui_screen | grep -q "forked after exchange 1"' "the fork's note outlives the earlier switch"
 ui_keys 'third version' Enter
 ok 'ui_wait "you #2 < 3/3 >" 10' "the message after the fork is version 3 of 3"
 ui_wait idle 10 >/dev/null
