@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Build the demo models' corpus, tokenizer and token ids (deterministic).
 
-    /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N] [--tokenizer FILE | --train-tokenizer]
+    /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N] [--split-seed N] [--tokenizer FILE | --train-tokenizer]
 
 Writes into DIR (default tools/demo-model/out/corpus):
   lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning)
@@ -648,6 +648,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(HERE, "out", "corpus"))
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--split-seed", type=int,
+                    help="the validation split's hash seed (default: --seed); corpora of other --seed "
+                    "with the same --split-seed keep every dialogue text on one side of the split")
     ap.add_argument("--vocab", type=int, default=4000, help="with --train-tokenizer: its size")
     ap.add_argument("--val-frac", type=float, default=0.03)
     ap.add_argument("--tokenizer", default=os.path.join(HERE, "tokenizer.model"),
@@ -672,10 +675,11 @@ def main():
     # phrases (a greeting, thanks, goodbye, identity question alone) always
     # train (corpus 8): there are a few dozen, each must get its one reply,
     # and one held out is one never learned ("Thx" was, in corpus 7).
+    split_seed = args.seed if args.split_seed is None else args.split_seed
     train, val = [], []
     for k, turns in D:
         text = "\x1f".join(m for t in turns for m in t)
-        h = int(hashlib.sha256(f"{args.seed}:{text}".encode()).hexdigest()[:8], 16) / 2**32
+        h = int(hashlib.sha256(f"{split_seed}:{text}".encode()).hexdigest()[:8], 16) / 2**32
         (val if h < args.val_frac and k not in FIXED_PHRASE_KINDS else train).append((k, turns))
     for name, part in (("train", train), ("val", val)):
         with open(os.path.join(args.out, name + ".jsonl"), "w") as f:
@@ -712,6 +716,8 @@ def main():
     stats = {"lexicon_words": len(lex), "removed_words": removed, "unknown_words": len(unknown),
              "vocab_size": sp.get_piece_size(), "seed": args.seed,
              "tokenizer": "trained" if args.train_tokenizer else os.path.basename(args.tokenizer)}
+    if split_seed != args.seed:
+        stats["split_seed"] = split_seed
     for name, part in (("train", train), ("val", val)):
         seqs, masks, kinds = [], [], []
         n_tok = n_loss = 0

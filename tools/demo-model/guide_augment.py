@@ -112,6 +112,8 @@ class Augmenter:
                 q = fr.replace("{t}", t).replace("{T}", t[:1].upper() + t[1:])
                 if self.rng.random() < 0.4:
                     q = self.drop_function_words(q)
+                    if not q.strip(" ?.,!"):  # every word was a function word
+                        continue
             if self.rng.random() < 0.3:
                 q = self.qualify(q)
             if self.rng.random() < 0.5:

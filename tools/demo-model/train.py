@@ -12,6 +12,9 @@ data order).  bf16 autocast with f32 master weights where the CPU has
 AVX512_BF16, plain f32 elsewhere (--precision); 1 thread by default.
 --init FOLDER starts a new run (its own --run folder) from trained weights:
 more epochs for a finished run, with a fresh optimizer and schedule.
+--corpus A,B,...: epoch e trains on the (e mod n)-th corpus (the same facts
+and words in other phrasings: build_corpus.py --seed S --split-seed 1234);
+validation, the vocabulary and the tokenizer are the first one's.
 """
 import argparse
 import fcntl
@@ -204,7 +207,8 @@ def save_atomic(obj, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=sorted(openelm.SIZES), default="small")
-    ap.add_argument("--corpus", default=os.path.join(HERE, "out", "corpus"))
+    ap.add_argument("--corpus", default=os.path.join(HERE, "out", "corpus"),
+                    help="a corpus folder, or several separated by commas: one an epoch, in turn")
     ap.add_argument("--run", help="run folder (default: tools/demo-model/runs/SIZE)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=1)
@@ -244,10 +248,10 @@ def main():
         sys.exit(f"{run}: another train.py is training this run")
     ckpt_path = os.path.join(run, "ckpt.pt")
 
-    train = torch.load(os.path.join(a.corpus, "train.pt"))
-    val = torch.load(os.path.join(a.corpus, "val.pt"))
-    lengths = [len(s) for s in train["ids"]]
-    vocab = json.load(open(os.path.join(a.corpus, "stats.json")))["vocab_size"]
+    corpora = [os.path.abspath(c) for c in a.corpus.split(",")]
+    trains = [torch.load(os.path.join(c, "train.pt")) for c in corpora]
+    val = torch.load(os.path.join(corpora[0], "val.pt"))
+    vocab = json.load(open(os.path.join(corpora[0], "stats.json")))["vocab_size"]
 
     if os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path)
@@ -261,6 +265,9 @@ def main():
             if a.total_steps <= ck["step"]:
                 sys.exit(f"{run}: --total-steps {a.total_steps} is not past the checkpoint's step {ck['step']}")
             s["total_steps"] = a.total_steps
+        if ("corpora" in s or len(corpora) > 1) and s.get("corpora") != corpora:
+            trained = ",".join(s.get("corpora", ["one corpus"]))
+            sys.exit(f"{run}: this run trains on --corpus {trained}, not {a.corpus}")
     else:
         ck = None
         s = dict(DEFAULTS[a.size])
@@ -270,6 +277,8 @@ def main():
         s["seed"] = a.seed
         s["size"] = a.size
         s["precision"] = resolve_precision(a.precision)
+        if len(corpora) > 1:
+            s["corpora"] = corpora
         torch.manual_seed(s["seed"])
         if a.init:
             model = openelm.load_hf(a.init)
@@ -278,18 +287,27 @@ def main():
             model = openelm.OpenELM(openelm.hf_config(a.size, vocab))
     # The dialogues of an epoch: every one once, --repeat-kinds more often.
     try:
-        items = epoch_items(train["kinds"], parse_repeat(s.get("repeat_kinds"), set(train["kinds"])))
+        items = [epoch_items(t["kinds"], parse_repeat(s.get("repeat_kinds"), set(t["kinds"]))) for t in trains]
     except ValueError as e:
         ap.error(f"--repeat-kinds {e}")
+    lengths = [[len(x) for x in t["ids"]] for t in trains]
+
+    def epoch_order(e):
+        """The batches of epoch e, and the corpus they index."""
+        k = e % len(trains)
+        return batches_for_epoch(lengths[k], e, s["seed"], s["batch_tokens"], items[k]), k
+
     if not ck:
-        s["batches_per_epoch"] = len(batches_for_epoch(lengths, 0, s["seed"], s["batch_tokens"], items))
+        s["batches_per_epoch"] = len(batches_for_epoch(lengths[0], 0, s["seed"], s["batch_tokens"], items[0]))
         s["total_steps"] = a.total_steps or int(s["batches_per_epoch"] * s["epochs"])
     json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)  # as this process runs it
     bf16 = s["precision"] == "bf16"
     noise = None
     if s.get("input_noise"):
-        marker = user_marker(os.path.join(a.corpus, "tokenizer.model"))
-        noise = (s["input_noise"], noisy_spans(train, marker), vocab)
+        if len(trains) > 1:
+            ap.error("--input-noise takes one corpus")
+        marker = user_marker(os.path.join(corpora[0], "tokenizer.model"))
+        noise = (s["input_noise"], noisy_spans(trains[0], marker), vocab)
     decay = [p for n, p in model.named_parameters() if p.dim() == 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -314,7 +332,7 @@ def main():
     t_start = time.time()
     last_ckpt = time.time()
     model.train()
-    order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"], items)
+    order, ci = epoch_order(epoch)
     done_here = 0
     tok_window, t_window = 0, time.time()
 
@@ -328,10 +346,10 @@ def main():
         if bi >= len(order):
             epoch += 1
             bi = 0
-            order = batches_for_epoch(lengths, epoch, s["seed"], s["batch_tokens"], items)
+            order, ci = epoch_order(epoch)
         # The noise rng is seeded by step so a resumed run draws the same noise.
         rng = random.Random(s["seed"] * 7919 + step) if noise else None
-        x, y, w = collate(train, order[bi], noise, rng)
+        x, y, w = collate(trains[ci], order[bi], noise, rng)
         lr = lr_at(step, s)
         for g in opt.param_groups:
             g["lr"] = lr
@@ -367,7 +385,7 @@ def main():
     log.flush()
     if step >= s["total_steps"]:
         openelm.save_hf(model, os.path.join(run, "final"), torch.float32,
-                        tokenizer=os.path.join(a.corpus, "tokenizer.model"))
+                        tokenizer=os.path.join(corpora[0], "tokenizer.model"))
         print(f"done: {os.path.join(run, 'final')}", flush=True)
 
 
