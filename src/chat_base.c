@@ -184,6 +184,15 @@ void chat_show_conv(struct chat *c)
     chat_changed(c);
 }
 
+/* A branch switch still computing would end with a note about the path
+ * that is gone, so the note goes with it. */
+void chat_path_replaced(struct chat *c, struct conv *v)
+{
+    v->dirty = true;
+    v->branch_note[0] = '\0';
+    chat_show_conv(c);
+}
+
 /* --------------------------------------------------------------- sampling */
 
 void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens)

@@ -81,11 +81,8 @@ void chat_fork_command(struct chat *c, struct conv *v, const char *arg)
         chat_notice(c, true, "%s", err);
         return;
     }
-    v->dirty = true;
     c->edit_conv = NULL;
-    /* a switch still computing would end with a note about the path this replaced */
-    v->branch_note[0] = '\0';
-    chat_show_conv(c);
+    chat_path_replaced(c, v);
     chat_notice(c, false, "forked after exchange %zu: the %zu message%s after it are another "
                           "branch (/tree); what you send next starts a new one",
                 x, n_after, n_after == 1 ? "" : "s");

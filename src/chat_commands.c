@@ -563,10 +563,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
-        chat_show_conv(c);
+        chat_path_replaced(c, v);
         chat_put_input(c, text); /* give the message back for editing */
         free(text);
-        v->dirty = true;
         chat_save_conv(c, v, true);
         chat_notice(c, false, "removed the last exchange (its message is back in the input)");
         break;
@@ -582,8 +581,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
-        v->dirty = true;
-        chat_show_conv(c);
+        chat_path_replaced(c, v);
         chat_save_conv(c, v, true);
         chat_notice(c, false, "removed exchange %s", cmd->arg ? cmd->arg : "(the last)");
         break;
@@ -592,8 +590,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         if (chat_busy_refuse(c))
             break;
         conversation_clear(&v->cv);
-        v->dirty = true;
-        chat_show_conv(c);
+        chat_path_replaced(c, v);
         chat_save_conv(c, v, true);
         chat_notice(c, false, "conversation cleared");
         break;

@@ -45,6 +45,9 @@ uint64_t chat_post(struct chat *c, const struct elm_request *req);
 void chat_changed(struct chat *c);
 void chat_info_msg(struct chat *c, bool error, const char *text); /* an info or error line */
 void chat_show_conv(struct chat *c);
+/* v's path was cut or replaced (/fork, /undo, /remove, /clear): marked to be
+ * saved, shown, and a pending branch-switch note dropped */
+void chat_path_replaced(struct chat *c, struct conv *v);
 void chat_put_input(struct chat *c, const char *text);
 void chat_session_list_changed(struct chat *c);
 size_t chat_exchange_of(const struct session *s, size_t i);
