@@ -265,7 +265,7 @@ def main():
             if a.total_steps <= ck["step"]:
                 sys.exit(f"{run}: --total-steps {a.total_steps} is not past the checkpoint's step {ck['step']}")
             s["total_steps"] = a.total_steps
-        if ("corpora" in s or len(corpora) > 1) and s.get("corpora") != corpora:
+        if s.get("corpora") != (corpora if len(corpora) > 1 else None):
             trained = ",".join(s.get("corpora", ["one corpus"]))
             sys.exit(f"{run}: this run trains on --corpus {trained}, not {a.corpus}")
     else:
@@ -298,7 +298,7 @@ def main():
         return batches_for_epoch(lengths[k], e, s["seed"], s["batch_tokens"], items[k]), k
 
     if not ck:
-        s["batches_per_epoch"] = len(batches_for_epoch(lengths[0], 0, s["seed"], s["batch_tokens"], items[0]))
+        s["batches_per_epoch"] = len(epoch_order(0)[0])
         s["total_steps"] = a.total_steps or int(s["batches_per_epoch"] * s["epochs"])
     json.dump(s, open(os.path.join(run, "settings.json"), "w"), indent=1)  # as this process runs it
     bf16 = s["precision"] == "bf16"
