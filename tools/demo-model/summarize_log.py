@@ -16,7 +16,9 @@ def main():
     ap.add_argument("--rows", type=int, default=12)
     a = ap.parse_args()
     run = os.path.join(HERE, "runs", a.size)
-    rows = list(csv.DictReader(open(os.path.join(run, "log.tsv")), delimiter="\t"))
+    # A resume repeats the steps after its checkpoint: the later rows are the run's.
+    by_step = {int(r["step"]): r for r in csv.DictReader(open(os.path.join(run, "log.tsv")), delimiter="\t")}
+    rows = [by_step[k] for k in sorted(by_step)]
     val = {int(r["step"]): float(r["val_loss"])
            for r in csv.DictReader(open(os.path.join(run, "val.tsv")), delimiter="\t")}
     if not rows:

@@ -15,6 +15,8 @@ more epochs for a finished run, with a fresh optimizer and schedule.
 --corpus A,B,...: epoch e trains on the (e mod n)-th corpus (the same facts
 and words in other phrasings: build_corpus.py --seed S --split-seed 1234);
 validation, the vocabulary and the tokenizer are the first one's.
+Past --max-rss-gb (half the memory) the process checkpoints and goes on in a
+fresh one: it grows by some MB a step.
 """
 import argparse
 import fcntl
@@ -204,6 +206,15 @@ def save_atomic(obj, path):
     os.replace(tmp, path)
 
 
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def half_of_memory_gb():
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**31
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=sorted(openelm.SIZES), default="small")
@@ -218,6 +229,9 @@ def main():
     ap.add_argument("--ckpt-minutes", type=float, default=5.0)
     ap.add_argument("--val-every", type=int, default=500)
     ap.add_argument("--max-steps", type=int, help="stop this process after N steps (benchmarks)")
+    ap.add_argument("--max-rss-gb", type=float, default=half_of_memory_gb(),
+                    help="past this resident size, checkpoint and start afresh from the checkpoint "
+                    "(default: half the memory)")
     ap.add_argument("--init", help="a new run starts from these weights (HF folder): more epochs "
                     "on a finished run, with a fresh optimizer and schedule")
     ap.add_argument("--warmup", type=int)
@@ -382,6 +396,16 @@ def main():
             last_ckpt = time.time()
         if a.max_steps and done_here >= a.max_steps:
             break
+        # The process grows (about 9 MB a step with jemalloc that keeps its
+        # pages, more with glibc's malloc) until it would fill the memory; a
+        # fresh process resumes exactly from the checkpoint.
+        if step < s["total_steps"] and done_here >= 10 and rss_bytes() > a.max_rss_gb * 2**30:
+            checkpoint()
+            log.close()
+            vlog.close()
+            print(f"step {step}: {rss_bytes() / 2**30:.1f} GB resident, past --max-rss-gb "
+                  f"{a.max_rss_gb:.1f}: resuming in a fresh process", flush=True)
+            os.execv(sys.executable, [sys.executable, os.path.abspath(sys.argv[0])] + sys.argv[1:])
     log.flush()
     if step >= s["total_steps"]:
         openelm.save_hf(model, os.path.join(run, "final"), torch.float32,
