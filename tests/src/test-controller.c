@@ -10,7 +10,9 @@
  * refused line while a reply streams (back to the input), cancel (the
  * partial reply kept, marked interrupted), /model and back (re-prefilled,
  * then the kept cache), /new and /switch (the transcript rebuilt with its
- * exchange numbers), /undo (the message back in the input), /save (the
+ * exchange numbers), /undo (the message back in the input), /undo,
+ * /remove, /clear and /fork while a branch switch computes (their notes
+ * outlive its end), /save (the
  * session and its KV snapshot written) and a restart that restores both.
  * Replies are paced (ELM_WORKER_TEST_TOKEN_INTERVAL_MS) so that a cancel
  * lands while one streams. */
@@ -486,6 +488,44 @@ static void test_undo(void)
     ok(run_until(settled), "sent again");
 }
 
+/* A branch switch posts a prefill whose end names the path it showed; a
+ * command that replaces the path before that end keeps its own note.  The
+ * controller reads the worker's events only in chat_wait_events, so the
+ * command always lands between the post and the end. */
+static void test_path_replaced_notes(void)
+{
+    static const struct {
+        const char *cmd, *note;
+    } cases[] = {
+        {"/undo", "removed the last exchange"},
+        {"/remove", "removed exchange (the last)"},
+        {"/clear", "conversation cleared"},
+        {"/fork 1", "forked after exchange 1"},
+    };
+    submit("/new race");
+    ok(run_until(settled), "a session for the race");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        submit("first");
+        ok(run_until(settled), "%s: exchange 1", cases[i].cmd);
+        submit("second");
+        ok(run_until(settled), "%s: exchange 2", cases[i].cmd);
+        submit("/edit 2");
+        submit("second, edited");
+        ok(run_until(settled), "%s: message 2 in a second version", cases[i].cmd);
+        submit("/branch 2 1");
+        ok(activity().prefilling, "%s: back to version 1, its prefill posted (%s)", cases[i].cmd,
+           notice());
+        submit("%s", cases[i].cmd);
+        ok(run_until(settled), "%s: the switch's prefill ended", cases[i].cmd);
+        ok(strstr(notice(), cases[i].note) != NULL, "%s: its note outlives the switch (%s)",
+           cases[i].cmd, notice());
+        submit("/clear");
+        ok(run_until(settled), "%s: cleared for the next case", cases[i].cmd);
+    }
+    submit("/switch t1");
+    ok(run_until(settled), "back to t1");
+}
+
 static void test_save_and_restore(void)
 {
     submit("/save");
@@ -565,6 +605,7 @@ int main(void)
     test_model_switch();
     test_sessions();
     test_undo();
+    test_path_replaced_notes();
     test_save_and_restore();
     test_quit();
     rec_clear();
