@@ -15,6 +15,7 @@
 #include "src/options.h"
 #include "cli/model_open.h"
 #include "src/model_find.h"
+#include "src/template.h"
 
 static void help(void)
 {
@@ -117,6 +118,9 @@ int cmd_info(int argc, char **argv)
     else
         printf("tokenizer:            none\n");
     free(shipped);
+    char why[320]; /* what the chat and run use unless -t or config.yaml say otherwise */
+    const char *tpl = template_for_model(elm_model_path(model), why, sizeof why);
+    printf("template:             %s (%s)\n", tpl, why);
     printf("\nlayer  q_heads  kv_heads  ffn_mult  ffn_dim\n");
     for (int i = 0; i < in->n_layers; i++)
         printf("%5d  %7d  %8d  %8.2f  %7d\n", i, in->n_query_heads[i], in->n_kv_heads[i],

@@ -13,6 +13,7 @@
 #include "src/attachment.h"
 #include "src/model_find.h"
 #include "src/pull_on_demand.h"
+#include "src/roles.h"
 #include "src/options.h"
 #include "src/config_file.h"
 #include "src/store.h"
@@ -34,15 +35,20 @@ static void print_help(void)
            "  -m, --model MODEL        model folder, .gguf file, name or alias (default:\n"
            "                           default_model of config.yaml, else $ELMCHAT_MODEL,\n"
            "                           else the bundled guide-small-instruct)\n"
-           "  -t, --template NAME      chat template (default: openelm-instruct for\n"
-           "                           models named *instruct*, else plain)\n"
+           "  -t, --template NAME      chat template (default: config.yaml's, else the\n"
+           "                           model's: openelm-instruct for an Instruct model,\n"
+           "                           known by its chat template, Hub repo id, metadata,\n"
+           "                           then name; else plain; --verbose says why)\n"
            "      --system TEXT        system prompt\n"
+           "      --role NAME          a role preset's system prompt (as the chat's --role)\n"
            "  -p, --prompt TEXT        the user message\n"
            "  -f, --file FILE          read the user message from FILE (-: standard\n"
            "                           input; with -p: attach it)\n"
            "      --dry-run            print the prompt's token ids and exit\n"
            "      --tokenizer FILE     tokenizer.model or tokenizer.json (with --dry-run\n"
            "                           no model is needed)\n"
+           "  -v, --verbose            say on standard error which model, template (and\n"
+           "                           why) and system prompt the reply uses\n"
            "%s"
            "  -h, --help               display this help and exit\n"
            "\n"
@@ -53,7 +59,7 @@ static void print_help(void)
            cli_common_help, RUN_DEFAULT_MAX_TOKENS);
 }
 
-enum { OPT_SYSTEM = 0x2000, OPT_DRY_RUN, OPT_TOKENIZER };
+enum { OPT_SYSTEM = 0x2000, OPT_DRY_RUN, OPT_TOKENIZER, OPT_ROLE };
 
 /* Which shared options were given (so they win over template and config). */
 static unsigned option_bit(int opt)
@@ -136,11 +142,11 @@ static void print_piece(void *user, int32_t id, const char *text, size_t len)
     }
 }
 
-static int generate(const elm_model *model, const elm_tokenizer *tok, const struct template *tpl,
+static int generate(const char *model_path, const elm_model *model, const elm_tokenizer *tok, const struct template *tpl,
                     const struct cli_common *c, const struct elm_sampler_params *sp,
                     int max_tokens, const struct idvec *prompt)
 {
-    char err[ELM_ERR_MAX];
+    char err[ELM_ERR_MAX] = "";
     struct elm_ctx_params cp = elm_ctx_default_params();
     cp.n_ctx = c->n_ctx;
     cp.n_threads = c->n_threads;
@@ -186,7 +192,8 @@ static int generate(const elm_model *model, const elm_tokenizer *tok, const stru
     if (st == ELM_E_NOMEM)
         x_fatal("out of memory");
     if (st != ELM_OK) {
-        cli_error("decoding failed: %s", elm_status_str(st));
+        /* the engine's words (e.g. NaN logits: damaged weights), and which file */
+        cli_error("%s: %s", model_path, err[0] ? err : elm_status_str(st));
         rc = EXIT_RUNTIME;
     }
     free(logits);
@@ -203,17 +210,18 @@ int cmd_run(int argc, char **argv)
         {"system", 1, NULL, OPT_SYSTEM}, {"prompt", 1, NULL, 'p'},
         {"file", 1, NULL, 'f'},      {"dry-run", 0, NULL, OPT_DRY_RUN},
         {"tokenizer", 1, NULL, OPT_TOKENIZER}, {"help", 0, NULL, 'h'},
+        {"role", 1, NULL, OPT_ROLE}, {"verbose", 0, NULL, 'v'},
         CLI_COMMON_LONGOPTS,         {NULL, 0, NULL, 0},
     };
     struct cli_common c;
     cli_common_init(&c);
     const char *template_arg = NULL, *system = NULL, *prompt = NULL, *file = NULL;
-    const char *tokenizer_path = NULL;
-    bool dry_run = false;
+    const char *tokenizer_path = NULL, *role_name = NULL;
+    bool dry_run = false, verbose = false;
     unsigned given = 0;
     int opt;
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "m:t:p:f:n:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "m:t:p:f:n:hv", longopts, NULL)) != -1) {
         switch (opt) {
         case 'm':
             c.model = optarg;
@@ -236,6 +244,12 @@ int cmd_run(int argc, char **argv)
         case OPT_TOKENIZER:
             tokenizer_path = optarg;
             break;
+        case OPT_ROLE:
+            role_name = optarg;
+            break;
+        case 'v':
+            verbose = true;
+            break;
         case 'h':
             print_help();
             return EXIT_OK;
@@ -254,6 +268,10 @@ int cmd_run(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("run", "unexpected argument '%s'", argv[optind]);
+    if (prompt && prompt[strspn(prompt, " \t\r\n")] == '\0')
+        return cli_usage_error("run", "-p: the message is empty (give the question to ask)");
+    if (system && role_name) /* as the chat */
+        return cli_usage_error("run", "--system and --role both set the system prompt: give one");
 
     char err[ELM_ERR_MAX + 256];
     struct config cfg;
@@ -272,6 +290,7 @@ int cmd_run(int argc, char **argv)
     int rc = EXIT_RUNTIME;
     char *input = NULL;
     struct template *tpl = NULL;
+    struct role_preset *role = NULL;
     elm_tokenizer *own_tok = NULL;
     elm_model *model = NULL;
     struct idvec ids = {0};
@@ -289,14 +308,32 @@ int cmd_run(int argc, char **argv)
             goto out;
         }
     }
-    if (!template_arg)
-        template_arg = cfg.template_name;
-    if (!template_arg)
-        template_arg = template_default_for_model(c.model ? model_path : NULL);
+    char why[320];
+    if (template_arg)
+        snprintf(why, sizeof why, "-t");
+    else if ((template_arg = cfg.template_name))
+        snprintf(why, sizeof why, "config.yaml's template");
+    else
+        template_arg = template_for_model(c.model ? model_path : NULL, why, sizeof why);
     tpl = template_load(template_arg, err, sizeof err);
     if (!tpl) {
         cli_error("%s", err);
         goto out;
+    }
+    if (role_name) {
+        if (!(role = role_load(role_name, err, sizeof err))) {
+            cli_error("%s", err);
+            goto out;
+        }
+        system = role->system;
+    }
+    if (verbose) {
+        fprintf(stderr, "model: %s\ntemplate: %s (%s), chosen by %s\n",
+                model_path[0] ? model_path : "none (--tokenizer only)", tpl->name, tpl->path, why);
+        if (role)
+            fprintf(stderr, "system prompt: role %s (%s)\n", role->name, role->path);
+        else
+            fprintf(stderr, "system prompt: %s\n", system ? "--system" : "none");
     }
     if (prompt) {
         /* -p with -f FILE (-f -: standard input): the file is attached to
@@ -321,6 +358,10 @@ int cmd_run(int argc, char **argv)
         attachment_fini(&a);
     } else if (!(input = read_input(file && strcmp(file, "-") ? file : NULL, err, sizeof err))) {
         cli_error("%s", err);
+        goto out;
+    } else if (input[strspn(input, " \t\r\n")] == '\0') {
+        cli_error("%s: the message is empty (nothing to ask)",
+                  file && strcmp(file, "-") ? file : "standard input");
         goto out;
     }
 
@@ -384,13 +425,14 @@ int cmd_run(int argc, char **argv)
     sampling_apply(&opts, &sp, &max_tokens);
     if (!c.n_ctx)
         c.n_ctx = cfg.n_ctx;
-    rc = generate(model, tok, tpl, &c, &sp, max_tokens, &ids);
+    rc = generate(model_path, model, tok, tpl, &c, &sp, max_tokens, &ids);
 
 out:
     idvec_fini(&ids);
     elm_model_free(model);
     elm_tokenizer_free(own_tok);
     template_free(tpl);
+    role_free(role);
     free(input);
     config_fini(&cfg);
     return rc;

@@ -125,6 +125,24 @@ const elm_tokenizer *elm_model_tokenizer(const elm_model *model);
 /* The path given to elm_model_load (borrowed, valid until elm_model_free). */
 const char *elm_model_path(const elm_model *model);
 
+/* What a model says it is, read without its weights (the application
+ * chooses a chat template from it): a GGUF's general.name,
+ * general.finetune and tokenizer.chat_template; a Hugging Face folder's
+ * config.json _name_or_path (the repo id transformers saved it from) and
+ * tokenizer_config.json chat_template.  Absent fields are "" or NULL.
+ * A file that is not readable or not well-formed is an error (the load
+ * says more).  elm_model_about_fini frees what it holds. */
+struct elm_model_about {
+    char name[128];                 /* "" when the model names itself nowhere */
+    const char *name_from;          /* the key name came from (static), NULL */
+    char finetune[64];              /* GGUF general.finetune, e.g. "Instruct" */
+    char *chat_template;            /* Jinja text (owned), NULL */
+    const char *chat_template_from; /* the key it came from (static), NULL */
+};
+elm_status elm_model_about(const char *path, struct elm_model_about *out, char *err,
+                           size_t err_size);
+void elm_model_about_fini(struct elm_model_about *about);
+
 /* --------------------------------------------------------------- quantize */
 
 struct elm_quantize_params {

@@ -41,6 +41,7 @@ engine_libelm_a_SOURCES += \
 	engine/model/hf_model.c engine/model/hf_model.h \
 	engine/model/setup.c \
 	engine/model/config.c \
+	engine/model/about.c \
 	engine/model/sampling_defaults.c engine/model/sampling_defaults.h \
 	engine/base/error.c engine/base/error.h \
 	engine/formats/mapfile.c engine/formats/mapfile.h \

@@ -91,8 +91,16 @@ static void show_info(struct chat *c)
     char *spath = session_path_for(v->s->name);
     struct conv_fill f;
     conversation_fill(&v->cv, &f);
-    ADD("template: %s (%s)\nsession: %s (%s), %zu open\n", v->tpl->name,
-        v->tpl->path ? v->tpl->path : "", v->s->name, spath ? spath : "", c->n_convs);
+    /* why this template: chat_wanted_template's order */
+    char why[320];
+    if (v->s->template_name)
+        snprintf(why, sizeof why, "the session's (-t or /template)");
+    else if (c->cfg.template_name)
+        snprintf(why, sizeof why, "config.yaml's template");
+    else
+        template_for_model(c->model_path, why, sizeof why);
+    ADD("template: %s (%s), chosen by %s\nsession: %s (%s), %zu open\n", v->tpl->name,
+        v->tpl->path ? v->tpl->path : "", why, v->s->name, spath ? spath : "", c->n_convs);
     ADD("context: %d tokens of %d (%d%%), %zu cached; policy %s; %d messages out of context, "
         "%d pinned\n",
         f.n_tokens, f.n_ctx, (int)(f.fraction * 100.0f), v->cv.cache.n,

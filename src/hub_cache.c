@@ -4,6 +4,7 @@
 #include "src/hub_cache.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,4 +195,30 @@ bool hub_label_of_path(const char *path, char *out, size_t size)
     }
     snprintf(out, size, "%.*s%s%.*s", (int)(snap - name), name, q ? "-" : "", (int)ql, q ? q : "");
     return true;
+}
+
+/* OWNER/NAME of the last "/models--OWNER--NAME/snapshots/" in path. */
+static bool repo_id_in(const char *path, char *id, size_t size)
+{
+    const char *m = NULL;
+    for (const char *p = strstr(path, "/models--"); p; p = strstr(p + 1, "/models--"))
+        m = p;
+    if (!m)
+        return false;
+    const char *snap = strstr(m, "/snapshots/");
+    if (!snap)
+        return false;
+    char dir[256];
+    if ((size_t)(snap - m - 1) >= sizeof dir)
+        return false;
+    snprintf(dir, sizeof dir, "%.*s", (int)(snap - m - 1), m + 1);
+    return hub_repo_id_of_dir(dir, id, size);
+}
+
+bool hub_repo_id_of_path(const char *path, char *id, size_t size)
+{
+    if (repo_id_in(path, id, size))
+        return true;
+    char real[PATH_MAX];
+    return realpath(path, real) && repo_id_in(real, id, size);
 }

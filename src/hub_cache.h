@@ -39,6 +39,10 @@ bool hub_snapshot_model(char *path, size_t path_size);
  * snapshots/COMMIT[/elmchat-q8_0.gguf]" is "OpenELM-3B[-q8_0]" (a commit
  * id says nothing).  false for a path outside the cache's layout. */
 bool hub_label_of_path(const char *path, char *out, size_t size);
+/* The repo id of a model in the cache's layout: ".../models--OWNER--NAME/
+ * snapshots/COMMIT[/FILE]" is OWNER/NAME (a relative path or a symlink is
+ * resolved first).  false for a path outside the layout. */
+bool hub_repo_id_of_path(const char *path, char *id, size_t size);
 /* The id of a repo folder name "models--OWNER--NAME" (false for others). */
 bool hub_repo_id_of_dir(const char *dirname, char *id, size_t size);
 

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,14 @@ static bool resolve_name(const char *arg, char *path, size_t path_size, char *er
 
 bool model_resolve(const char *arg, char *path, size_t path_size, char *err, size_t err_size)
 {
+    /* arg may be path itself (resolve what a resolve returned): every
+     * snprintf into path would then read what it writes, so work on a copy */
+    if (arg && (uintptr_t)arg >= (uintptr_t)path && (uintptr_t)arg < (uintptr_t)path + path_size) {
+        char *copy = x_strdup(arg);
+        bool ok = model_resolve(copy, path, path_size, err, err_size);
+        free(copy);
+        return ok;
+    }
     if (arg && *arg && strcmp(arg, "default") != 0)
         return resolve_name(arg, path, path_size, err, err_size);
     const char *env = getenv(MODEL_ENV);

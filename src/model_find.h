@@ -26,7 +26,7 @@ bool model_is_server(const char *name);
 
 /* Resolve MODEL to a path; NULL or "" is the default model: $ELMCHAT_MODEL
  * when set, else the bundled default.  false when nothing is found (err
- * says what was tried). */
+ * says what was tried).  arg may be path itself. */
 bool model_resolve(const char *arg, char *path, size_t path_size, char *err, size_t err_size);
 /* model_resolve for the commands that open the model themselves (run, info,
  * tokenize, quantize...): a server is refused with a message that says

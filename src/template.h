@@ -127,9 +127,21 @@ char **template_search_dirs(void);
 char **template_list(void);
 void strv_free(char **v);
 
-/* "openelm-instruct" when the model's folder/file name contains "instruct"
- * (any case), else "plain".  Static string. */
-const char *template_default_for_model(const char *model_name_or_path);
+/* The template that goes with a model (a resolved path), from what the
+ * model is, first match wins:
+ *   1. its own chat template (a GGUF's tokenizer.chat_template, a folder's
+ *      tokenizer_config.json) when its markers are one of ours;
+ *   2. the repo id of a model in the Hugging Face cache's layout (the
+ *      snapshot folder is named for a commit, never for the model);
+ *   3. the name it gives itself (GGUF general.finetune and general.name,
+ *      config.json's _name_or_path);
+ *   4. only then its file or folder name.
+ * "openelm-instruct" when that says Instruct (any case), else "plain".
+ * why (may be NULL with why_size 0) gets the reason, e.g.
+ * "repo id apple/OpenELM-270M-Instruct".  Static string. */
+const char *template_for_model(const char *model_path, char *why, size_t why_size);
+/* template_for_model without the reason. */
+const char *template_default_for_model(const char *model_path);
 
 /* ------------------------------------------------------------ rendering */
 

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "src/hub_cache.h"
+#include "src/model_find.h"
 #include "src/paths.h"
 #include "src/xalloc.h"
 
@@ -77,19 +79,100 @@ char **template_list(void)
     return names;
 }
 
-const char *template_default_for_model(const char *model)
+/* "instruct" anywhere in s[0..len), any case. */
+static bool says_instruct(const char *s, size_t len)
 {
-    if (!model)
+    for (size_t i = 0; i + 8 <= len; i++)
+        if (strncasecmp(s + i, "instruct", 8) == 0)
+            return true;
+    return false;
+}
+
+/* A commit id (what pull --quantize once wrote as a snapshot's name) says
+ * nothing about the model. */
+static bool is_commit_id(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return n >= 7 && s[n] == '\0';
+}
+
+/* Which of our templates a Jinja chat template's markers are. */
+static const char *template_of_jinja(const char *jinja)
+{
+    if (strstr(jinja, "<|user|>") && strstr(jinja, "<|assistant|>"))
+        return "openelm-instruct";
+    if (strstr(jinja, "<|im_start|>"))
+        return "chatml";
+    if (strstr(jinja, "[INST]"))
+        return "llama-2-chat";
+    return NULL;
+}
+
+#define WHY(...) (why_size ? (void)snprintf(why, why_size, __VA_ARGS__) : (void)0)
+
+const char *template_for_model(const char *model, char *why, size_t why_size)
+{
+    if (!model || !*model) {
+        WHY("default (no model)");
         return "plain";
-    /* The folder or file name, ignoring trailing slashes. */
+    }
+    if (model_is_server(model)) {
+        WHY("default for a llama-server (its model is not known here: -t openelm-instruct for an "
+            "Instruct one)");
+        return "plain";
+    }
+    const char *tpl = NULL;
+    struct elm_model_about about;
+    char err[256];
+    bool have_about = elm_model_about(model, &about, err, sizeof err) == ELM_OK;
+    /* 1. the model's own chat template, when it is one of ours */
+    if (have_about && about.chat_template && (tpl = template_of_jinja(about.chat_template))) {
+        WHY("the model's %s", about.chat_template_from);
+        goto out;
+    }
+    /* 2. the repo it came from, in the Hugging Face cache's layout (the
+     *    folder itself is named for a commit) */
+    char id[256];
+    if (hub_repo_id_of_path(model, id, sizeof id)) {
+        bool instruct = says_instruct(id, strlen(id));
+        tpl = instruct ? "openelm-instruct" : "plain";
+        WHY("repo id %s%s", id, instruct ? "" : ", not an Instruct model");
+        goto out;
+    }
+    /* 3. the name the model gives itself */
+    if (have_about && (about.finetune[0] || (about.name[0] && !is_commit_id(about.name)))) {
+        if (says_instruct(about.finetune, strlen(about.finetune))) {
+            tpl = "openelm-instruct";
+            WHY("general.finetune %s", about.finetune);
+        } else if (about.name[0] && !is_commit_id(about.name)) {
+            bool instruct = says_instruct(about.name, strlen(about.name));
+            tpl = instruct ? "openelm-instruct" : "plain";
+            WHY("%s %s%s", about.name_from, about.name,
+                instruct ? "" : ", not an Instruct model");
+        } else {
+            tpl = "plain";
+            WHY("general.finetune %s, not an Instruct model", about.finetune);
+        }
+        goto out;
+    }
+    /* 4. only then its file or folder name, ignoring trailing slashes */
     size_t len = strlen(model);
     while (len > 1 && model[len - 1] == '/')
         len--;
     size_t start = len;
     while (start > 0 && model[start - 1] != '/')
         start--;
-    for (size_t i = start; i + 8 <= len; i++)
-        if (strncasecmp(model + i, "instruct", 8) == 0)
-            return "openelm-instruct";
-    return "plain";
+    bool instruct = says_instruct(model + start, len - start);
+    tpl = instruct ? "openelm-instruct" : "plain";
+    WHY("the name %.*s; %s", (int)(len - start), model + start,
+        instruct ? "the model says nothing of itself" : "nothing says it is an Instruct model");
+out:
+    if (have_about)
+        elm_model_about_fini(&about);
+    return tpl;
+}
+
+const char *template_default_for_model(const char *model)
+{
+    return template_for_model(model, NULL, 0);
 }

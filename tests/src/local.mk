@@ -2,6 +2,7 @@
 # sessions, the store and config.yaml, conversations and KV reuse, slash
 # commands, option parsing, the chat controller.
 SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-session-tree \
+	tests/src/test-prompts \
 	tests/src/test-attachment \
 	tests/src/test-conversation \
 	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller \
@@ -14,6 +15,10 @@ tests_src_test_template_CFLAGS = $(AM_CFLAGS) $(JSONC_CFLAGS)
 tests_src_test_template_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 # Independent goldens (tests/reference/README.md: regenerate with node).
 EXTRA_DIST += tests/data/templates/goldens.json tests/reference/template_goldens.mjs
+
+# Every file under prompts/ (templates and roles) loads, and is shipped.
+tests_src_test_prompts_SOURCES = tests/src/test-prompts.c
+tests_src_test_prompts_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 tests_src_test_session_SOURCES = tests/src/test-session.c
 tests_src_test_session_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)

@@ -216,6 +216,73 @@ static void test_shipped(void)
     template_free(t);
 }
 
+/* What a model is decides its template, never a folder's spelling alone
+ * (issue 50): a Hub snapshot is named for a commit. */
+static void test_template_for_model(void)
+{
+    char why[320];
+    const char *hub = "/c/hub/models--apple--OpenELM-270M-Instruct/snapshots/"
+                      "0123456789abcdef0123456789abcdef01234567";
+    is_str(template_for_model(hub, why, sizeof why), "openelm-instruct",
+           "a Hub snapshot (commit-named) of an Instruct repo -> openelm-instruct");
+    is_str(why, "repo id apple/OpenELM-270M-Instruct", "... and says why: %s", why);
+    char *gguf = x_asprintf("%s/elmchat-q8_0.gguf/", hub);
+    is_str(template_for_model(gguf, why, sizeof why), "openelm-instruct",
+           "the GGUF pull --quantize left in the snapshot too (%s)", why);
+    free(gguf);
+    is_str(template_for_model("/c/hub/models--apple--OpenELM-3B/snapshots/abc123", why,
+                              sizeof why),
+           "plain", "a base repo's snapshot -> plain (%s)", why);
+    ok(strstr(why, "apple/OpenELM-3B") != NULL, "... naming the repo id");
+    is_str(template_for_model("server:http://127.0.0.1:1", why, sizeof why), "plain",
+           "a llama-server: plain (%s)", why);
+    ok(strstr(why, "-t openelm-instruct") != NULL, "... saying how to choose another");
+    is_str(template_for_model(NULL, NULL, 0), "plain", "no model: plain, why may be NULL");
+
+    /* metadata beats the folder's name */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/some-instruct-tune", tap_tmpdir());
+    mkdir(dir, 0700);
+    char *cfg = x_asprintf("%s/config.json", dir);
+    FILE *f = fopen(cfg, "w");
+    fputs("{\"_name_or_path\": \"apple/OpenELM-450M\", \"model_type\": \"openelm\"}", f);
+    fclose(f);
+    is_str(template_for_model(dir, why, sizeof why), "plain",
+           "config.json's _name_or_path of a base model beats an *instruct* folder name");
+    is_str(why, "config.json _name_or_path apple/OpenELM-450M, not an Instruct model",
+           "... and says so: %s", why);
+    f = fopen(cfg, "w");
+    fputs("{\"_name_or_path\": \"apple/OpenELM-450M-Instruct\"}", f);
+    fclose(f);
+    snprintf(dir, sizeof dir, "%s/a-tune", tap_tmpdir()); /* nothing in its name */
+    mkdir(dir, 0700);
+    char *cfg2 = x_asprintf("%s/config.json", dir);
+    rename(cfg, cfg2);
+    is_str(template_for_model(dir, why, sizeof why), "openelm-instruct",
+           "config.json's _name_or_path of an Instruct model (folder a-tune: %s)", why);
+    char *tc = x_asprintf("%s/tokenizer_config.json", dir);
+    f = fopen(tc, "w");
+    fputs("{\"chat_template\": \"{% for m in messages %}<|im_start|>{{ m.role }}\\n"
+          "{{ m.content }}<|im_end|>{% endfor %}\"}", f);
+    fclose(f);
+    is_str(template_for_model(dir, why, sizeof why), "chatml",
+           "a chat_template key with ChatML's markers beats every name");
+    is_str(why, "the model's tokenizer_config.json chat_template", "... and says so: %s", why);
+    remove(tc);
+    remove(cfg2);
+    free(tc);
+    free(cfg2);
+    free(cfg);
+
+    /* the bundled GGUF names itself (general.name) */
+    char *small = x_asprintf("%s/models/guide-small-instruct.gguf",
+                             getenv("top_srcdir") ? getenv("top_srcdir") : "..");
+    is_str(template_for_model(small, why, sizeof why), "openelm-instruct",
+           "the bundled GGUF: openelm-instruct (%s)", why);
+    ok(strncmp(why, "general.name ", 13) == 0, "... from its general.name");
+    free(small);
+}
+
 static void test_lookup(void)
 {
     char *cfg = x_asprintf("%s/cfg", tap_tmpdir());
@@ -296,6 +363,7 @@ static void test_lookup(void)
     is_str(template_default_for_model("/instruct/OpenELM-270M"), "plain",
            "only the last path component counts");
     is_str(template_default_for_model("270M"), "plain", "base model -> plain");
+    test_template_for_model();
 }
 
 /* ------------------------------------------------ token ids (real vocab) */
