@@ -10,11 +10,13 @@
 
 #include "cli/commands.h"
 #include "cli/model_open.h"
+#include "cli/run_server.h"
 #include "src/attachment.h"
 #include "src/model_find.h"
 #include "src/pull_on_demand.h"
 #include "src/roles.h"
 #include "src/options.h"
+#include "src/paths.h"
 #include "src/config_file.h"
 #include "src/store.h"
 #include "src/template.h"
@@ -301,8 +303,6 @@ int cmd_run(int argc, char **argv)
         const char *alias = config_alias(&cfg, c.model);
         bool found = model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, cfg.pull_quantize,
                                            model_path, sizeof model_path, err, sizeof err);
-        if (found && model_is_server(model_path)) /* says where a server runs */
-            found = model_resolve_file(model_path, model_path, sizeof model_path, err, sizeof err);
         if (!found) {
             cli_error("%s", err);
             goto out;
@@ -366,6 +366,16 @@ int cmd_run(int argc, char **argv)
     }
 
     const elm_tokenizer *tok = NULL;
+    bool server = model_is_server(model_path);
+    char *shipped = NULL;
+    if (!tokenizer_path && server) {
+        /* the prompt is made here: an alias's tokenizer, else elmchat's
+         * LLaMA-2 one (every OpenELM model's); the server is checked
+         * against it */
+        tokenizer_path = config_alias_tokenizer(&cfg, c.model);
+        if (!tokenizer_path)
+            tokenizer_path = shipped = paths_shipped_tokenizer();
+    }
     if (tokenizer_path) {
         if (elm_tokenizer_load(tokenizer_path, &own_tok, err, sizeof err) != ELM_OK) {
             cli_error("%s", err);
@@ -382,7 +392,12 @@ int cmd_run(int argc, char **argv)
             elm_tokenizer_load_for_model(model_path, &own_tok, err, sizeof err) == ELM_OK)
             tok = own_tok; /* no need to map the weights; else the model load says what is wrong */
     }
-    if (!tok || !dry_run) {
+    free(shipped);
+    if (server && !tok) {
+        cli_error("%s: no tokenizer to make the prompt with (give --tokenizer FILE)", model_path);
+        goto out;
+    }
+    if (!server && (!tok || !dry_run)) {
         struct elm_model_params mp = elm_model_default_params();
         mp.n_threads = c.n_threads;
         mp.tokenizer = own_tok; /* the caller's (--tokenizer, the shipped one), or none */
@@ -418,14 +433,22 @@ int cmd_run(int argc, char **argv)
     struct elm_sampler_params sp = elm_sampler_default_params();
     int max_tokens = RUN_DEFAULT_MAX_TOKENS;
     sampling_apply(&tpl->sampling, &sp, &max_tokens);
-    struct sampling model_defaults = sampling_from_model(&elm_model_get_info(model)->sampling);
-    sampling_apply(&model_defaults, &sp, &max_tokens);
+    if (model) {
+        struct sampling model_defaults = sampling_from_model(&elm_model_get_info(model)->sampling);
+        sampling_apply(&model_defaults, &sp, &max_tokens);
+    }
     sampling_apply(&cfg.sampling, &sp, &max_tokens);
     struct sampling opts = {given, c.sampler, c.max_tokens};
     sampling_apply(&opts, &sp, &max_tokens);
     if (!c.n_ctx)
         c.n_ctx = cfg.n_ctx;
-    rc = generate(model_path, model, tok, tpl, &c, &sp, max_tokens, &ids);
+    if (server) {
+        const char *key = getenv("ELMCHAT_API_KEY"); /* as the chat's default */
+        rc = run_on_server(model_path, tok, tpl, &ids, &sp, max_tokens, c.n_ctx,
+                           key && *key ? key : NULL);
+    } else {
+        rc = generate(model_path, model, tok, tpl, &c, &sp, max_tokens, &ids);
+    }
 
 out:
     idvec_fini(&ids);

@@ -8,7 +8,7 @@ cli_libcli_a_SOURCES = \
 	cli/option_loop.c cli/option_loop.h \
 	cli/stopwatch.c cli/stopwatch.h \
 	cli/json_print.c cli/json_print.h \
-	cli/cmd_run.c \
+	cli/cmd_run.c cli/run_server.c cli/run_server.h \
 	cli/cmd_tokenize.c \
 	cli/cmd_quantize.c \
 	cli/cmd_info.c \

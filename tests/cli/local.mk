@@ -55,6 +55,11 @@ TESTS += tests/cli/test-shipped-tokenizer.sh
 dist_check_SCRIPTS += tests/cli/test-hf-cache.sh
 TESTS += tests/cli/test-hf-cache.sh
 
+# run -m server:URL: the prompt made here, a server down or failing named,
+# a real llama-server's reply (tests/lib/llama-server.sh, when it builds).
+dist_check_SCRIPTS += tests/cli/test-run-server.sh
+TESTS += tests/cli/test-run-server.sh
+
 # elmchat pull against a stand-in Hub on 127.0.0.1, and elmchat models.
 dist_check_SCRIPTS += tests/cli/test-pull.sh
 TESTS += tests/cli/test-pull.sh

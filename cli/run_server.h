@@ -1,0 +1,20 @@
+/* run_server.h: `elmchat run -m server:URL`: the one reply computed by a
+ * llama-server, through the worker (the remote engine is one of its
+ * models: elm_worker.h). */
+#ifndef ELMCHAT_CLI_RUN_SERVER_H
+#define ELMCHAT_CLI_RUN_SERVER_H
+
+#include "engine/elm.h"
+#include "engine/elm_tokenizer.h"
+#include "src/idvec.h"
+#include "src/template.h"
+
+/* Connect to url ("server:URL", checked against tok), send prompt's ids,
+ * print the reply to stdout as it streams (ending at EOS or a stop string
+ * of tpl).  api_key: the bearer token, NULL for none.  An exit code; a
+ * failure is said on stderr with the server's URL. */
+int run_on_server(const char *url, const elm_tokenizer *tok, const struct template *tpl,
+                  const struct idvec *prompt, const struct elm_sampler_params *sp,
+                  int max_tokens, int n_ctx, const char *api_key);
+
+#endif
