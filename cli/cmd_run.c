@@ -166,6 +166,15 @@ static int generate(const char *model_path, const elm_model *model, const elm_to
         elm_ctx_free(ctx);
         return EXIT_RUNTIME;
     }
+    for (size_t i = 0; i < prompt->n; i++)
+        if (prompt->v[i] < 0 || prompt->v[i] >= n_vocab) {
+            /* elm_decode would say only "invalid argument" */
+            cli_error("%s: the prompt has token id %d, outside the model's vocabulary of %d: "
+                      "the tokenizer is not the model's (give its own with --tokenizer FILE)",
+                      model_path, (int)prompt->v[i], n_vocab);
+            elm_ctx_free(ctx);
+            return EXIT_RUNTIME;
+        }
     elm_model *draft = NULL;
     elm_ctx *draft_ctx = NULL;
     if (!cmd_open_draft(c->draft, model, n_ctx, c->n_threads, &draft, &draft_ctx)) {

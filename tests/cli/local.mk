@@ -55,6 +55,10 @@ TESTS += tests/cli/test-shipped-tokenizer.sh
 dist_check_SCRIPTS += tests/cli/test-hf-cache.sh
 TESTS += tests/cli/test-hf-cache.sh
 
+# run's message and system prompt: -p '' refused, --role, --verbose.
+dist_check_SCRIPTS += tests/cli/test-run.sh
+TESTS += tests/cli/test-run.sh
+
 # run -m server:URL: the prompt made here, a server down or failing named,
 # a real llama-server's reply (tests/lib/llama-server.sh, when it builds).
 dist_check_SCRIPTS += tests/cli/test-run-server.sh
