@@ -216,6 +216,35 @@ static void test_shipped(void)
     template_free(t);
 }
 
+/* A GGUF of n string keys and no tensors: enough for elm_model_about. */
+static const char *write_gguf(const char *name, const char *const *kv, size_t n)
+{
+    char buf[4096];
+    size_t len = 0;
+#define PUT(p, k) (memcpy(buf + len, (p), (k)), len += (k))
+    uint32_t u32 = 3;
+    uint64_t u64 = 0;
+    PUT("GGUF", 4);
+    PUT(&u32, 4); /* version (the tests run little-endian) */
+    PUT(&u64, 8); /* tensors */
+    u64 = n;
+    PUT(&u64, 8);
+    for (size_t i = 0; i < n; i++) {
+        u64 = strlen(kv[2 * i]);
+        PUT(&u64, 8);
+        PUT(kv[2 * i], u64);
+        u32 = 8; /* string */
+        PUT(&u32, 4);
+        u64 = strlen(kv[2 * i + 1]);
+        PUT(&u64, 8);
+        PUT(kv[2 * i + 1], u64);
+    }
+    while (len % 32)
+        buf[len++] = 0;
+#undef PUT
+    return tap_write_tmp(name, buf, len);
+}
+
 /* What a model is decides its template, never a folder's spelling alone
  * (issue 50): a Hub snapshot is named for a commit. */
 static void test_template_for_model(void)
@@ -273,6 +302,25 @@ static void test_template_for_model(void)
     free(tc);
     free(cfg2);
     free(cfg);
+
+    /* a GGUF's own keys beat its file name */
+    static const char *const base[] = {"general.name", "OpenELM-270M"};
+    is_str(template_for_model(write_gguf("m-instruct.gguf", base, 1), why, sizeof why), "plain",
+           "a GGUF whose general.name is a base model's: plain, whatever its file name (%s)",
+           why);
+    static const char *const ft[] = {"general.name", "OpenELM-270M", "general.finetune",
+                                     "Instruct"};
+    is_str(template_for_model(write_gguf("m.gguf", ft, 2), why, sizeof why), "openelm-instruct",
+           "general.finetune Instruct: openelm-instruct (%s)", why);
+    static const char *const hash[] = {"general.name", "0123456789abcdef0123456789abcdef01234567"};
+    is_str(template_for_model(write_gguf("x-instruct.gguf", hash, 1), why, sizeof why),
+           "openelm-instruct", "a commit id as general.name says nothing: the file name (%s)", why);
+    static const char *const jinja[] = {
+        "general.name", "OpenELM-270M", "tokenizer.chat_template",
+        "{% for m in messages %}<|{{ m.role }}|>\n{{ m.content }}{% endfor %}<|user|><|assistant|>"};
+    is_str(template_for_model(write_gguf("chat.gguf", jinja, 2), why, sizeof why),
+           "openelm-instruct", "tokenizer.chat_template with <|user|>/<|assistant|> wins");
+    is_str(why, "the model's tokenizer.chat_template", "... and says so: %s", why);
 
     /* the bundled GGUF names itself (general.name) */
     char *small = x_asprintf("%s/models/guide-small-instruct.gguf",
