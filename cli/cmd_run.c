@@ -146,9 +146,10 @@ static void print_piece(void *user, int32_t id, const char *text, size_t len)
     }
 }
 
-static int generate(const char *model_path, const elm_model *model, const elm_tokenizer *tok, const struct template *tpl,
-                    const struct cli_common *c, const struct elm_sampler_params *sp,
-                    int max_tokens, const struct idvec *prompt)
+static int generate(const char *model_path, const elm_model *model, const elm_tokenizer *tok,
+                    const struct template *tpl, const struct cli_common *c,
+                    const struct elm_sampler_params *sp, int max_tokens,
+                    const struct idvec *prompt)
 {
     char err[ELM_ERR_MAX] = "";
     struct elm_ctx_params cp = elm_ctx_default_params();

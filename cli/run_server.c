@@ -47,8 +47,8 @@ static void wait_final(elm_worker *w, uint64_t id, struct elm_event *done)
 }
 
 int run_on_server(const char *url, const elm_tokenizer *tok, const struct template *tpl,
-                  const struct idvec *prompt, const struct elm_sampler_params *sp,
-                  int max_tokens, int n_ctx, const char *api_key)
+                  const struct idvec *prompt, const struct elm_sampler_params *sp, int max_tokens,
+                  int n_ctx, const char *api_key)
 {
     char err[ELM_ERR_MAX];
     elm_worker *w = elm_worker_new(NULL, err, sizeof err);

@@ -14,7 +14,7 @@
  * of tpl).  api_key: the bearer token, NULL for none.  An exit code; a
  * failure is said on stderr with the server's URL. */
 int run_on_server(const char *url, const elm_tokenizer *tok, const struct template *tpl,
-                  const struct idvec *prompt, const struct elm_sampler_params *sp,
-                  int max_tokens, int n_ctx, const char *api_key);
+                  const struct idvec *prompt, const struct elm_sampler_params *sp, int max_tokens,
+                  int n_ctx, const char *api_key);
 
 #endif

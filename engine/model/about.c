@@ -21,6 +21,15 @@ static void copy_text(char *dst, size_t size, const char *s, size_t len)
     dst[len] = '\0';
 }
 
+/* KEY's string (s NULL when the key is absent; an error when it is no string). */
+static elm_status gguf_text(const struct elm_gguf *g, const char *key, const char **s, size_t *len,
+                            char *err, size_t err_size)
+{
+    *s = NULL;
+    *len = 0;
+    return elm_gguf_get_string(g, key, false, s, len, err, err_size);
+}
+
 static elm_status about_gguf(const char *path, struct elm_model_about *a, char *err,
                              size_t err_size)
 {
@@ -28,21 +37,16 @@ static elm_status about_gguf(const char *path, struct elm_model_about *a, char *
     elm_status st = elm_gguf_open(path, &g, err, err_size);
     if (st)
         return st;
-    const char *s = NULL;
+    const char *s;
     size_t len;
-    if (!(st = elm_gguf_get_string(g, "general.name", false, &s, &len, err, err_size)) && s) {
+    if (!(st = gguf_text(g, "general.name", &s, &len, err, err_size)) && s) {
         copy_text(a->name, sizeof a->name, s, len);
         a->name_from = "general.name";
     }
-    s = NULL; /* an absent key leaves it as it was */
-    if (!st && !(st = elm_gguf_get_string(g, "general.finetune", false, &s, &len, err,
-                                          err_size)) && s)
+    if (!st && !(st = gguf_text(g, "general.finetune", &s, &len, err, err_size)) && s)
         copy_text(a->finetune, sizeof a->finetune, s, len);
-    s = NULL;
-    if (!st && !(st = elm_gguf_get_string(g, "tokenizer.chat_template", false, &s, &len, err,
-                                          err_size)) && s) {
-        a->chat_template = malloc(len + 1);
-        if (!a->chat_template) {
+    if (!st && !(st = gguf_text(g, "tokenizer.chat_template", &s, &len, err, err_size)) && s) {
+        if (!(a->chat_template = malloc(len + 1))) {
             st = elm_set_error(err, err_size, ELM_E_NOMEM, "out of memory");
         } else {
             copy_text(a->chat_template, len + 1, s, len);
@@ -77,8 +81,7 @@ static elm_status json_string(const char *dir, const char *file, const char *key
     return st;
 }
 
-elm_status elm_model_about(const char *path, struct elm_model_about *a, char *err,
-                           size_t err_size)
+elm_status elm_model_about(const char *path, struct elm_model_about *a, char *err, size_t err_size)
 {
     memset(a, 0, sizeof *a);
     struct stat sb;
@@ -96,8 +99,9 @@ elm_status elm_model_about(const char *path, struct elm_model_about *a, char *er
         a->name_from = "config.json _name_or_path";
     }
     free(name);
-    if (!st && !(st = json_string(path, "tokenizer_config.json", "chat_template",
-                                  &a->chat_template, err, err_size)) &&
+    if (!st &&
+        !(st = json_string(path, "tokenizer_config.json", "chat_template", &a->chat_template, err,
+                           err_size)) &&
         a->chat_template)
         a->chat_template_from = "tokenizer_config.json chat_template";
     if (st)
