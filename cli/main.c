@@ -42,6 +42,7 @@ static void print_help(FILE *f)
             "                           guide to elmchat and dictionary; see man elmchat)\n"
             "  -t, --template NAME      chat template (default: from the model)\n"
             "  -s, --session NAME       open or create this saved conversation\n"
+            "  -c, --continue           reopen the most recently saved conversation\n"
             "      --system TEXT        system prompt for a new conversation\n"
             "      --role NAME          a role preset's system prompt instead (/role lists them)\n"
             "      --raw                show replies as written (no markdown rendering)\n"

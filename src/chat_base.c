@@ -181,6 +181,8 @@ void chat_show_conv(struct chat *c)
         chat_add_message(c, &m);
     }
     session_sibling_index_free(siblings);
+    if (c->cur->read_only)
+        chat_read_only_note(c, c->cur);
     chat_changed(c);
 }
 

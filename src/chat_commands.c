@@ -350,6 +350,11 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "'%s' is already open: /switch %s", cmd->arg, cmd->arg);
             break;
         }
+        if (cmd->arg && chat_session_exists(cmd->arg)) {
+            chat_notice(c, true, "a saved session '%s' exists: /switch %s opens it", cmd->arg,
+                        cmd->arg);
+            break;
+        }
         chat_save_conv(c, v, true);
         char *name = cmd->arg ? x_strdup(cmd->arg) : chat_auto_session_name();
         struct session *s = session_new(name);
@@ -380,23 +385,30 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         chat_notice(c, false, "session '%s': %zu messages", nv->s->name, nv->s->n_msgs);
         break;
     }
-    case CMD_SAVE:
-        if (cmd->arg && strcmp(cmd->arg, v->s->name) != 0) {
-            if (chat_conv_find(c, cmd->arg)) {
-                chat_notice(c, true, "'%s' is open in another session", cmd->arg);
-                break;
-            }
-            if (!session_name_valid(cmd->arg)) {
-                chat_notice(c, true, "invalid session name '%s'", cmd->arg);
-                break;
-            }
-            free(v->s->name);
-            v->s->name = x_strdup(cmd->arg);
+    case CMD_SAVE: {
+        /* /save NAME --force replaces a saved NAME; without it, it is refused */
+        char *name = cmd->arg ? x_strdup(cmd->arg) : NULL;
+        size_t nl = name ? strlen(name) : 0;
+        bool force = nl >= 7 && strcmp(name + nl - 7, "--force") == 0 &&
+                     (nl == 7 || name[nl - 8] == ' ');
+        if (force) {
+            nl -= 7;
+            while (nl > 0 && name[nl - 1] == ' ')
+                nl--;
+            name[nl] = '\0';
         }
+        if (name && *name && !chat_conv_take_name(c, v, name, force, err, sizeof err)) {
+            chat_notice(c, true, "not saved: %s%s", err,
+                        strstr(err, "exists already") ? " (/save NAME --force replaces it)" : "");
+            free(name);
+            break;
+        }
+        free(name);
         v->dirty = true;
         chat_save_conv(c, v, false);
         chat_session_list_changed(c);
         break;
+    }
     case CMD_EXPORT: {
         /* FILE.json: the whole tree; anything else: the path shown, as Markdown */
         size_t al = strlen(cmd->arg);

@@ -685,7 +685,18 @@ static struct session *first_session(struct chat *c, char *err, size_t err_size)
 {
     const struct chat_options *opt = &c->opt;
     struct session *s;
-    if (opt->session_name) {
+    if (opt->continue_last) {
+        char *last = chat_last_session_name();
+        if (!last) {
+            snprintf(err, err_size, "no saved conversation to continue (elmchat without -c "
+                                    "starts a new one)");
+            return NULL;
+        }
+        s = chat_session_load(last, false, err, err_size);
+        free(last);
+        if (!s)
+            return NULL;
+    } else if (opt->session_name) {
         s = chat_session_load(opt->session_name, true, err, err_size);
         if (!s)
             return NULL;
@@ -719,6 +730,42 @@ static struct session *first_session(struct chat *c, char *err, size_t err_size)
     return s;
 }
 
+/* The model: -m, else the session's own (its model:), else the default.
+ * A session's model that cannot be opened gives way to the default, and
+ * note says why and which one is used. */
+static bool init_model(struct chat *c, const struct session *s, char **note, char *err,
+                       size_t err_size)
+{
+    const char *arg = c->opt.common.model;
+    if (arg || !s->model)
+        return chat_model_init(c, arg ? arg : c->cfg.default_model, err, err_size);
+    if (chat_model_init(c, s->model, err, err_size))
+        return true;
+    char why[1024];
+    snprintf(why, sizeof why, "%s", err);
+    free(c->model_arg);
+    c->model_arg = NULL;
+    free(c->tokenizer_from);
+    c->tokenizer_from = NULL;
+    if (!chat_model_init(c, c->cfg.default_model, err, err_size))
+        return false;
+    *note = x_asprintf(
+             "This conversation was with %s, which cannot be opened (%s): it goes on with %s. "
+             "The session keeps %s as its model (-m NAME or /model NAME chooses another).",
+             s->model, why, c->model_name, s->model);
+    return true;
+}
+
+/* Sampling given on the command line (chat_apply_cli_sampling sets it). */
+static bool cli_sets_sampling(const struct chat_options *opt)
+{
+    const struct elm_sampler_params d = elm_sampler_default_params();
+    const struct elm_sampler_params *o = &opt->common.sampler;
+    return o->temperature != d.temperature || o->top_k != d.top_k || o->top_p != d.top_p ||
+           o->min_p != d.min_p || o->repeat_penalty != d.repeat_penalty || o->seed != d.seed ||
+           opt->common.max_tokens >= 0;
+}
+
 bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat_view *view,
                char *err, size_t err_size)
 {
@@ -737,18 +784,27 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     const char *budget = getenv("ELMCHAT_MEM_BUDGET");
     if (budget && *budget && !parse_mem_budget(budget, &c->mem_budget, err, err_size))
         return false;
-    if (!chat_model_init(c, opt->common.model ? opt->common.model : c->cfg.default_model, err,
-                         err_size))
-        return false;
-
-    /* The session first: it may name its template. */
+    /* The session first: it names its model and may name its template. */
     struct session *s = first_session(c, err, err_size);
     if (!s)
         return false;
-    c->cur = chat_conv_open(c, s, err, err_size);
-    if (!c->cur)
+    char *model_note = NULL;
+    if (!init_model(c, s, &model_note, err, err_size)) {
+        session_free(s);
         return false;
+    }
+    c->cur = chat_conv_open(c, s, err, err_size);
+    if (!c->cur) {
+        free(model_note);
+        return false;
+    }
+    /* what the command line changed in a saved session is saved with it */
+    if (opt->system || opt->role || opt->template_name || cli_sets_sampling(opt))
+        c->cur->dirty = true;
     chat_show_conv(c);
+    if (model_note)
+        chat_info_msg(c, true, model_note);
+    free(model_note);
 
     /* Decoding may run behind the caller's thread (the TUI: a keystroke
      * is drawn at once even while every core computes). */

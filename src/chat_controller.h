@@ -33,6 +33,7 @@ struct chat_options {
     struct cli_common common;   /* -m, --temp, ... (model: NULL = config/default) */
     const char *template_name;  /* -t */
     const char *session_name;   /* -s */
+    bool continue_last;         /* -c: the most recently saved session */
     const char *system;         /* --system */
     const char *role;           /* --role: a role preset's system prompt (roles.h) */
     bool raw;                   /* --raw: replies as written, no markdown */
@@ -216,6 +217,10 @@ bool chat_quit_requested(const struct chat *c);
 bool chat_has_notice(const struct chat *c);
 /* The current session's name (NULL: none). */
 const char *chat_session_name(const struct chat *c);
+/* After the last save (chat_save_all): where the conversation was saved
+ * and how to resume it, for the terminal once the screen is gone; owned,
+ * NULL when there is no conversation. */
+char *chat_exit_note(struct chat *c);
 /* Does session name's saved file hold text (case-insensitive)?  (The
  * session list's filter.) */
 bool chat_session_mentions(const char *name, const char *text);

@@ -29,7 +29,11 @@ struct conv {
     struct conversation cv;     /* borrows s, tpl and the chat's tokenizer */
     struct template *tpl;       /* owned */
     int slot;                   /* the worker's cache slot */
-    bool dirty;                 /* unsaved */
+    bool dirty;                 /* unsaved: only a changed session is written */
+    int lock;                   /* session_lock.h: held while open (< 0: none) */
+    char *lock_name;            /* the name the lock was taken for (owned) */
+    bool read_only;             /* open in another elmchat: never written under its name */
+    long lock_holder;           /* that one's pid (0: unknown) */
     bool kv_try;                /* opened from a file: adopt its snapshot when a model is ready */
     bool kv_loaded;             /* a snapshot was loaded: say what it saved */
     bool warned;                /* the context warning was shown in the transcript */
@@ -89,7 +93,21 @@ bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err
 struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
                                size_t err_size);
 char *chat_auto_session_name(void);
+/* Write v when it changed (v->dirty): its file and KV snapshot.  A
+ * read-only one (open in another elmchat) is saved as a copy under a free
+ * name instead ("NAME-copy"), and says so. */
 bool chat_save_conv(struct chat *c, struct conv *v, bool quiet);
+/* v's name becomes name, its lock moved with it (a save as, a rename).
+ * false with err filled when name is taken: a saved file (unless
+ * overwrite), or open here or in another elmchat. */
+bool chat_conv_take_name(struct chat *c, struct conv *v, const char *name, bool overwrite,
+                         char *err, size_t err_size);
+/* The line that says a conversation is shown read-only, and the way on. */
+void chat_read_only_note(struct chat *c, const struct conv *v);
+/* Whether a file for the session called name is saved. */
+bool chat_session_exists(const char *name);
+/* The most recently saved session's name (owned), NULL when none. */
+char *chat_last_session_name(void);
 void chat_post_prefill(struct chat *c, struct conv *v);
 void chat_try_snapshot(struct chat *c, struct conv *v);
 void chat_switch_to(struct chat *c, struct conv *v);

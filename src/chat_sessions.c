@@ -19,9 +19,11 @@
 #include "src/hub_cache.h"
 #include "src/model_find.h"
 #include "src/roles.h"
+#include "src/session_lock.h"
 #include "src/kvcache_store.h"
 #include "src/paths.h"
 #include "src/store.h"
+#include "src/strbuf.h"
 #include "src/xalloc.h"
 
 struct conv *chat_conv_find(struct chat *c, const char *name)
@@ -40,10 +42,28 @@ struct conv *chat_conv_by_slot(struct chat *c, int slot)
     return NULL;
 }
 
+/* The lock of v's session: held while it is open here; when another
+ * elmchat holds it, v is shown read-only. */
+static void conv_lock(struct conv *v)
+{
+    v->lock = session_lock(v->s->name, &v->lock_holder);
+    v->read_only = v->lock == SESSION_LOCK_HELD;
+    v->lock_name = x_strdup(v->s->name);
+}
+
+static void conv_unlock(struct conv *v)
+{
+    session_unlock(v->lock_name, v->lock);
+    v->lock = SESSION_LOCK_NONE;
+    free(v->lock_name);
+    v->lock_name = NULL;
+}
+
 void chat_conv_free(struct conv *v)
 {
     if (!v)
         return;
+    conv_unlock(v);
     conversation_fini(&v->cv);
     template_free(v->tpl);
     session_free(v->s);
@@ -76,6 +96,7 @@ struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t
 {
     struct conv *v = x_calloc(1, sizeof *v);
     v->s = s;
+    v->lock = SESSION_LOCK_NONE;
     v->tpl = template_load(chat_wanted_template(c, v), err, err_size);
     if (!v->tpl) {
         chat_conv_free(v);
@@ -89,6 +110,7 @@ struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t
     }
     if (rc == CONV_FULL)
         chat_notice(c, true, "%s", err);
+    conv_lock(v);
     v->slot = c->next_slot++;
     v->kv_try = s->n_msgs > 0;
     c->convs = x_reallocarray(c->convs, c->n_convs + 1, sizeof *c->convs);
@@ -129,6 +151,16 @@ struct conv *chat_open_session(struct chat *c, const char *name, bool create, ch
     return s ? chat_conv_open(c, s, err, err_size) : NULL;
 }
 
+/* A saved file, or another run's lock (a new chat not saved yet). */
+static bool name_taken(const char *name)
+{
+    char *path = session_path_for(name);
+    struct stat st;
+    bool taken = path && stat(path, &st) == 0;
+    free(path);
+    return taken || session_lock_exists(name);
+}
+
 char *chat_auto_session_name(void)
 {
     time_t now = time(NULL);
@@ -137,19 +169,14 @@ char *chat_auto_session_name(void)
     char buf[64];
     strftime(buf, sizeof buf, "chat-%Y%m%d-%H%M%S", &tm);
     /* two new sessions in the same second */
-    char *path = session_path_for(buf);
-    struct stat st;
-    for (int i = 2; path && stat(path, &st) == 0 && i < 100; i++) {
-        free(path);
+    if (!name_taken(buf))
+        return x_strdup(buf);
+    for (int i = 2; i < 100; i++) {
         char b2[80];
         snprintf(b2, sizeof b2, "%s-%d", buf, i);
-        path = session_path_for(b2);
-        if (path && stat(path, &st) != 0) {
-            free(path);
+        if (!name_taken(b2))
             return x_strdup(b2);
-        }
     }
-    free(path);
     return x_strdup(buf);
 }
 
@@ -178,10 +205,37 @@ static void save_snapshot(struct chat *c, struct conv *v)
     free(path);
 }
 
+/* A read-only conversation that changed: its own file under a free name,
+ * the other elmchat's left as it is. */
+static bool take_copy_name(struct chat *c, struct conv *v)
+{
+    char *old = x_strdup(v->s->name), err[512];
+    bool ok = false;
+    for (int i = 1; !ok && i < 100; i++) {
+        char *name = i == 1 ? x_asprintf("%s-copy", old) : x_asprintf("%s-copy-%d", old, i);
+        ok = chat_conv_take_name(c, v, name, false, err, sizeof err);
+        if (ok)
+            chat_notice(c, false,
+                        "'%s' is open in another elmchat: this conversation is saved as '%s' "
+                        "(/rename names it)",
+                        old, name);
+        free(name);
+    }
+    if (!ok)
+        chat_notice(c, true, "'%s' is open in another elmchat: not saved (/save NEWNAME)", old);
+    free(old);
+    chat_session_list_changed(c);
+    return ok;
+}
+
 bool chat_save_conv(struct chat *c, struct conv *v, bool quiet)
 {
-    if (!v->s->n_msgs && !v->dirty)
+    /* an unchanged session is never written: a second window's stale copy
+     * cannot replace newer turns, and /quit leaves the file as it was */
+    if (!v->dirty)
         return true;
+    if (v->read_only && !take_copy_name(c, v))
+        return false;
     char *path = session_path_for(v->s->name);
     if (!path) {
         chat_notice(c, true, "invalid session name '%s'", v->s->name);
@@ -190,8 +244,12 @@ bool chat_save_conv(struct chat *c, struct conv *v, bool quiet)
     char *dir = paths_dir(PATHS_DATA, "sessions");
     paths_mkdir_p(dir);
     free(dir);
-    free(v->s->model);
-    v->s->model = c->model_arg ? x_strdup(c->model_arg) : NULL;
+    /* the model named for it; on the default (or when its own could not be
+     * opened) it keeps the one it names */
+    if (c->model_arg) {
+        free(v->s->model);
+        v->s->model = x_strdup(c->model_arg);
+    }
     if (!v->s->template_name && c->opt.template_name)
         v->s->template_name = x_strdup(v->tpl->name);
     char err[1024];
@@ -362,37 +420,78 @@ static bool file_exists(const char *path)
     return path && stat(path, &st) == 0;
 }
 
-bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
-                         size_t err_size)
+bool chat_session_exists(const char *name)
 {
-    char *new_path = session_path_for(name);
-    if (!new_path) {
+    char *path = session_path_for(name);
+    bool there = file_exists(path);
+    free(path);
+    return there;
+}
+
+bool chat_conv_take_name(struct chat *c, struct conv *v, const char *name, bool overwrite,
+                         char *err, size_t err_size)
+{
+    if (strcmp(name, v->s->name) == 0 && !v->read_only)
+        return true;
+    char *path = session_path_for(name);
+    if (!path) {
         snprintf(err, err_size, "'%s' is not a session name", name);
         return false;
     }
-    if (chat_conv_find(c, name) || file_exists(new_path)) {
-        snprintf(err, err_size, "a session '%s' exists already", name);
-        free(new_path);
+    struct conv *o = chat_conv_find(c, name);
+    if (o == v)
+        o = NULL;
+    long holder = 0;
+    /* the lock first: no other run can create the file after the check */
+    int lock = o ? SESSION_LOCK_NONE : session_lock(name, &holder);
+    bool ok = false;
+    if (o)
+        snprintf(err, err_size, "'%s' is open here (/switch %s)", name, name);
+    else if (lock == SESSION_LOCK_HELD)
+        snprintf(err, err_size, "'%s' is open in another elmchat (pid %ld)", name, holder);
+    else if (!overwrite && file_exists(path))
+        snprintf(err, err_size, "a saved session '%s' exists already", name);
+    else
+        ok = true;
+    free(path);
+    if (!ok) {
+        session_unlock(name, lock);
         return false;
     }
-    free(new_path);
-    char *old_name = v->s->name;
-    char *old_path = session_path_for(old_name);
-    char *old_kv = kvcache_path_for(old_name);
+    conv_unlock(v);
+    v->lock = lock;
+    v->lock_name = x_strdup(name);
+    v->read_only = false;
+    free(v->s->name);
     v->s->name = x_strdup(name);
     v->dirty = true;
-    bool ok = chat_save_conv(c, v, true); /* the file and its snapshot, under the new name */
+    return true;
+}
+
+bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
+                         size_t err_size)
+{
+    char *old_name = x_strdup(v->s->name);
+    char *old_path = session_path_for(old_name);
+    char *old_kv = kvcache_path_for(old_name);
+    /* a read-only one's file is the other elmchat's: it stays */
+    bool own = !v->read_only;
+    bool ok = chat_conv_take_name(c, v, name, false, err, err_size);
     if (ok) {
-        if (old_path)
-            unlink(old_path);
-        if (old_kv)
-            kvcache_remove(old_kv);
-        free(old_name);
-    } else {
-        free(v->s->name);
-        v->s->name = old_name;
-        snprintf(err, err_size, "not renamed: the session could not be saved as '%s'", name);
+        ok = chat_save_conv(c, v, true); /* the file and its snapshot, under the new name */
+        if (ok && own) {
+            if (old_path)
+                unlink(old_path);
+            if (old_kv)
+                kvcache_remove(old_kv);
+        } else if (!ok) {
+            char e2[256];
+            if (own)
+                chat_conv_take_name(c, v, old_name, true, e2, sizeof e2);
+            snprintf(err, err_size, "not renamed: the session could not be saved as '%s'", name);
+        }
     }
+    free(old_name);
     free(old_path);
     free(old_kv);
     chat_session_list_changed(c);
@@ -422,6 +521,15 @@ bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err
         free(path);
         return false;
     }
+    /* held while deleting: not while another elmchat has it open */
+    long holder = 0;
+    int lock = v && !v->read_only ? SESSION_LOCK_NONE : session_lock(name, &holder);
+    if ((v && v->read_only) || lock == SESSION_LOCK_HELD) {
+        snprintf(err, err_size, "'%s' is open in another elmchat (pid %ld): not deleted", name,
+                 v ? v->lock_holder : holder);
+        free(path);
+        return false;
+    }
     if (v) {
         /* its cache goes from the worker, the conversation from the chat */
         struct elm_request req = elm_request_default(ELM_REQ_FREE_CTX);
@@ -446,6 +554,7 @@ bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err
         kvcache_remove(kv);
     free(kv);
     free(path);
+    session_unlock(name, lock);
     chat_session_list_changed(c);
     return true;
 }
@@ -467,4 +576,87 @@ bool chat_session_mentions(const char *name, const char *text)
     free(data);
     free(path);
     return hit;
+}
+
+void chat_read_only_note(struct chat *c, const struct conv *v)
+{
+    char pid[32] = "";
+    if (v->lock_holder > 0)
+        snprintf(pid, sizeof pid, " (pid %ld)", v->lock_holder);
+    char *line = x_asprintf(
+        "'%s' is open in another elmchat%s: shown here read-only, its file stays as that one "
+        "writes it. To go on here, /save NEWNAME makes this a copy under a new name (any change "
+        "is saved as '%s-copy' otherwise); /quit leaves it untouched.",
+        v->s->name, pid, v->s->name);
+    chat_info_msg(c, false, line);
+    free(line);
+}
+
+/* The newest file by its time of change (seconds, as every POSIX stat
+ * has it; in one second the later name, as the automatic names sort). */
+char *chat_last_session_name(void)
+{
+    char *dir = paths_dir(PATHS_DATA, "sessions");
+    DIR *d = opendir(dir);
+    char *best = NULL;
+    time_t best_t = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || n <= 5 || strcmp(e->d_name + n - 5, ".yaml") != 0)
+            continue;
+        char *path = x_asprintf("%s/%s", dir, e->d_name);
+        char *name = x_strndup(e->d_name, n - 5);
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+            (!best || st.st_mtime > best_t || (st.st_mtime == best_t && strcmp(name, best) > 0))) {
+            free(best);
+            best = name;
+            name = NULL;
+            best_t = st.st_mtime;
+        }
+        free(name);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+    return best;
+}
+
+/* NAME as a shell word: quoted unless plain. */
+static char *shell_word(const char *name)
+{
+    if (name[strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+")] ==
+        '\0')
+        return x_strdup(name);
+    struct sbuf b = {0};
+    sbuf_add(&b, "'", 1);
+    for (const char *p = name; *p; p++)
+        sbuf_add(&b, *p == '\'' ? "'\\''" : p, *p == '\'' ? 4 : 1);
+    sbuf_add(&b, "'", 1);
+    return b.data;
+}
+
+char *chat_exit_note(struct chat *c)
+{
+    struct conv *v = c->cur;
+    if (!v)
+        return NULL;
+    if (v->read_only)
+        return x_asprintf("'%s' is open in another elmchat: left as it was.", v->s->name);
+    char *path = session_path_for(v->s->name);
+    char *note;
+    if (!file_exists(path) || v->dirty) {
+        note = x_strdup(v->s->n_msgs ? "The conversation could not be saved (see above)."
+                                     : "Nothing saved: the conversation was empty.");
+    } else {
+        char *word = shell_word(v->s->name);
+        note = x_asprintf("Saved as '%s' (%s).\nResume it: elmchat -s %s   (elmchat -c: the "
+                          "most recent conversation)",
+                          v->s->name, path, word);
+        free(word);
+    }
+    free(path);
+    return note;
 }

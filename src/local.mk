@@ -35,6 +35,7 @@ src_libcore_a_SOURCES = \
 	src/attachment.c src/attachment.h \
 	src/config_file.c src/config_file.h \
 	src/session.c src/session.h \
+	src/session_lock.c src/session_lock.h \
 	src/session_tree.c src/session_tree.h \
 	src/session_json.c src/session_json.h \
 	src/conversation.c src/conversation.h \

@@ -9,9 +9,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "src/xalloc.h"
@@ -32,64 +34,151 @@ static char *dir_of(const char *path)
     return x_strndup(path, (size_t)(slash - path));
 }
 
-int store_write_atomic(const char *path, const void *data, size_t len, char *err,
-                       size_t err_size)
+/* A write's failure: the file and the reason first (a status line shows
+ * that much), then the step. */
+static int fail_write(int e, char *err, size_t err_size, const char *path, const char *step)
 {
-    char *dir = dir_of(path);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    /* Hidden, same folder (so rename is atomic), unique per attempt; the
-     * pid tells a later start whether its writer still lives. */
-    char *tmp = x_asprintf("%s/.%s.tmp.%ld.XXXXXX", dir, base, (long)getpid());
-    int rc = 0;
-    int fd = mkstemp(tmp); /* mode 0600 */
-    if (fd < 0) {
-        rc = fail(errno, err, err_size, path, "cannot create a temporary file");
-        goto out;
-    }
-    if (fchmod(fd, 0600) < 0) {
-        rc = fail(errno, err, err_size, tmp, "chmod");
-        goto bad;
-    }
+    snprintf(err, err_size, "cannot write %s: %s (%s)", path, strerror(e), step);
+    return -e;
+}
+
+/* data into fd and onto the disk.  0, or -errno with *step set. */
+static int fill(int fd, const void *data, size_t len, const char **step)
+{
+    *step = "chmod";
+    if (fchmod(fd, 0600) < 0)
+        return -errno;
     const char *p = data;
     size_t left = len;
+    *step = "write";
     while (left) {
         ssize_t n = write(fd, p, left);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            rc = fail(errno, err, err_size, tmp, "write");
-            goto bad;
+            return -errno;
         }
         p += n;
         left -= (size_t)n;
     }
-    if (fsync(fd) < 0) {
-        rc = fail(errno, err, err_size, tmp, "fsync");
-        goto bad;
-    }
-    if (close(fd) < 0) {
-        fd = -1;
-        rc = fail(errno, err, err_size, tmp, "close");
-        goto bad;
-    }
-    fd = -1;
-    if (rename(tmp, path) < 0) {
-        rc = fail(errno, err, err_size, path, "rename");
-        goto bad;
-    }
-    /* Make the rename itself durable. */
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
-            rc = fail(errno, err, err_size, dir, "fsync");
-        close(dfd);
-    }
-    goto out;
-bad:
-    if (fd >= 0)
+    *step = "fsync";
+    return fsync(fd) < 0 ? -errno : 0;
+}
+
+/* The temporary files of one target: hidden, same folder (so that rename
+ * is atomic), the writer's pid (a later run tells whether it still lives),
+ * six characters that make it unique. */
+static char *temp_template(const char *dir, const char *base)
+{
+    return x_asprintf("%s/.%s.tmp.%ld.XXXXXX", dir, base, (long)getpid());
+}
+
+/* Linux's O_TMPFILE: the data goes into a file without a name, which gets
+ * one only once it is complete, just before the rename: a run killed
+ * while writing leaves nothing behind.  1 when the system or the file
+ * system has no such files (then a named temporary file is used). */
+static int write_unnamed(const char *dir, const char *base, const char *path, const void *data,
+                         size_t len, char **tmp, char *err, size_t err_size)
+{
+#if defined(O_TMPFILE) && defined(AT_EMPTY_PATH)
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS ||
+                       errno == ENOSPC || errno == EDQUOT
+                   ? fail_write(errno, err, err_size, path, "cannot create a temporary file")
+                   : 1;
+    const char *step;
+    int rc = fill(fd, data, len, &step);
+    if (rc) {
         close(fd);
-    unlink(tmp);
-out:
+        return fail_write(-rc, err, err_size, path, step);
+    }
+    /* a name: through /proc (any user), else AT_EMPTY_PATH (privileged) */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        *tmp = temp_template(dir, base);
+        size_t n = strlen(*tmp);
+        unsigned long r = ((unsigned long)time(NULL) * 2654435761u) ^ ((unsigned long)attempt << 7) ^
+                          (unsigned long)(uintptr_t)tmp ^ (unsigned long)clock();
+        for (size_t i = n - 6; i < n; i++, r /= 36)
+            (*tmp)[i] = "0123456789abcdefghijklmnopqrstuvwxyz"[r % 36];
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, *tmp, AT_SYMLINK_FOLLOW) == 0 ||
+            linkat(fd, "", AT_FDCWD, *tmp, AT_EMPTY_PATH) == 0) {
+            close(fd);
+            return 0;
+        }
+        int e = errno;
+        free(*tmp);
+        *tmp = NULL;
+        if (e != EEXIST) {
+            close(fd);
+            return 1; /* no /proc, no privilege: written again, named */
+        }
+    }
+    close(fd);
+    return 1;
+#else
+    (void)dir, (void)base, (void)path, (void)data, (void)len, (void)tmp, (void)err,
+        (void)err_size;
+    return 1;
+#endif
+}
+
+/* mkstemp's named temporary file (mode 0600). */
+static int write_named(const char *dir, const char *base, const char *path, const void *data,
+                       size_t len, char **tmp, char *err, size_t err_size)
+{
+    *tmp = temp_template(dir, base);
+    int fd = mkstemp(*tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(*tmp);
+        *tmp = NULL;
+        return fail_write(e, err, err_size, path, "cannot create a temporary file");
+    }
+    const char *step;
+    int rc = fill(fd, data, len, &step);
+    if (rc == 0 && close(fd) < 0)
+        rc = -errno, step = "close";
+    else if (rc)
+        close(fd);
+    if (rc) {
+        unlink(*tmp);
+        free(*tmp);
+        *tmp = NULL;
+        return fail_write(-rc, err, err_size, path, step);
+    }
+    return 0;
+}
+
+/* ".BASE.tmp.PID.XXXXXX" beside path whose writer is gone: what a killed
+ * run left of this very file (any folder: an /export's too). */
+static void remove_dead_temps_of(const char *dir, const char *base);
+
+int store_write_atomic(const char *path, const void *data, size_t len, char *err,
+                       size_t err_size)
+{
+    char *dir = dir_of(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    char *tmp = NULL;
+    remove_dead_temps_of(dir, base);
+    int rc = write_unnamed(dir, base, path, data, len, &tmp, err, err_size);
+    if (rc == 1)
+        rc = write_named(dir, base, path, data, len, &tmp, err, err_size);
+    if (rc == 0 && rename(tmp, path) < 0) {
+        rc = fail_write(errno, err, err_size, path, "rename");
+        unlink(tmp);
+    }
+    if (rc == 0) {
+        /* Make the rename itself durable. */
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
+                rc = fail_write(errno, err, err_size, path, "fsync of its folder");
+            close(dfd);
+        }
+    }
     free(tmp);
     free(dir);
     return rc;
@@ -203,4 +292,26 @@ int store_remove_stale_temps(const char *dir, time_t older_than)
     }
     closedir(d);
     return removed;
+}
+
+static void remove_dead_temps_of(const char *dir, const char *base)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t bl = strlen(base);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long pid;
+        if (e->d_name[0] != '.' || strncmp(e->d_name + 1, base, bl) != 0 ||
+            strncmp(e->d_name + 1 + bl, ".tmp.", 5) != 0 || !is_our_temp(e->d_name, &pid) ||
+            !writer_gone(pid))
+            continue;
+        char *p = x_asprintf("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+            unlink(p);
+        free(p);
+    }
+    closedir(d);
 }

@@ -7,8 +7,12 @@
 
 /* Replace path with data: write a temp file in the same folder (mode 0600),
  * fsync it, rename it over path, fsync the folder.  A crash at any moment
- * leaves the old file or the new one.  0 or -errno; err names the file and
- * the step; on failure the temp file is removed and path is untouched. */
+ * leaves the old file or the new one.  The temp file has no name while it
+ * is written where the system has unnamed files (Linux's O_TMPFILE), so a
+ * killed writer leaves nothing; else it is ".BASE.tmp.PID.XXXXXX", and each
+ * write first removes those of path whose writer is gone.  0 or -errno; err
+ * is "cannot write PATH: reason (step)"; on failure the temp file is
+ * removed and path is untouched. */
 int store_write_atomic(const char *path, const void *data, size_t len, char *err,
                        size_t err_size);
 /* Remove the temporary files a killed writer left in dir: ours by name

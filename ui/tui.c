@@ -323,6 +323,7 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
 {
     static const struct option longopts[] = {
         {"model", 1, NULL, 'm'},   {"template", 1, NULL, 't'}, {"session", 1, NULL, 's'},
+        {"continue", 0, NULL, 'c'},
         {"system", 1, NULL, 'S'},  {"role", 1, NULL, 'R'},     {"max-tokens", 1, NULL, 'n'},
         {"raw", 0, NULL, 'W'},     {"tokenizer", 1, NULL, 'K'}, {"api-key", 1, NULL, 'A'},
         CLI_COMMON_LONGOPTS,
@@ -333,7 +334,7 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":m:t:s:n:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":m:t:s:n:c", longopts, NULL)) != -1) {
         switch (ch) {
         case 'm':
             o->common.model = optarg;
@@ -343,6 +344,9 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
             break;
         case 's':
             o->session_name = optarg;
+            break;
+        case 'c':
+            o->continue_last = true;
             break;
         case 'S':
             o->system = optarg;
@@ -380,6 +384,9 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
     }
     if (optind < argc)
         return cli_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+    if (o->session_name && o->continue_last)
+        return cli_usage_error(NULL, "-s NAME and -c (the most recent session) both choose the "
+                                     "conversation: give one");
     if (o->system && o->role)
         return cli_usage_error(NULL, "--system and --role both set the system prompt: give one");
     return 0;
@@ -692,6 +699,8 @@ int tui_main(int argc, char **argv)
     int status = run(t);
 
     /* Shutdown order (docs/STYLE.md B.9): save, stop the worker, readline, curses. */
+    chat_save_all(&t->chat);
+    char *exit_note = chat_exit_note(&t->chat);
     chat_fini(&t->chat);
     tui_view_fini(&t->view);
     input_fini();
@@ -699,6 +708,10 @@ int tui_main(int argc, char **argv)
     the_tui = NULL;
     x_set_fatal_hook(NULL);
     screen_end();
+    /* where the conversation is and how to come back to it */
+    if (exit_note)
+        printf("%s\n", exit_note);
+    free(exit_note);
     if (t->latency_log)
         fclose(t->latency_log);
     free(t);

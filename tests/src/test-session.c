@@ -358,6 +358,20 @@ static void test_api(void)
 
 /* -------------------------------------------------------- atomic saves */
 
+static int count_temps(const char *dir)
+{
+    char *cmd = x_asprintf("ls -A '%s' | grep -c tmp", dir);
+    FILE *f = popen(cmd, "r");
+    char buf[32] = "";
+    if (f) {
+        if (!fgets(buf, sizeof buf, f))
+            buf[0] = '\0';
+        pclose(f);
+    }
+    free(cmd);
+    return atoi(buf);
+}
+
 static void test_atomic(void)
 {
     char *dir = tmp_path("atomic");
@@ -386,16 +400,7 @@ static void test_atomic(void)
     char *now = read_text(path, &len1);
     ok(now && len1 == len0 && memcmp(now, old, len0) == 0, "the old file is intact");
     free(now);
-    char *cmd = x_asprintf("ls -A '%s' | grep -c tmp", dir);
-    FILE *f = popen(cmd, "r");
-    char buf[32] = "";
-    if (f) {
-        if (!fgets(buf, sizeof buf, f))
-            buf[0] = '\0';
-        pclose(f);
-    }
-    is_int(atoi(buf), 0, "no temporary file is left behind");
-    free(cmd);
+    is_int(count_temps(dir), 0, "no temporary file is left behind");
 
     /* Read-only folder (not meaningful as root). */
     if (geteuid() != 0) {
@@ -403,6 +408,9 @@ static void test_atomic(void)
         int rc = session_save(s, path, err, sizeof err);
         ok(rc == -EACCES && strstr(err, "cannot create a temporary file"),
            "read-only folder: %s", err);
+        char *want = x_asprintf("cannot write %s: %s", path, strerror(EACCES));
+        ok(strncmp(err, want, strlen(want)) == 0, "the file and the reason come first");
+        free(want);
         chmod(dir, 0700);
         now = read_text(path, &len1);
         ok(now && len1 == len0 && memcmp(now, old, len0) == 0,
@@ -451,6 +459,32 @@ static void test_atomic(void)
     }
     is_int(n_ok, rounds, "killed %d times mid-save: always a complete file (%d old, %d new)",
            rounds, n_a, n_b);
+    /* Where the system has unnamed temporary files (O_TMPFILE) a killed
+     * writer leaves nothing; else (and in the instant between naming and
+     * renaming) the next write of that file removes what dead writers left
+     * of it, in any folder (an /export's too), and nothing else. */
+    diag("left by the killed writers: %d temporary files", count_temps(dir));
+    pid = fork();
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, &status, 0);
+    char *dead = x_asprintf("%s/.s.yaml.tmp.%ld.Ab12Cd", dir, (long)pid);
+    char *live = x_asprintf("%s/.s.yaml.tmp.%ld.Ef34Gh", dir, (long)getpid());
+    char *other = x_asprintf("%s/.t.yaml.tmp.%ld.Ij56Kl", dir, (long)pid);
+    write_text(dead, "x", 1);
+    write_text(live, "x", 1);
+    write_text(other, "x", 1);
+    is_int(session_save(a, path, err, sizeof err), 0, "a save after the kills");
+    struct stat st;
+    ok(stat(dead, &st) != 0, "it removed a dead writer's temporary file of the same file");
+    ok(stat(live, &st) == 0, "a live writer's stays");
+    ok(stat(other, &st) == 0, "another file's stays");
+    unlink(live);
+    unlink(other);
+    is_int(count_temps(dir), 0, "no temporary file is left");
+    free(dead);
+    free(live);
+    free(other);
     session_free(a);
     session_free(b);
     free(old);
