@@ -185,11 +185,15 @@ void chat_show_conv(struct chat *c)
 }
 
 /* A branch switch still computing would end with a note about the path
- * that is gone, so the note goes with it. */
+ * that is gone, so the note goes with it; an /edit in progress names a
+ * message by its place on the old path, so it ends too (else it would
+ * edit whatever took that place, or refuse the next message). */
 void chat_path_replaced(struct chat *c, struct conv *v)
 {
     v->dirty = true;
     v->branch_note[0] = '\0';
+    if (c->edit_conv == v)
+        c->edit_conv = NULL;
     chat_show_conv(c);
 }
 

@@ -317,9 +317,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
 {
     char err[1024];
     struct conv *v = c->cur;
-    /* commands that change which messages exist end an /edit */
-    if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD ||
-        cmd->id == CMD_UNDO || cmd->id == CMD_CLEAR || cmd->id == CMD_FORK)
+    /* another conversation ends an /edit (a path cut or replaced ends it
+     * too: chat_path_replaced) */
+    if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD)
         c->edit_conv = NULL;
     switch (cmd->id) {
     case CMD_HELP:
@@ -557,6 +557,10 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     case CMD_UNDO: {
         if (chat_busy_refuse(c))
             break;
+        if (conversation_restorable(&v->cv) != CONV_UNDONE_NONE) {
+            chat_undo_restore(c, v); /* right after /clear or /remove: put it back */
+            break;
+        }
         char *text = NULL;
         int rc = conversation_undo(&v->cv, &text, err, sizeof err);
         if (rc) {
@@ -567,7 +571,8 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         chat_put_input(c, text); /* give the message back for editing */
         free(text);
         chat_save_conv(c, v, true);
-        chat_notice(c, false, "removed the last exchange (its message is back in the input)");
+        chat_notice(c, false, "removed the last exchange (its message is back in the input; the "
+                              "exchange stays as another branch: /tree)");
         break;
     }
     case CMD_REMOVE: {
@@ -576,6 +581,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         size_t i = chat_find_exchange(c, v->s, cmd->arg, "remove");
         if (i == SIZE_MAX)
             break;
+        size_t x = chat_exchange_of(v->s, i);
         int rc = conversation_remove_exchange(&v->cv, i, err, sizeof err);
         if (rc && rc != CONV_FULL) {
             chat_notice(c, true, "%s", err);
@@ -583,16 +589,23 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         }
         chat_path_replaced(c, v);
         chat_save_conv(c, v, true);
-        chat_notice(c, false, "removed exchange %s", cmd->arg ? cmd->arg : "(the last)");
+        chat_notice(c, false, "removed exchange %zu: /undo puts it back (it stays as another "
+                              "branch: /tree)",
+                    x);
         break;
     }
     case CMD_CLEAR:
         if (chat_busy_refuse(c))
             break;
+        if (v->s->n_msgs == 0) {
+            chat_notice(c, false, "the conversation is empty already");
+            break;
+        }
         conversation_clear(&v->cv);
         chat_path_replaced(c, v);
         chat_save_conv(c, v, true);
-        chat_notice(c, false, "conversation cleared");
+        chat_notice(c, false, "conversation cleared: /undo brings it back (it stays as another "
+                              "branch: /tree)");
         break;
     case CMD_PIN:
     case CMD_UNPIN:

@@ -98,6 +98,8 @@ void chat_switch_to(struct chat *c, struct conv *v);
 void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
 void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
 void chat_tree_command(struct chat *c);
+/* /undo right after /clear or /remove: the path as it was, prefilled */
+void chat_undo_restore(struct chat *c, struct conv *v);
 
 /* chat_attach.c: /read FILE [LINES] | off; the message to send with the
  * attached file (owned; NULL: none attached), and forgetting it once sent */
