@@ -135,6 +135,100 @@ static void show_info(struct chat *c)
     chat_info_msg(c, false, buf);
 }
 
+/* The SAMPLING_* bit of a /set parameter (0: not a sampling one). */
+static unsigned sampling_bit(enum cmd_param param)
+{
+    switch (param) {
+    case PARAM_TEMPERATURE:
+        return SAMPLING_TEMPERATURE;
+    case PARAM_TOP_K:
+        return SAMPLING_TOP_K;
+    case PARAM_TOP_P:
+        return SAMPLING_TOP_P;
+    case PARAM_MIN_P:
+        return SAMPLING_MIN_P;
+    case PARAM_REPEAT_PENALTY:
+        return SAMPLING_REPEAT_PENALTY;
+    case PARAM_REPEAT_LAST_N:
+        return SAMPLING_REPEAT_LAST_N;
+    case PARAM_SEED:
+        return SAMPLING_SEED;
+    case PARAM_MAX_TOKENS:
+        return SAMPLING_MAX_TOKENS;
+    case PARAM_MARKDOWN:
+    case PARAM_LOOKUP:
+    case PARAM_DRAFT:
+        break;
+    }
+    return 0;
+}
+
+/* /set alone: every value in effect and where it comes from. */
+static void show_sampling(struct chat *c)
+{
+    struct elm_sampler_params p;
+    int max_tokens;
+    enum sampling_origin from[SAMPLING_N_FIELDS];
+    chat_sampling_sources(c, &p, &max_tokens, from);
+    char val[SAMPLING_N_FIELDS][48];
+    snprintf(val[0], sizeof val[0], "%g%s", (double)p.temperature,
+             p.temperature <= 0 ? " (greedy)" : "");
+    snprintf(val[1], sizeof val[1], "%d%s", p.top_k, p.top_k <= 0 ? " (off)" : "");
+    snprintf(val[2], sizeof val[2], "%g%s", (double)p.top_p, p.top_p >= 1 ? " (off)" : "");
+    snprintf(val[3], sizeof val[3], "%g%s", (double)p.min_p, p.min_p <= 0 ? " (off)" : "");
+    snprintf(val[4], sizeof val[4], "%g%s", (double)p.repeat_penalty,
+             p.repeat_penalty == 1 ? " (off)" : "");
+    snprintf(val[5], sizeof val[5], "%d%s", p.repeat_last_n,
+             p.repeat_last_n < 0 ? " (the whole sequence)" : p.repeat_last_n == 0 ? " (off)" : "");
+    snprintf(val[6], sizeof val[6], "%llu", (unsigned long long)p.seed);
+    snprintf(val[7], sizeof val[7], "%d", max_tokens);
+    /* names in the SAMPLING_* bits' order, as /set spells them */
+    static const char *const names[SAMPLING_N_FIELDS] = {
+        "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "repeat-last-n", "seed",
+        "max-tokens"};
+    struct sbuf b = {0};
+    char line[640];
+    snprintf(line, sizeof line,
+             "sampling (each from the last of: default < template < model < config.yaml < "
+             "session, command line, /set):");
+    sbuf_add(&b, line, strlen(line));
+    for (int i = 0; i < SAMPLING_N_FIELDS; i++) {
+        char origin[160];
+        switch (from[i]) {
+        case ORIGIN_DEFAULT:
+            snprintf(origin, sizeof origin, "default");
+            break;
+        case ORIGIN_TEMPLATE:
+            snprintf(origin, sizeof origin, "template %s", c->cur->tpl->name);
+            break;
+        case ORIGIN_MODEL:
+            snprintf(origin, sizeof origin, "model %s (its own defaults)", c->model_name);
+            break;
+        case ORIGIN_CONFIG:
+            snprintf(origin, sizeof origin, "config.yaml");
+            break;
+        case ORIGIN_SESSION:
+            snprintf(origin, sizeof origin, "session %s (saved with it)", c->cur->s->name);
+            break;
+        case ORIGIN_COMMAND_LINE:
+            snprintf(origin, sizeof origin, "command line");
+            break;
+        case ORIGIN_SET:
+            snprintf(origin, sizeof origin, "/set");
+            break;
+        }
+        snprintf(line, sizeof line, "\n  %-15s %-22s %s", names[i], val[i], origin);
+        sbuf_add(&b, line, strlen(line));
+    }
+    snprintf(line, sizeof line, "\nmarkdown %s, lookup %s, draft %s · /set PARAM VALUE changes one "
+                                "for this session",
+             c->markdown_off ? "off" : "on", c->lookup_off ? "off" : "on",
+             c->draft_name[0] ? c->draft_name : "off");
+    sbuf_add(&b, line, strlen(line));
+    chat_info_msg(c, false, b.data);
+    sbuf_fini(&b);
+}
+
 static bool ready_refuse(struct chat *c)
 {
     if (chat_busy_refuse(c))
@@ -354,6 +448,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
+        nv->sampling_by_cli = chat_cli_sampling(c, NULL);
         chat_switch_to(c, nv);
         chat_notice(c, false, "new session '%s'", nv->s->name);
         break;
@@ -505,6 +600,10 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
                         "does not pay)");
             break;
         }
+        if (!cmd->param) {
+            show_sampling(c);
+            break;
+        }
         struct sampling *sp = &v->s->sampling;
         switch (cmd->param) {
         case PARAM_TEMPERATURE:
@@ -536,6 +635,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         case PARAM_DRAFT:
             break;
         }
+        v->sampling_by_set |= sampling_bit(cmd->param); /* for /set alone: who set what */
         v->dirty = true;
         chat_notice(c, false, "%s = %g", cmd_param_names[cmd->param - 1], cmd->value);
         break;

@@ -748,6 +748,7 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     c->cur = chat_conv_open(c, s, err, err_size);
     if (!c->cur)
         return false;
+    c->cur->sampling_by_cli = chat_cli_sampling(c, NULL); /* first_session applied them */
     chat_show_conv(c);
 
     /* Decoding may run behind the caller's thread (the TUI: a keystroke

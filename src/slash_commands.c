@@ -23,9 +23,10 @@ const struct cmd_info cmd_table[] = {
     {"system", CMD_SYSTEM, ARG_TEXT, 1, "/system TEXT", "set the system prompt"},
     {"role", CMD_ROLE, ARG_ROLE, 0, "/role [NAME]",
      "use a role preset as the system prompt (no NAME: list them)"},
-    {"set", CMD_SET, ARG_PARAM, 1, "/set PARAM VALUE",
+    {"set", CMD_SET, ARG_PARAM, 0, "/set [PARAM VALUE]",
      "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
-     "markdown on|off; lookup on|off; draft NAME|off"},
+     "markdown on|off; lookup on|off; draft NAME|off; alone: the values and where they come "
+     "from"},
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
     {"rename", CMD_RENAME, ARG_TEXT, 1, "/rename NEW", "rename this conversation (its file too)"},
@@ -231,7 +232,7 @@ enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_
     out->id = ci->id;
     if (alen)
         out->arg = x_strndup(arg, alen);
-    if (ci->id == CMD_SET) {
+    if (ci->id == CMD_SET && out->arg) { /* alone: show them (param 0) */
         char *sp = strpbrk(out->arg, " \t");
         if (!sp) {
             snprintf(err, err_size, "usage: %s", ci->usage);

@@ -4,7 +4,9 @@
  * The real worker and engine on two small generated checkpoints (micro
  * preset, synthetic tokenizer; "a" and "b" differ by seed), in a private
  * XDG tree.  A recording view keeps every notification.  Checked: the
- * first load, a turn (the user message, the reply streaming as text
+ * first load, /set alone (each value and where it comes from: default,
+ * template, model, config.yaml, command line, /set, the session), a turn
+ * (the user message, the reply streaming as text
  * notifications, the same text in the session file), prefix reuse on the
  * next turn, /retry (greedy: the same reply, almost nothing computed), a
  * refused line while a reply streams (back to the input), cancel (the
@@ -27,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "src/chat_controller.h"
+#include "src/paths.h"
 #include "src/session.h"
 #include "src/session_tree.h"
 #include "src/strbuf.h"
@@ -301,6 +304,60 @@ static void test_load(void)
     ok(st.n_ctx > 0, "the context length came with MODEL_READY (%d)", st.n_ctx);
     const struct elm_model_info *mi = chat_model_info(&chat);
     ok(mi && mi->n_layers == 4, "the model's info (%d layers)", mi ? mi->n_layers : -1);
+}
+
+/* The line of /set's table for PARAM (in the last information shown):
+ * its value and origin, "" when there is none. */
+static const char *set_line(const char *param)
+{
+    static char buf[256];
+    buf[0] = '\0';
+    const struct rec_msg *m = last_of(CHAT_INFO);
+    char key[64];
+    snprintf(key, sizeof key, "\n  %s ", param);
+    const char *at = m ? strstr(m->text, key) : NULL;
+    if (at) {
+        at += strlen(key);
+        at += strspn(at, " ");
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
+    }
+    return buf;
+}
+
+static bool has(const char *text, const char *a, const char *b)
+{
+    return strstr(text, a) && strstr(text, b);
+}
+
+/* Issue 50: /set alone shows each value in effect and where it comes from
+ * (main() gave the model a generation_config.json top_p and config.yaml a
+ * min_p; the options give max-tokens; the template the rest). */
+static void test_set_shows_sources(void)
+{
+    submit("/set");
+    ok(last_of(CHAT_INFO) && strstr(last_of(CHAT_INFO)->text, "default < template < model"),
+       "/set alone shows the values and the precedence");
+    const char *l = set_line("temperature");
+    ok(has(l, "0 (greedy)", "template openelm-instruct"), "temperature: the template's (%s)", l);
+    l = set_line("top-k");
+    ok(has(l, "0 (off)", "default"), "top-k: the default (%s)", l);
+    l = set_line("top-p");
+    ok(has(l, "0.95", "model a"), "top-p: the model's generation_config.json (%s)", l);
+    l = set_line("min-p");
+    ok(has(l, "0.05", "config.yaml"), "min-p: config.yaml's (%s)", l);
+    l = set_line("repeat-penalty");
+    ok(has(l, "1.2", "template"), "repeat-penalty: the template's (%s)", l);
+    l = set_line("repeat-last-n");
+    ok(has(l, "64", "template"), "repeat-last-n: the template's (%s)", l);
+    l = set_line("seed");
+    ok(has(l, "0", "default"), "seed: the default (%s)", l);
+    l = set_line("max-tokens");
+    ok(has(l, "8", "command line"), "max-tokens: the command line's (%s)", l);
+    submit("/set top-p 0.5");
+    submit("/set");
+    l = set_line("top-p");
+    ok(has(l, "0.5", "/set"), "after /set top-p 0.5: /set's, over the model's (%s)", l);
+    submit("/set top-p 0.95");
 }
 
 static void test_turn(void)
@@ -683,6 +740,7 @@ static void test_edit_of_removed_message(void)
 
 static void test_save_and_restore(void)
 {
+    submit("/set top-k 7"); /* saved with t1: after the restart, the session's */
     submit("/save");
     ok(strstr(notice(), "saved 't1'") != NULL, "/save says so (%s)", notice());
     ok(run_until(settled), "the snapshot is written");
@@ -715,6 +773,9 @@ static void test_save_and_restore(void)
        "the cache came from the snapshot: %d reused, %d computed", reused, computed);
     ok(strstr(notice(), "resumed from the KV snapshot") != NULL, "the notice says so (%s)",
        notice());
+    submit("/set");
+    const char *l = set_line("top-k");
+    ok(has(l, "7", "session t1 (saved with it)"), "/set: top-k is the session's own (%s)", l);
     submit("after the restart");
     ok(run_until(settled), "the conversation goes on");
     chat_last_request(&chat, &reused, &computed);
@@ -750,10 +811,26 @@ int main(void)
                             sizeof model_b, "b"))
         skip_all("tests/lib/gen-checkpoint is not built");
     tap_private_xdg();
+    /* a sampling value from the model and one from config.yaml, for /set
+     * (greedy replies do not look at either) */
+    char *gen_cfg = x_asprintf("%s/generation_config.json", model_a);
+    char *cfg_dir = x_asprintf("%s/elmchat", getenv("XDG_CONFIG_HOME"));
+    char *cfg = x_asprintf("%s/config.yaml", cfg_dir);
+    FILE *f = fopen(gen_cfg, "w");
+    if (f)
+        fputs("{\"bos_token_id\": 1, \"eos_token_id\": 2, \"top_p\": 0.95}\n", f), fclose(f);
+    paths_mkdir_p(cfg_dir);
+    f = fopen(cfg, "w");
+    if (f)
+        fputs("sampling: {min_p: 0.05}\n", f), fclose(f);
+    free(gen_cfg);
+    free(cfg_dir);
+    free(cfg);
     setenv("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", "5", 1);
     unsetenv("ELMCHAT_MEM_BUDGET");
     plan_lazy();
     test_load();
+    test_set_shows_sources();
     test_turn();
     test_reuse_and_retry();
     test_refuse_and_cancel();
