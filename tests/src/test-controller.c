@@ -337,25 +337,25 @@ static void test_set_shows_sources(void)
     submit("/set");
     ok(last_of(CHAT_INFO) && strstr(last_of(CHAT_INFO)->text, "default < template < model"),
        "/set alone shows the values and the precedence");
-    const char *l = set_line("temperature");
-    ok(has(l, "0 (greedy)", "template openelm-instruct"), "temperature: the template's (%s)", l);
-    l = set_line("top-k");
-    ok(has(l, "0 (off)", "default"), "top-k: the default (%s)", l);
-    l = set_line("top-p");
-    ok(has(l, "0.95", "model a"), "top-p: the model's generation_config.json (%s)", l);
-    l = set_line("min-p");
-    ok(has(l, "0.05", "config.yaml"), "min-p: config.yaml's (%s)", l);
-    l = set_line("repeat-penalty");
-    ok(has(l, "1.2", "template"), "repeat-penalty: the template's (%s)", l);
-    l = set_line("repeat-last-n");
-    ok(has(l, "64", "template"), "repeat-last-n: the template's (%s)", l);
-    l = set_line("seed");
-    ok(has(l, "0", "default"), "seed: the default (%s)", l);
-    l = set_line("max-tokens");
-    ok(has(l, "8", "command line"), "max-tokens: the command line's (%s)", l);
+    static const struct {
+        const char *param, *value, *origin, *what;
+    } want[] = {
+        {"temperature", "0 (greedy)", "template openelm-instruct", "the template's"},
+        {"top-k", "0 (off)", "default", "the default"},
+        {"top-p", "0.95", "model a", "the model's generation_config.json"},
+        {"min-p", "0.05", "config.yaml", "config.yaml's"},
+        {"repeat-penalty", "1.2", "template", "the template's"},
+        {"repeat-last-n", "64", "template", "the template's"},
+        {"seed", "0", "default", "the default"},
+        {"max-tokens", "8", "command line", "the command line's"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *l = set_line(want[i].param);
+        ok(has(l, want[i].value, want[i].origin), "%s: %s (%s)", want[i].param, want[i].what, l);
+    }
     submit("/set top-p 0.5");
     submit("/set");
-    l = set_line("top-p");
+    const char *l = set_line("top-p");
     ok(has(l, "0.5", "/set"), "after /set top-p 0.5: /set's, over the model's (%s)", l);
     submit("/set top-p 0.95");
 }
