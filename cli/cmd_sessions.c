@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -30,7 +31,8 @@ static void help(void)
            "  -h, --help        display this help and exit\n"
            "\n"
            "A file that does not load is named with the reason, on standard error.\n"
-           "Exit status: 0 ok (also when nothing matches), 1 runtime error, 2 usage error.\n",
+           "Exit status: 0 ok, 1 nothing matches --grep (as grep) or a runtime error,\n"
+           "2 usage error.\n",
            dir);
     free(dir);
 }
@@ -63,23 +65,27 @@ static int newest_first(const void *a, const void *b)
 
 /* Each line of the message that holds text, prefixed with the session and
  * the message's number on the path shown (number 0: on another branch). */
-static void grep_message(const char *session, size_t number, const struct message *m,
-                         const char *text)
+static size_t grep_message(const char *session, size_t number, const struct message *m,
+                           const char *text)
 {
+    size_t found = 0;
     const char *line = m->content;
     while (*line) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         char *copy = x_strndup(line, len);
-        if (find_ci(copy, text) && number)
+        bool match = find_ci(copy, text) != NULL;
+        if (match && number)
             printf("%s #%zu %s: %s\n", session, number, role_name(m->role), copy);
-        else if (find_ci(copy, text))
+        else if (match)
             printf("%s (another branch) %s: %s\n", session, role_name(m->role), copy);
+        found += match;
         free(copy);
         if (!end)
             break;
         line = end + 1;
     }
+    return found;
 }
 
 int cmd_sessions(int argc, char **argv)
@@ -123,6 +129,7 @@ int cmd_sessions(int argc, char **argv)
         free(path);
     }
     qsort(v, ok, sizeof *v, newest_first);
+    size_t found = 0;
     for (size_t i = 0; i < ok; i++) {
         const struct session *s = v[i].s;
         if (text) {
@@ -130,10 +137,10 @@ int cmd_sessions(int argc, char **argv)
             for (size_t k = 0; k < s->n_msgs; k++) {
                 if (s->msgs[k].role == ROLE_USER || s->msgs[k].role == ROLE_ASSISTANT)
                     number++;
-                grep_message(v[i].name, number, &s->msgs[k], text);
+                found += grep_message(v[i].name, number, &s->msgs[k], text);
             }
             for (size_t k = 0; k < s->n_alts; k++)
-                grep_message(v[i].name, 0, &s->alts[k], text);
+                found += grep_message(v[i].name, 0, &s->alts[k], text);
         } else {
             char when[32] = "-";
             struct tm tm;
@@ -145,6 +152,12 @@ int cmd_sessions(int argc, char **argv)
     }
     if (!ok && !text && rc == EXIT_OK)
         fprintf(stderr, "elmchat: no saved conversations in %s\n", dir);
+    if (text && !found) {
+        /* as grep: silence would look like a search that did not run */
+        fprintf(stderr, "elmchat: no saved conversation mentions '%s' (%zu searched in %s)\n",
+                text, ok, dir);
+        rc = EXIT_RUNTIME;
+    }
     for (size_t i = 0; i < ok; i++)
         session_free(v[i].s);
     free(v);

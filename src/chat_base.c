@@ -187,51 +187,96 @@ void chat_show_conv(struct chat *c)
 }
 
 /* A branch switch still computing would end with a note about the path
- * that is gone, so the note goes with it. */
+ * that is gone, so the note goes with it; an /edit in progress names a
+ * message by its place on the old path, so it ends too (else it would
+ * edit whatever took that place, or refuse the next message). */
 void chat_path_replaced(struct chat *c, struct conv *v)
 {
     v->dirty = true;
     v->branch_note[0] = '\0';
+    if (c->edit_conv == v)
+        c->edit_conv = NULL;
     chat_show_conv(c);
 }
 
 /* --------------------------------------------------------------- sampling */
 
-void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens)
+/* Each layer's values over the ones below, and who set each field (the
+ * field's bit number: SAMPLING_*). */
+static void apply_layer(const struct sampling *layer, enum sampling_origin origin,
+                        struct elm_sampler_params *p, int *max_tokens, enum sampling_origin *from)
+{
+    sampling_apply(layer, p, max_tokens);
+    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
+        if (layer->set & (1u << bit))
+            from[bit] = origin;
+}
+
+void chat_sampling_sources(const struct chat *c, struct elm_sampler_params *p, int *max_tokens,
+                           enum sampling_origin from[SAMPLING_N_FIELDS])
 {
     *p = elm_sampler_default_params();
-    *max_tokens = 256;
+    *max_tokens = CHAT_DEFAULT_MAX_TOKENS;
+    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
+        from[bit] = ORIGIN_DEFAULT;
     if (c->cur)
-        sampling_apply(&c->cur->tpl->sampling, p, max_tokens);
+        apply_layer(&c->cur->tpl->sampling, ORIGIN_TEMPLATE, p, max_tokens, from);
     if (c->info) {
         struct sampling model = sampling_from_model(&c->info->sampling);
-        sampling_apply(&model, p, max_tokens);
+        apply_layer(&model, ORIGIN_MODEL, p, max_tokens, from);
     }
-    sampling_apply(&c->cfg.sampling, p, max_tokens);
-    if (c->cur)
-        sampling_apply(&c->cur->s->sampling, p, max_tokens);
+    apply_layer(&c->cfg.sampling, ORIGIN_CONFIG, p, max_tokens, from);
+    if (!c->cur)
+        return;
+    /* the session's own values: saved with it, or given in this run by the
+     * command line or /set (which are saved with it too) */
+    const struct conv *v = c->cur;
+    apply_layer(&v->s->sampling, ORIGIN_SESSION, p, max_tokens, from);
+    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++) {
+        if (v->sampling_by_set & (1u << bit))
+            from[bit] = ORIGIN_SET;
+        else if (v->sampling_by_cli & (1u << bit))
+            from[bit] = ORIGIN_COMMAND_LINE;
+    }
+}
+
+void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens)
+{
+    chat_sampling_sources(c, p, max_tokens, NULL);
+}
+
+unsigned chat_cli_sampling(const struct chat *c, struct sampling *out)
+{
+    const struct elm_sampler_params d = elm_sampler_default_params();
+    const struct elm_sampler_params *o = &c->opt.common.sampler;
+    struct sampling sp = {0};
+    if (o->temperature != d.temperature)
+        sp.set |= SAMPLING_TEMPERATURE, sp.p.temperature = o->temperature;
+    if (o->top_k != d.top_k)
+        sp.set |= SAMPLING_TOP_K, sp.p.top_k = o->top_k;
+    if (o->top_p != d.top_p)
+        sp.set |= SAMPLING_TOP_P, sp.p.top_p = o->top_p;
+    if (o->min_p != d.min_p)
+        sp.set |= SAMPLING_MIN_P, sp.p.min_p = o->min_p;
+    if (o->repeat_penalty != d.repeat_penalty)
+        sp.set |= SAMPLING_REPEAT_PENALTY, sp.p.repeat_penalty = o->repeat_penalty;
+    if (o->seed != d.seed)
+        sp.set |= SAMPLING_SEED, sp.p.seed = o->seed;
+    if (c->opt.common.max_tokens >= 0)
+        sp.set |= SAMPLING_MAX_TOKENS, sp.max_tokens = c->opt.common.max_tokens;
+    if (out)
+        *out = sp;
+    return sp.set;
 }
 
 /* Command-line sampling options become the session's (and are saved). */
 void chat_apply_cli_sampling(struct chat *c, struct session *s)
 {
-    const struct elm_sampler_params d = elm_sampler_default_params();
-    const struct elm_sampler_params *o = &c->opt.common.sampler;
+    struct sampling cli;
+    chat_cli_sampling(c, &cli);
     struct sampling *sp = &s->sampling;
-    if (o->temperature != d.temperature)
-        sp->set |= SAMPLING_TEMPERATURE, sp->p.temperature = o->temperature;
-    if (o->top_k != d.top_k)
-        sp->set |= SAMPLING_TOP_K, sp->p.top_k = o->top_k;
-    if (o->top_p != d.top_p)
-        sp->set |= SAMPLING_TOP_P, sp->p.top_p = o->top_p;
-    if (o->min_p != d.min_p)
-        sp->set |= SAMPLING_MIN_P, sp->p.min_p = o->min_p;
-    if (o->repeat_penalty != d.repeat_penalty)
-        sp->set |= SAMPLING_REPEAT_PENALTY, sp->p.repeat_penalty = o->repeat_penalty;
-    if (o->seed != d.seed)
-        sp->set |= SAMPLING_SEED, sp->p.seed = o->seed;
-    if (c->opt.common.max_tokens >= 0)
-        sp->set |= SAMPLING_MAX_TOKENS, sp->max_tokens = c->opt.common.max_tokens;
+    sampling_apply(&cli, &sp->p, &sp->max_tokens);
+    sp->set |= cli.set;
 }
 
 /* Tokens kept free for the reply: max-tokens (conversation.c caps it at a

@@ -81,7 +81,6 @@ void chat_fork_command(struct chat *c, struct conv *v, const char *arg)
         chat_notice(c, true, "%s", err);
         return;
     }
-    c->edit_conv = NULL;
     chat_path_replaced(c, v);
     chat_notice(c, false, "forked after exchange %zu: the %zu message%s after it are another "
                           "branch (/tree); what you send next starts a new one",
@@ -177,6 +176,26 @@ bool chat_select_message(struct chat *c, uint32_t id)
     snprintf(what, sizeof what, "branch shown (%zu messages)", v->s->n_msgs);
     path_switched(c, v, &plan, what);
     return true;
+}
+
+void chat_undo_restore(struct chat *c, struct conv *v)
+{
+    enum conv_undone what = conversation_restorable(&v->cv);
+    size_t exchange = v->cv.undo.exchange;
+    struct conv_plan plan;
+    char err[512];
+    int rc = conversation_restore(&v->cv, &plan, err, sizeof err);
+    if (rc && rc != CONV_FULL) {
+        chat_notice(c, true, "%s", err);
+        return;
+    }
+    char note[96];
+    if (what == CONV_UNDONE_CLEAR)
+        snprintf(note, sizeof note, "the conversation is back (%zu messages)", v->s->n_msgs);
+    else
+        snprintf(note, sizeof note, "exchange %zu is back", exchange);
+    path_switched(c, v, &plan, note);
+    chat_save_conv(c, v, true);
 }
 
 /* ------------------------------------------------------------- /tree */

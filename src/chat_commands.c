@@ -143,6 +143,100 @@ static void show_info(struct chat *c)
     chat_info_msg(c, false, buf);
 }
 
+/* The SAMPLING_* bit of a /set parameter (0: not a sampling one). */
+static unsigned sampling_bit(enum cmd_param param)
+{
+    switch (param) {
+    case PARAM_TEMPERATURE:
+        return SAMPLING_TEMPERATURE;
+    case PARAM_TOP_K:
+        return SAMPLING_TOP_K;
+    case PARAM_TOP_P:
+        return SAMPLING_TOP_P;
+    case PARAM_MIN_P:
+        return SAMPLING_MIN_P;
+    case PARAM_REPEAT_PENALTY:
+        return SAMPLING_REPEAT_PENALTY;
+    case PARAM_REPEAT_LAST_N:
+        return SAMPLING_REPEAT_LAST_N;
+    case PARAM_SEED:
+        return SAMPLING_SEED;
+    case PARAM_MAX_TOKENS:
+        return SAMPLING_MAX_TOKENS;
+    case PARAM_MARKDOWN:
+    case PARAM_LOOKUP:
+    case PARAM_DRAFT:
+        break;
+    }
+    return 0;
+}
+
+/* /set alone: every value in effect and where it comes from. */
+static void show_sampling(struct chat *c)
+{
+    struct elm_sampler_params p;
+    int max_tokens;
+    enum sampling_origin from[SAMPLING_N_FIELDS];
+    chat_sampling_sources(c, &p, &max_tokens, from);
+    char val[SAMPLING_N_FIELDS][48];
+    snprintf(val[0], sizeof val[0], "%g%s", (double)p.temperature,
+             p.temperature <= 0 ? " (greedy)" : "");
+    snprintf(val[1], sizeof val[1], "%d%s", p.top_k, p.top_k <= 0 ? " (off)" : "");
+    snprintf(val[2], sizeof val[2], "%g%s", (double)p.top_p, p.top_p >= 1 ? " (off)" : "");
+    snprintf(val[3], sizeof val[3], "%g%s", (double)p.min_p, p.min_p <= 0 ? " (off)" : "");
+    snprintf(val[4], sizeof val[4], "%g%s", (double)p.repeat_penalty,
+             p.repeat_penalty == 1 ? " (off)" : "");
+    snprintf(val[5], sizeof val[5], "%d%s", p.repeat_last_n,
+             p.repeat_last_n < 0 ? " (the whole sequence)" : p.repeat_last_n == 0 ? " (off)" : "");
+    snprintf(val[6], sizeof val[6], "%llu", (unsigned long long)p.seed);
+    snprintf(val[7], sizeof val[7], "%d", max_tokens);
+    /* names in the SAMPLING_* bits' order, as /set spells them */
+    static const char *const names[SAMPLING_N_FIELDS] = {
+        "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "repeat-last-n", "seed",
+        "max-tokens"};
+    struct sbuf b = {0};
+    char line[640];
+    snprintf(line, sizeof line,
+             "sampling (each from the last of: default < template < model < config.yaml < "
+             "session, command line, /set):");
+    sbuf_add(&b, line, strlen(line));
+    for (int i = 0; i < SAMPLING_N_FIELDS; i++) {
+        char origin[160];
+        switch (from[i]) {
+        case ORIGIN_DEFAULT:
+            snprintf(origin, sizeof origin, "default");
+            break;
+        case ORIGIN_TEMPLATE:
+            snprintf(origin, sizeof origin, "template %s", c->cur->tpl->name);
+            break;
+        case ORIGIN_MODEL:
+            snprintf(origin, sizeof origin, "model %s (its own defaults)", c->model_name);
+            break;
+        case ORIGIN_CONFIG:
+            snprintf(origin, sizeof origin, "config.yaml");
+            break;
+        case ORIGIN_SESSION:
+            snprintf(origin, sizeof origin, "session %s (saved with it)", c->cur->s->name);
+            break;
+        case ORIGIN_COMMAND_LINE:
+            snprintf(origin, sizeof origin, "command line");
+            break;
+        case ORIGIN_SET:
+            snprintf(origin, sizeof origin, "/set");
+            break;
+        }
+        snprintf(line, sizeof line, "\n  %-15s %-22s %s", names[i], val[i], origin);
+        sbuf_add(&b, line, strlen(line));
+    }
+    snprintf(line, sizeof line, "\nmarkdown %s, lookup %s, draft %s · /set PARAM VALUE changes one "
+                                "for this session",
+             c->markdown_off ? "off" : "on", c->lookup_off ? "off" : "on",
+             c->draft_name[0] ? c->draft_name : "off");
+    sbuf_add(&b, line, strlen(line));
+    chat_info_msg(c, false, b.data);
+    sbuf_fini(&b);
+}
+
 static bool ready_refuse(struct chat *c)
 {
     if (chat_busy_refuse(c))
@@ -325,9 +419,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
 {
     char err[1024];
     struct conv *v = c->cur;
-    /* commands that change which messages exist end an /edit */
-    if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD ||
-        cmd->id == CMD_UNDO || cmd->id == CMD_CLEAR || cmd->id == CMD_FORK)
+    /* another conversation ends an /edit (a path cut or replaced ends it
+     * too: chat_path_replaced) */
+    if (cmd->id == CMD_NEW || cmd->id == CMD_SWITCH || cmd->id == CMD_LOAD)
         c->edit_conv = NULL;
     switch (cmd->id) {
     case CMD_HELP:
@@ -367,6 +461,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
+        nv->sampling_by_cli = chat_cli_sampling(c, NULL);
         chat_switch_to(c, nv);
         chat_notice(c, false, "new session '%s'", nv->s->name);
         break;
@@ -525,6 +620,10 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
                         "does not pay)");
             break;
         }
+        if (!cmd->param) {
+            show_sampling(c);
+            break;
+        }
         struct sampling *sp = &v->s->sampling;
         switch (cmd->param) {
         case PARAM_TEMPERATURE:
@@ -556,6 +655,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         case PARAM_DRAFT:
             break;
         }
+        v->sampling_by_set |= sampling_bit(cmd->param); /* for /set alone: who set what */
         v->dirty = true;
         chat_notice(c, false, "%s = %g", cmd_param_names[cmd->param - 1], cmd->value);
         break;
@@ -577,6 +677,10 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     case CMD_UNDO: {
         if (chat_busy_refuse(c))
             break;
+        if (conversation_restorable(&v->cv) != CONV_UNDONE_NONE) {
+            chat_undo_restore(c, v); /* right after /clear or /remove: put it back */
+            break;
+        }
         char *text = NULL;
         int rc = conversation_undo(&v->cv, &text, err, sizeof err);
         if (rc) {
@@ -587,7 +691,8 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         chat_put_input(c, text); /* give the message back for editing */
         free(text);
         chat_save_conv(c, v, true);
-        chat_notice(c, false, "removed the last exchange (its message is back in the input)");
+        chat_notice(c, false, "removed the last exchange (its message is back in the input; the "
+                              "exchange stays as another branch: /tree)");
         break;
     }
     case CMD_REMOVE: {
@@ -596,6 +701,7 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         size_t i = chat_find_exchange(c, v->s, cmd->arg, "remove");
         if (i == SIZE_MAX)
             break;
+        size_t x = chat_exchange_of(v->s, i);
         int rc = conversation_remove_exchange(&v->cv, i, err, sizeof err);
         if (rc && rc != CONV_FULL) {
             chat_notice(c, true, "%s", err);
@@ -603,16 +709,23 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
         }
         chat_path_replaced(c, v);
         chat_save_conv(c, v, true);
-        chat_notice(c, false, "removed exchange %s", cmd->arg ? cmd->arg : "(the last)");
+        chat_notice(c, false, "removed exchange %zu: /undo puts it back (it stays as another "
+                              "branch: /tree)",
+                    x);
         break;
     }
     case CMD_CLEAR:
         if (chat_busy_refuse(c))
             break;
+        if (v->s->n_msgs == 0) {
+            chat_notice(c, false, "the conversation is empty already");
+            break;
+        }
         conversation_clear(&v->cv);
         chat_path_replaced(c, v);
         chat_save_conv(c, v, true);
-        chat_notice(c, false, "conversation cleared");
+        chat_notice(c, false, "conversation cleared: /undo brings it back (it stays as another "
+                              "branch: /tree)");
         break;
     case CMD_PIN:
     case CMD_UNPIN:

@@ -801,6 +801,7 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     /* what the command line changed in a saved session is saved with it */
     if (opt->system || opt->role || opt->template_name || cli_sets_sampling(opt))
         c->cur->dirty = true;
+    c->cur->sampling_by_cli = chat_cli_sampling(c, NULL); /* first_session applied them */
     chat_show_conv(c);
     if (model_note)
         chat_info_msg(c, true, model_note);

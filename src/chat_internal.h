@@ -41,6 +41,8 @@ struct conv {
     int n_dropped_note;         /* messages evicted by the turn being answered */
     int edited_exchange;        /* the reply answers an /edit of this exchange */
     char branch_note[96];       /* a branch switch's prefill is under way: what to say at its end */
+    unsigned sampling_by_cli;   /* SAMPLING_* bits the command line gave this session */
+    unsigned sampling_by_set;   /* ... and /set, in this run (both are saved with it) */
 };
 
 /* chat_base.c: the worker (every request goes through here), the view,
@@ -62,7 +64,28 @@ bool chat_busy_refuse(struct chat *c);
  * after saying why (verb names the command). */
 size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
                           const char *verb);
+/* The sampling in effect, each layer over the ones below: the engine's
+ * defaults < the template < the model (generation_config.json, GGUF) <
+ * config.yaml < the session's own (the command line, /set). */
+#define CHAT_DEFAULT_MAX_TOKENS 256
+#define SAMPLING_N_FIELDS 8 /* the SAMPLING_* bits */
+enum sampling_origin {
+    ORIGIN_DEFAULT,
+    ORIGIN_TEMPLATE,
+    ORIGIN_MODEL,
+    ORIGIN_CONFIG,
+    ORIGIN_SESSION,      /* saved with the session */
+    ORIGIN_COMMAND_LINE, /* given to this run */
+    ORIGIN_SET,          /* /set in this run */
+};
 void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens);
+/* The same, and where each field's value comes from (from[bit number of
+ * its SAMPLING_* bit]; NULL: not wanted). */
+void chat_sampling_sources(const struct chat *c, struct elm_sampler_params *p, int *max_tokens,
+                           enum sampling_origin from[SAMPLING_N_FIELDS]);
+/* The command line's sampling options (those that differ from the engine's
+ * defaults, and --max-tokens) into *out (may be NULL); returns their bits. */
+unsigned chat_cli_sampling(const struct chat *c, struct sampling *out);
 void chat_apply_cli_sampling(struct chat *c, struct session *s);
 int chat_reply_reserve(const struct chat *c);
 void chat_start_reply(struct chat *c);
@@ -116,6 +139,8 @@ void chat_switch_to(struct chat *c, struct conv *v);
 void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
 void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
 void chat_tree_command(struct chat *c);
+/* /undo right after /clear or /remove: the path as it was, prefilled */
+void chat_undo_restore(struct chat *c, struct conv *v);
 
 /* chat_attach.c: /read FILE [LINES] | off; the message to send with the
  * attached file (owned; NULL: none attached), and forgetting it once sent */

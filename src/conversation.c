@@ -168,6 +168,7 @@ void conversation_fini(struct conversation *cv)
     idvec_fini(&cv->tokens);
     idvec_fini(&cv->cache);
     idvec_fini(&cv->lookup);
+    session_restore_fini(&cv->undo.r);
     memset(cv, 0, sizeof *cv);
 }
 
@@ -302,6 +303,8 @@ static int rebuild(struct conversation *cv, bool gen_prompt, char *err, size_t e
     memset(&cv->cache, 0, sizeof cv->cache);
     nv.lookup = cv->lookup;
     memset(&cv->lookup, 0, sizeof cv->lookup);
+    nv.undo = cv->undo;
+    memset(&cv->undo, 0, sizeof cv->undo);
     nv.policy = cv->policy;
     nv.n_ctx = cv->n_ctx;
     nv.n_dropped_last = cv->n_dropped_last;
@@ -746,6 +749,46 @@ int conversation_retry(struct conversation *cv, int reserve, struct conv_plan *p
     return 0;
 }
 
+/* ------------------------------------------- what /undo puts back */
+
+static void undo_forget(struct conversation *cv)
+{
+    session_restore_fini(&cv->undo.r);
+    cv->undo = (struct conv_undo){0};
+}
+
+/* Before a command /undo can take back: the path's end. */
+static void undo_begin(struct conversation *cv)
+{
+    undo_forget(cv);
+    const struct session *s = cv->s;
+    cv->undo.r.last = s->n_msgs ? s->msgs[s->n_msgs - 1].id : 0;
+}
+
+/* After it: what it was, and the tree as it left it. */
+static void undo_done(struct conversation *cv, enum conv_undone what, size_t exchange)
+{
+    const struct session *s = cv->s;
+    cv->undo.what = what;
+    cv->undo.exchange = exchange;
+    cv->undo.n_msgs = s->n_msgs;
+    cv->undo.n_alts = s->n_alts;
+    cv->undo.next_id = s->next_id;
+    cv->undo.stamp = s->stamp;
+}
+
+enum conv_undone conversation_restorable(const struct conversation *cv)
+{
+    const struct conv_undo *u = &cv->undo;
+    const struct session *s = cv->s;
+    /* every change of the tree gives a new id (a message) or a new stamp
+     * (a stash: edit, retry, fork, a switch) or changes the counts */
+    if (u->what == CONV_UNDONE_NONE || u->r.last == 0 || s->n_msgs != u->n_msgs ||
+        s->n_alts != u->n_alts || s->next_id != u->next_id || s->stamp != u->stamp)
+        return CONV_UNDONE_NONE;
+    return u->what;
+}
+
 int conversation_undo(struct conversation *cv, char **text, char *err, size_t err_size)
 {
     int rc = ensure_rendered(cv, err, err_size);
@@ -762,8 +805,9 @@ int conversation_undo(struct conversation *cv, char **text, char *err, size_t er
     u--;
     if (text)
         *text = x_strdup(s->msgs[u].content);
-    if (!rewind_to(cv, SNAP_MSG(u), u, REWIND_DELETE)) {
-        session_truncate(s, u);
+    undo_forget(cv);
+    if (!rewind_to(cv, SNAP_MSG(u), u, REWIND_KEEP)) {
+        session_stash(s, u);
         rc = rebuild(cv, false, err, err_size);
         if (rc)
             return rc;
@@ -784,14 +828,21 @@ int conversation_remove_exchange(struct conversation *cv, size_t i, char *err, s
     size_t end = i + 1;
     while (end < s->n_msgs && s->msgs[end].role != ROLE_USER)
         end++;
-    if (end == s->n_msgs && !rewind_to(cv, SNAP_MSG(i), i, REWIND_DELETE)) {
-        session_truncate(s, i); /* the last exchange: as /undo */
-        return rebuild(cv, false, err, err_size);
+    size_t exchange = 0;
+    for (size_t k = 0; k <= i; k++)
+        exchange += s->msgs[k].role == ROLE_USER;
+    undo_begin(cv);
+    if (end == s->n_msgs) { /* the last exchange: as /undo */
+        if (!rewind_to(cv, SNAP_MSG(i), i, REWIND_KEEP)) {
+            session_stash(s, i);
+            rc = rebuild(cv, false, err, err_size);
+        }
+    } else {
+        session_take_out(s, i, end - i, &cv->undo.r);
+        rc = rebuild(cv, false, err, err_size);
     }
-    if (end == s->n_msgs)
-        return 0;
-    session_remove(s, i, end - i);
-    return rebuild(cv, false, err, err_size);
+    undo_done(cv, CONV_UNDONE_REMOVE, exchange);
+    return rc;
 }
 
 int conversation_edit(struct conversation *cv, size_t i, const char *text, int reserve,
@@ -888,12 +939,12 @@ int conversation_fork(struct conversation *cv, size_t i, char *err, size_t err_s
  * messages come back into context and the sequence is rendered again (the
  * messages before keep their ids, so the worker's common prefix finds
  * them). */
-static int path_changed(struct conversation *cv, size_t first, struct conv_plan *plan, char *err,
-                        size_t err_size)
+static int path_changed(struct conversation *cv, size_t first, bool always,
+                        struct conv_plan *plan, char *err, size_t err_size)
 {
     struct session *s = cv->s;
     int rc = 0;
-    if (first < s->n_msgs || cv->in_reply) {
+    if (always || first < s->n_msgs || cv->in_reply) {
         for (size_t k = first; k < s->n_msgs; k++)
             s->msgs[k].out_of_context = false;
         bool answer = s->n_msgs > 0 && s->msgs[s->n_msgs - 1].role == ROLE_USER;
@@ -922,7 +973,7 @@ int conversation_select(struct conversation *cv, uint32_t id, struct conv_plan *
             conversation_plan(cv, plan);
         return 0;
     }
-    return path_changed(cv, first, plan, err, err_size);
+    return path_changed(cv, first, false, plan, err, err_size);
 }
 
 int conversation_branch(struct conversation *cv, size_t i, size_t k, struct conv_plan *plan,
@@ -948,17 +999,39 @@ int conversation_branch(struct conversation *cv, size_t i, size_t k, struct conv
             conversation_plan(cv, plan);
         return 0;
     }
-    return path_changed(cv, first, plan, err, err_size);
+    return path_changed(cv, first, false, plan, err, err_size);
 }
 
 void conversation_clear(struct conversation *cv)
 {
-    if (!cv->rendered || !rewind_to(cv, SNAP_SYS, 0, REWIND_DELETE)) {
-        session_truncate(cv->s, 0);
+    if (cv->s->n_msgs == 0)
+        return;
+    undo_begin(cv);
+    if (!cv->rendered || !rewind_to(cv, SNAP_SYS, 0, REWIND_KEEP)) {
+        session_stash(cv->s, 0);
         rebuild(cv, false, NULL, 0);
     }
-    uint32_t root = 0; /* every other branch too */
-    session_forget_branches_of(cv->s, &root, 1);
+    undo_done(cv, CONV_UNDONE_CLEAR, 0);
+}
+
+int conversation_restore(struct conversation *cv, struct conv_plan *plan, char *err,
+                         size_t err_size)
+{
+    if (conversation_restorable(cv) == CONV_UNDONE_NONE) {
+        snprintf(err, err_size, "nothing to put back");
+        return ELM_E_INVALID;
+    }
+    int rc = ensure_rendered(cv, err, err_size);
+    if (rc)
+        return rc;
+    size_t first = session_restore(cv->s, &cv->undo.r);
+    undo_forget(cv);
+    if (first == SIZE_MAX) {
+        snprintf(err, err_size, "what was removed is not in the session any more");
+        return ELM_E_INVALID;
+    }
+    /* the path may also have lost its end: render it whole again */
+    return path_changed(cv, first, true, plan, err, err_size);
 }
 
 int conversation_pin(struct conversation *cv, size_t i, bool pinned)

@@ -48,6 +48,7 @@
 #include "engine/elm_worker.h"
 #include "src/config_file.h"
 #include "src/session.h"
+#include "src/session_tree.h"
 #include "src/template.h"
 
 /* The context does not hold the turn and the policy is stop (or nothing
@@ -78,6 +79,19 @@ struct conv_span {
 
 struct conv_snap; /* renderer state before a message (private) */
 
+/* What the last /clear or /remove took off the path, which /undo puts
+ * back while nothing else changed the tree since (conversation_restorable). */
+enum conv_undone { CONV_UNDONE_NONE = 0, CONV_UNDONE_CLEAR, CONV_UNDONE_REMOVE };
+struct conv_undo {
+    enum conv_undone what;
+    struct session_restore r;
+    size_t exchange;          /* CONV_UNDONE_REMOVE: the exchange number it had */
+    /* the tree right after the command: any later change ends the undo */
+    size_t n_msgs, n_alts;
+    uint32_t next_id;
+    uint64_t stamp;
+};
+
 struct conversation {
     struct session *s;          /* borrowed; messages changed only through here */
     const struct template *tpl; /* borrowed */
@@ -105,6 +119,7 @@ struct conversation {
     struct idvec lookup;        /* the ids of the reply a retry or an edit replaces: the
                                    worker's prompt lookup drafts from them (a retry says
                                    much of it again); empty otherwise */
+    struct conv_undo undo;      /* the last /clear or /remove, for /undo */
 };
 
 /* s may have messages (a loaded session): call conversation_render next.
@@ -170,11 +185,20 @@ int conversation_user_turn(struct conversation *cv, const char *text, int reserv
  * when there is no user message to answer. */
 int conversation_retry(struct conversation *cv, int reserve, struct conv_plan *plan, char *err,
                        size_t err_size);
-/* /undo: delete the last user message and everything after it (with the
- * branches that grow from them; its other versions stay).  *text (may
- * be NULL) receives that message's content (owned), to give it back to the
- * input line.  ELM_E_INVALID when there is no user message. */
+/* /undo: take the last user message and everything after it off the
+ * path; they stay as another branch (session_stash), with their other
+ * versions.  *text (may be NULL) receives that message's content (owned),
+ * to give it back to the input line.  ELM_E_INVALID when there is no user
+ * message. */
 int conversation_undo(struct conversation *cv, char **text, char *err, size_t err_size);
+/* What /undo would put back instead: the last /clear or /remove, while
+ * nothing changed the tree since (CONV_UNDONE_NONE otherwise). */
+enum conv_undone conversation_restorable(const struct conversation *cv);
+/* Put it back: the path as it was before that command, rendered again
+ * (plan: what the worker computes; post conversation_prefill_request).
+ * ELM_E_INVALID when there is nothing to put back. */
+int conversation_restore(struct conversation *cv, struct conv_plan *plan, char *err,
+                         size_t err_size);
 /* Edit message i: user message: new content, every later message dropped,
  * the turn and the generation prompt rendered again (then generate: plan
  * as for a user turn).  Assistant message: new content rendered as a
@@ -201,11 +225,13 @@ int conversation_branch(struct conversation *cv, size_t i, size_t k, struct conv
                         char *err, size_t err_size);
 int conversation_select(struct conversation *cv, uint32_t id, struct conv_plan *plan, char *err,
                         size_t err_size);
-/* /clear: drop every message and every branch (keeps the system span). */
+/* /clear: an empty path (keeps the system span); the conversation that
+ * was there stays as another branch, and /undo puts it back. */
 void conversation_clear(struct conversation *cv);
 /* Remove the exchange whose user message is session message i (it and the
- * replies up to the next user message); the sequence is rendered again
- * (the cache keeps the prefix before it). */
+ * replies up to the next user message) from the path; it stays as another
+ * branch after the message before it, and /undo puts it back.  The
+ * sequence is rendered again (the cache keeps the prefix before it). */
 int conversation_remove_exchange(struct conversation *cv, size_t i, char *err, size_t err_size);
 /* /pin: pin or unpin the turn holding message i (the user message and its
  * reply).  ELM_E_INVALID when i is out of range. */

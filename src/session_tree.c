@@ -271,3 +271,86 @@ struct session_tree_row *session_tree_rows(const struct session *s, size_t *n)
     session_sibling_index_free(x);
     return rows;
 }
+
+/* ------------------------------------------------------- undo and restore */
+
+void session_restore_fini(struct session_restore *r)
+{
+    free(r->moved);
+    *r = (struct session_restore){0};
+}
+
+static void reparent(struct session_restore *r, struct message *m, uint32_t parent)
+{
+    r->moved = x_reallocarray(r->moved, r->n_moved + 1, sizeof *r->moved);
+    r->moved[r->n_moved++] = (struct session_reparent){m->id, m->parent};
+    m->parent = parent;
+}
+
+void session_take_out(struct session *s, size_t i, size_t n, struct session_restore *r)
+{
+    session_restore_fini(r);
+    if (n == 0 || i + n >= s->n_msgs)
+        return;
+    r->last = parent_at(s, s->n_msgs);
+    uint32_t before = parent_at(s, i), last = s->msgs[i + n - 1].id;
+    /* what followed the last one (the path and its other versions) now
+     * follows the message before the first */
+    for (size_t j = 0; j < s->n_alts; j++)
+        if (s->alts[j].parent == last)
+            reparent(r, &s->alts[j], before);
+    reparent(r, &s->msgs[i + n], before);
+    /* the messages taken out keep their ids, parents and the branches that
+     * grow from them: a branch of their own after message i - 1 */
+    for (size_t k = i; k < i + n; k++) {
+        struct message *m = session_alt_append(s);
+        *m = s->msgs[k];
+        m->stamp = ++s->stamp;
+    }
+    memmove(&s->msgs[i], &s->msgs[i + n], (s->n_msgs - i - n) * sizeof *s->msgs);
+    s->n_msgs -= n;
+}
+
+static struct message *find_mutable(struct session *s, uint32_t id)
+{
+    for (size_t i = 0; i < s->n_msgs; i++)
+        if (s->msgs[i].id == id)
+            return &s->msgs[i];
+    size_t j = alt_index(s, id);
+    return j == SIZE_MAX ? NULL : &s->alts[j];
+}
+
+size_t session_restore(struct session *s, const struct session_restore *r)
+{
+    if (r->last == 0 || !session_find_id(s, r->last))
+        return SIZE_MAX;
+    /* the old parents first (in reverse: a message moved twice gets its first) */
+    for (size_t k = r->n_moved; k-- > 0;) {
+        struct message *m = find_mutable(s, r->moved[k].id);
+        if (m)
+            m->parent = r->moved[k].parent;
+    }
+    /* a path message whose parent changed breaks the path there: the first
+     * such place is where session_select must start */
+    size_t broken = s->n_msgs;
+    for (size_t i = 0; i < s->n_msgs && broken == s->n_msgs; i++)
+        if (s->msgs[i].parent != parent_at(s, i))
+            broken = i;
+    if (broken < s->n_msgs)
+        session_stash(s, broken);
+    size_t first = session_select(s, r->last);
+    if (first == SIZE_MAX)
+        return SIZE_MAX;
+    if (broken < first)
+        first = broken;
+    /* and the path ends where it ended (session_select followed on) */
+    for (size_t i = 0; i < s->n_msgs; i++)
+        if (s->msgs[i].id == r->last) {
+            if (i + 1 < s->n_msgs) {
+                session_stash(s, i + 1);
+                first = first < i + 1 ? first : i + 1;
+            }
+            break;
+        }
+    return first;
+}

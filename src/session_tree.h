@@ -51,6 +51,29 @@ size_t session_select(struct session *s, uint32_t id);
  * SIZE_MAX when there is no such sibling. */
 size_t session_branch(struct session *s, size_t i, size_t k);
 
+/* What a command took off the path (/remove, /clear: kept in the other
+ * branches, never deleted) and how to put it back: the path's last message
+ * before it, and the messages whose parent it changed, with their old
+ * parent.  A stash (session_stash) changes no parent: last is enough. */
+struct session_restore {
+    uint32_t last;       /* the path's last message before (0: the path was empty) */
+    struct session_reparent {
+        uint32_t id, parent;
+    } *moved;            /* owned */
+    size_t n_moved;
+};
+void session_restore_fini(struct session_restore *r);
+/* Take path messages [i, i + n) off the path, kept as another branch after
+ * message i - 1 (nothing is destroyed; session_remove deletes): the later
+ * path messages, and the branches that followed the last one, follow
+ * message i - 1 instead.  r is filled to put them back.  i + n < n_msgs
+ * (a message follows; else session_stash_undoable). */
+void session_take_out(struct session *s, size_t i, size_t n, struct session_restore *r);
+/* Put back what r records: the old parents, then the old path, ending at
+ * r->last.  Returns the first path index that changed (n_msgs when none
+ * did), or SIZE_MAX when r->last is not in the session any more. */
+size_t session_restore(struct session *s, const struct session_restore *r);
+
 /* The whole tree, one row per message, depth first (children by id). */
 struct session_tree_row {
     const struct message *m; /* borrowed: valid until the session changes */

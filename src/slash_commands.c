@@ -23,9 +23,10 @@ const struct cmd_info cmd_table[] = {
     {"system", CMD_SYSTEM, ARG_TEXT, 1, "/system TEXT", "set the system prompt"},
     {"role", CMD_ROLE, ARG_ROLE, 0, "/role [NAME]",
      "use a role preset as the system prompt (no NAME: list them)"},
-    {"set", CMD_SET, ARG_PARAM, 1, "/set PARAM VALUE",
+    {"set", CMD_SET, ARG_PARAM, 0, "/set [PARAM VALUE]",
      "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
-     "markdown on|off; lookup on|off; draft NAME|off"},
+     "markdown on|off; lookup on|off; draft NAME|off; alone: the values and where they come "
+     "from"},
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
     {"rename", CMD_RENAME, ARG_TEXT, 1, "/rename NEW", "rename this conversation (its file too)"},
@@ -41,9 +42,10 @@ const struct cmd_info cmd_table[] = {
      "copy code block N (default: the last) of the last reply, the reply, or your message #M"},
     {"retry", CMD_RETRY, ARG_NONE, -1, "/retry",
      "regenerate the last reply (the old one stays as a branch)"},
-    {"undo", CMD_UNDO, ARG_NONE, -1, "/undo", "remove the last exchange"},
+    {"undo", CMD_UNDO, ARG_NONE, -1, "/undo",
+     "take the last exchange back (it stays as a branch); after /clear or /remove: undo them"},
     {"remove", CMD_REMOVE, ARG_TEXT, 0, "/remove [N]",
-     "remove exchange N (default: the last) from the conversation"},
+     "remove exchange N (default: the last); it stays as a branch, /undo puts it back"},
     {"edit", CMD_EDIT, ARG_TEXT, 0, "/edit [N]",
      "edit your message N (default: the last): the old version stays as a branch"},
     {"fork", CMD_FORK, ARG_TEXT, 0, "/fork [N]",
@@ -55,7 +57,8 @@ const struct cmd_info cmd_table[] = {
     {"pin", CMD_PIN, ARG_TEXT, 0, "/pin [N]",
      "keep exchange N (default: the last) in context when old turns are dropped"},
     {"unpin", CMD_UNPIN, ARG_TEXT, 0, "/unpin [N]", "let exchange N (default: the last) be dropped"},
-    {"clear", CMD_CLEAR, ARG_NONE, -1, "/clear", "empty the conversation (keeps the system prompt)"},
+    {"clear", CMD_CLEAR, ARG_NONE, -1, "/clear",
+     "start the conversation over (the old one stays as a branch; /undo brings it back)"},
     {"info", CMD_INFO, ARG_NONE, -1, "/info", "model, template, context and speed"},
     {"quit", CMD_QUIT, ARG_NONE, -1, "/quit", "save and leave"},
 };
@@ -229,7 +232,7 @@ enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_
     out->id = ci->id;
     if (alen)
         out->arg = x_strndup(arg, alen);
-    if (ci->id == CMD_SET) {
+    if (ci->id == CMD_SET && out->arg) { /* alone: show them (param 0) */
         char *sp = strpbrk(out->arg, " \t");
         if (!sp) {
             snprintf(err, err_size, "usage: %s", ci->usage);

@@ -62,6 +62,13 @@ grep -qx "tree #1 user: about zebras" "$tmp/out" && grep -qx "tree (another bran
 ok $? "--grep searches every branch of a tree, naming the ones not shown"
 rm "$dir/tree.yaml"
 
+# no match: said on stderr, exit 1 (as grep), nothing on stdout
+"$ELMCHAT" sessions --grep giraffe >"$tmp/out" 2>"$tmp/err"
+st=$?
+sed 's/^/#   /' "$tmp/err"
+[ $st -eq 1 ] && [ ! -s "$tmp/out" ] && grep -q "no saved conversation mentions 'giraffe'" "$tmp/err"
+ok $? "--grep with no match says so on stderr, exit 1"
+
 printf 'elmchat_session: 1\nname: x\nmessages:\n- role: user\n  content: [\n' >"$dir/broken.yaml"
 "$ELMCHAT" sessions >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "broken.yaml" "$tmp/err" && [ "$(wc -l <"$tmp/out")" -eq 2 ]

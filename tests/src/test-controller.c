@@ -4,7 +4,9 @@
  * The real worker and engine on two small generated checkpoints (micro
  * preset, synthetic tokenizer; "a" and "b" differ by seed), in a private
  * XDG tree.  A recording view keeps every notification.  Checked: the
- * first load, a turn (the user message, the reply streaming as text
+ * first load, /set alone (each value and where it comes from: default,
+ * template, model, config.yaml, command line, /set, the session), a turn
+ * (the user message, the reply streaming as text
  * notifications, the same text in the session file), prefix reuse on the
  * next turn, /retry (greedy: the same reply, almost nothing computed), a
  * refused line while a reply streams (back to the input), cancel (the
@@ -12,7 +14,9 @@
  * then the kept cache), /new and /switch (the transcript rebuilt with its
  * exchange numbers), /undo (the message back in the input), /undo,
  * /remove, /clear and /fork while a branch switch computes (their notes
- * outlive its end), /save (the
+ * outlive its end), /undo, /remove and /clear keeping what they take off
+ * (the tree, the file) and /undo right after /remove or /clear putting it
+ * back, an /edit ended by its message's removal, /save (the
  * session and its KV snapshot written) and a restart that restores both.
  * Replies are paced (ELM_WORKER_TEST_TOKEN_INTERVAL_MS) so that a cancel
  * lands while one streams. */
@@ -25,7 +29,9 @@
 #include <sys/stat.h>
 
 #include "src/chat_controller.h"
+#include "src/paths.h"
 #include "src/session.h"
+#include "src/session_tree.h"
 #include "src/strbuf.h"
 #include "src/template.h"
 #include "src/xalloc.h"
@@ -300,6 +306,60 @@ static void test_load(void)
     ok(mi && mi->n_layers == 4, "the model's info (%d layers)", mi ? mi->n_layers : -1);
 }
 
+/* The line of /set's table for PARAM (in the last information shown):
+ * its value and origin, "" when there is none. */
+static const char *set_line(const char *param)
+{
+    static char buf[256];
+    buf[0] = '\0';
+    const struct rec_msg *m = last_of(CHAT_INFO);
+    char key[64];
+    snprintf(key, sizeof key, "\n  %s ", param);
+    const char *at = m ? strstr(m->text, key) : NULL;
+    if (at) {
+        at += strlen(key);
+        at += strspn(at, " ");
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
+    }
+    return buf;
+}
+
+static bool has(const char *text, const char *a, const char *b)
+{
+    return strstr(text, a) && strstr(text, b);
+}
+
+/* Issue 50: /set alone shows each value in effect and where it comes from
+ * (main() gave the model a generation_config.json top_p and config.yaml a
+ * min_p; the options give max-tokens; the template the rest). */
+static void test_set_shows_sources(void)
+{
+    submit("/set");
+    ok(last_of(CHAT_INFO) && strstr(last_of(CHAT_INFO)->text, "default < template < model"),
+       "/set alone shows the values and the precedence");
+    static const struct {
+        const char *param, *value, *origin, *what;
+    } want[] = {
+        {"temperature", "0 (greedy)", "template openelm-instruct", "the template's"},
+        {"top-k", "0 (off)", "default", "the default"},
+        {"top-p", "0.95", "model a", "the model's generation_config.json"},
+        {"min-p", "0.05", "config.yaml", "config.yaml's"},
+        {"repeat-penalty", "1.2", "template", "the template's"},
+        {"repeat-last-n", "64", "template", "the template's"},
+        {"seed", "0", "default", "the default"},
+        {"max-tokens", "8", "command line", "the command line's"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *l = set_line(want[i].param);
+        ok(has(l, want[i].value, want[i].origin), "%s: %s (%s)", want[i].param, want[i].what, l);
+    }
+    submit("/set top-p 0.5");
+    submit("/set");
+    const char *l = set_line("top-p");
+    ok(has(l, "0.5", "/set"), "after /set top-p 0.5: /set's, over the model's (%s)", l);
+    submit("/set top-p 0.95");
+}
+
 static void test_turn(void)
 {
     int changed = rec.n_changed;
@@ -498,7 +558,7 @@ static void test_path_replaced_notes(void)
         const char *cmd, *note;
     } cases[] = {
         {"/undo", "removed the last exchange"},
-        {"/remove", "removed exchange (the last)"},
+        {"/remove", "removed exchange 2"},
         {"/clear", "conversation cleared"},
         {"/fork 1", "forked after exchange 1"},
     };
@@ -526,8 +586,161 @@ static void test_path_replaced_notes(void)
     ok(run_until(settled), "back to t1");
 }
 
+/* The user messages shown, in order, joined by '|'. */
+static const char *shown_users(void)
+{
+    static char buf[512];
+    buf[0] = '\0';
+    for (size_t i = 0; i < rec.n_msgs; i++)
+        if (rec.msgs[i].role == CHAT_USER)
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? "|" : "",
+                     rec.msgs[i].text);
+    return buf;
+}
+
+/* Every message of the session's tree (path and other branches). */
+static size_t tree_size(void)
+{
+    size_t n;
+    free(chat_tree(&chat, &n));
+    return n;
+}
+
+static bool tree_has(const char *text)
+{
+    size_t n;
+    struct session_tree_row *rows = chat_tree(&chat, &n);
+    bool found = false;
+    for (size_t i = 0; i < n && !found; i++)
+        found = strcmp(rows[i].m->content, text) == 0;
+    free(rows);
+    return found;
+}
+
+static void say(const char *text)
+{
+    submit("%s", text);
+    ok(run_until(settled), "'%s' answered", text);
+}
+
+/* Issue 50, item 7: /undo, /remove and /clear keep what they take off the
+ * path (a branch one /tree away), and /undo right after /remove or /clear
+ * puts it back. */
+static void test_destructive_commands_keep(void)
+{
+    submit("/new keep");
+    ok(run_until(settled), "a session for the destructive commands");
+    say("one");
+    say("two");
+    say("three");
+    submit("/retry");
+    ok(run_until(settled), "a second version of reply 3");
+    is_int((int)tree_size(), 7, "three exchanges, reply 3 in two versions: 7 messages");
+
+    /* /undo: the exchange leaves the path, not the tree */
+    submit("/undo");
+    is_str(rec.input, "three", "/undo gives the message back");
+    is_str(shown_users(), "one|two", "the exchange left the transcript");
+    is_int((int)tree_size(), 7, "/undo destroyed nothing: both versions of reply 3 are kept");
+    ok(strstr(notice(), "another branch") != NULL, "the notice says where it is (%s)", notice());
+    submit("/undo");
+    is_str(shown_users(), "one", "a second /undo takes the exchange before (not a redo)");
+    is_int((int)tree_size(), 7, "still all 7");
+    submit("/tree");
+    ok(last_of(CHAT_INFO) && strstr(last_of(CHAT_INFO)->text, "three"),
+       "/tree lists the undone exchanges");
+    say("two");
+    say("three");
+
+    /* /remove N, then /undo: the exchange is back where it was */
+    submit("/remove 2");
+    is_str(shown_users(), "one|three", "/remove 2 takes exchange 2 off");
+    ok(strstr(notice(), "removed exchange 2") && strstr(notice(), "/undo"),
+       "the notice says /undo puts it back (%s)", notice());
+    ok(tree_has("two"), "exchange 2 is in the tree still");
+    ok(run_until(settled), "settled");
+    submit("/undo");
+    is_str(shown_users(), "one|two|three", "/undo puts exchange 2 back in its place");
+    ok(strstr(notice(), "exchange 2 is back") != NULL, "the notice says so (%s)", notice());
+    ok(run_until(settled), "the path is prefilled again");
+    int reused, computed;
+    chat_last_request(&chat, &reused, &computed);
+    ok(reused > 0, "from the cache's common prefix (%d reused, %d computed)", reused, computed);
+    ok(strstr(notice(), "reused") != NULL, "the note at its end says what it cost (%s)",
+       notice());
+    submit("/undo");
+    is_str(shown_users(), "one|two", "the next /undo is an /undo again");
+    say("three");
+
+    /* /clear, then /undo: the whole conversation is back */
+    size_t before = tree_size();
+    submit("/clear");
+    is_int((int)count_role(CHAT_USER), 0, "/clear empties the transcript");
+    ok(strstr(notice(), "/undo brings it back") != NULL, "the notice says how to get it back (%s)",
+       notice());
+    is_int((int)tree_size(), (int)before, "nothing left the tree");
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/keep.yaml");
+    char err[1024];
+    struct session *s = session_load(path, err, sizeof err);
+    ok(s && s->n_msgs == 0 && s->n_alts == before,
+       "the saved file keeps the cleared conversation as a branch (%s)", s ? "loaded" : err);
+    session_free(s);
+    submit("/undo");
+    is_str(shown_users(), "one|two|three", "/undo after /clear brings the conversation back");
+    ok(strstr(notice(), "the conversation is back") != NULL, "the notice says so (%s)", notice());
+    ok(run_until(settled), "prefilled");
+    s = session_load(path, err, sizeof err);
+    ok(s && s->n_msgs == 6 && strcmp(s->msgs[2].content, "two") == 0,
+       "... and saved so (%s)", s ? "loaded" : err);
+    session_free(s);
+
+    /* a change after /clear: /undo is an /undo of that change */
+    submit("/clear");
+    say("fresh");
+    submit("/undo");
+    is_str(shown_users(), "", "after a new message, /undo takes that message back");
+    is_str(rec.input, "fresh", "... into the input");
+    ok(tree_has("three") && tree_has("fresh"), "both conversations are in the tree");
+    submit("/clear");
+    ok(strstr(notice(), "empty already") != NULL, "/clear of an empty path says so (%s)",
+       notice());
+    free(path);
+}
+
+/* Issue 50, item 11: /edit 1, then exchange 1 removed: the edit ends with
+ * it (it used to stay, "editing #1", and either refused the next message
+ * or edited whatever message took #1's place). */
+static void test_edit_of_removed_message(void)
+{
+    submit("/new stale-edit");
+    ok(run_until(settled), "a session for the stale edit");
+    say("alpha");
+    say("beta");
+    submit("/edit 1");
+    ok(strstr(status().state, "editing #1") != NULL, "/edit 1: the status says so (%s)",
+       status().state);
+    submit("/remove 1");
+    ok(strstr(status().state, "editing") == NULL, "removing #1 ends the edit (%s)",
+       status().state);
+    submit("gamma");
+    ok(activity().generating, "the next message is sent (%s)", notice());
+    ok(run_until(settled), "and answered");
+    is_str(shown_users(), "beta|gamma", "as a new exchange; beta was not edited");
+    /* the same through /undo and /clear */
+    submit("/edit 2");
+    submit("/undo");
+    ok(strstr(status().state, "editing") == NULL, "/undo ends an edit of its message (%s)",
+       status().state);
+    submit("/edit 1");
+    submit("/clear");
+    ok(strstr(status().state, "editing") == NULL, "/clear ends an edit (%s)", status().state);
+    submit("/switch t1");
+    ok(run_until(settled), "back to t1");
+}
+
 static void test_save_and_restore(void)
 {
+    submit("/set top-k 7"); /* saved with t1: after the restart, the session's */
     submit("/save");
     ok(strstr(notice(), "saved 't1'") != NULL, "/save says so (%s)", notice());
     ok(run_until(settled), "the snapshot is written");
@@ -560,6 +773,9 @@ static void test_save_and_restore(void)
        "the cache came from the snapshot: %d reused, %d computed", reused, computed);
     ok(strstr(notice(), "resumed from the KV snapshot") != NULL, "the notice says so (%s)",
        notice());
+    submit("/set");
+    const char *l = set_line("top-k");
+    ok(has(l, "7", "session t1 (saved with it)"), "/set: top-k is the session's own (%s)", l);
     submit("after the restart");
     ok(run_until(settled), "the conversation goes on");
     chat_last_request(&chat, &reused, &computed);
@@ -595,10 +811,26 @@ int main(void)
                             sizeof model_b, "b"))
         skip_all("tests/lib/gen-checkpoint is not built");
     tap_private_xdg();
+    /* a sampling value from the model and one from config.yaml, for /set
+     * (greedy replies do not look at either) */
+    char *gen_cfg = x_asprintf("%s/generation_config.json", model_a);
+    char *cfg_dir = x_asprintf("%s/elmchat", getenv("XDG_CONFIG_HOME"));
+    char *cfg = x_asprintf("%s/config.yaml", cfg_dir);
+    FILE *f = fopen(gen_cfg, "w");
+    if (f)
+        fputs("{\"bos_token_id\": 1, \"eos_token_id\": 2, \"top_p\": 0.95}\n", f), fclose(f);
+    paths_mkdir_p(cfg_dir);
+    f = fopen(cfg, "w");
+    if (f)
+        fputs("sampling: {min_p: 0.05}\n", f), fclose(f);
+    free(gen_cfg);
+    free(cfg_dir);
+    free(cfg);
     setenv("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", "5", 1);
     unsetenv("ELMCHAT_MEM_BUDGET");
     plan_lazy();
     test_load();
+    test_set_shows_sources();
     test_turn();
     test_reuse_and_retry();
     test_refuse_and_cancel();
@@ -606,6 +838,8 @@ int main(void)
     test_sessions();
     test_undo();
     test_path_replaced_notes();
+    test_destructive_commands_keep();
+    test_edit_of_removed_message();
     test_save_and_restore();
     test_quit();
     rec_clear();

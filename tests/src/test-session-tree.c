@@ -167,6 +167,54 @@ static void test_tree_ops(void)
     ok(n == 2 && k == 2, "E2's other version E now follows B too");
     ok(session_find_id(s, 4) == NULL, "D (another reply inside the removed exchange) is gone");
     session_free(s);
+
+    /* /remove keeps: the exchange is taken out as a branch of its own, and
+     * session_restore puts it back (issue 50, item 7). */
+    s = session_new("take");
+    session_append(s, ROLE_USER, "A");
+    session_append(s, ROLE_ASSISTANT, "B");
+    session_append(s, ROLE_USER, "C");
+    session_append(s, ROLE_ASSISTANT, "D");
+    session_stash(s, 3);
+    session_append(s, ROLE_ASSISTANT, "D2");
+    session_append(s, ROLE_USER, "E");
+    session_append(s, ROLE_ASSISTANT, "G");
+    session_stash(s, 4);
+    session_append(s, ROLE_USER, "E2");
+    session_append(s, ROLE_ASSISTANT, "G2");
+    size_t total = s->n_msgs + s->n_alts;
+    struct session_restore r = {0};
+    session_take_out(s, 2, 2, &r); /* C and D2 */
+    is_path(s, "u:A a:B u:E2 a:G2", "take out exchange 2");
+    ok(parents_consistent(s), "parents consistent after taking it out");
+    is_int((long long)(s->n_msgs + s->n_alts), (long long)total, "no message is gone");
+    session_siblings(s, 2, &k, &n);
+    ok(n == 3 && k == 3, "E2 follows B, beside E and the exchange taken out (%zu of %zu)", k, n);
+    const struct message *c = NULL;
+    for (size_t j = 0; j < s->n_alts; j++)
+        if (strcmp(s->alts[j].content, "C") == 0)
+            c = &s->alts[j];
+    ok(c && session_find_id(s, 4) != NULL, "C is a branch after B, and D (its other reply) stays");
+    is_int((long long)session_restore(s, &r), 2, "restored from index 2");
+    is_path(s, "u:A a:B u:C a:D2 u:E2 a:G2", "session_restore: the path as it was");
+    ok(parents_consistent(s), "parents consistent after the restore");
+    is_int((long long)(s->n_msgs + s->n_alts), (long long)total, "still every message");
+    session_siblings(s, 4, &k, &n);
+    ok(n == 2 && k == 2, "E is E2's other version again (%zu of %zu)", k, n);
+    session_siblings(s, 3, &k, &n);
+    ok(n == 2 && k == 2, "D is D2's other version again (%zu of %zu)", k, n);
+    session_restore_fini(&r);
+
+    /* a stash (/clear, /undo) is put back by its last message alone */
+    r = (struct session_restore){.last = s->msgs[s->n_msgs - 1].id};
+    session_stash(s, 0);
+    is_int((long long)s->n_msgs, 0, "a cleared path");
+    is_int((long long)session_restore(s, &r), 0, "restored from the start");
+    is_path(s, "u:A a:B u:C a:D2 u:E2 a:G2", "the cleared path is back, to its last message");
+    ok(parents_consistent(s), "parents consistent");
+    r.last = 999;
+    ok(session_restore(s, &r) == SIZE_MAX, "an id not in the session: nothing to restore");
+    session_free(s);
 }
 
 /* ------------------------------------------------------------- the file */

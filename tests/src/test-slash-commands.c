@@ -117,6 +117,12 @@ int main(void)
     is_int(parse("/set warmth 1", &c, &start, err), CMD_ERROR, "unknown parameter");
     ok(strstr(err, "repeat-penalty") != NULL, "lists the parameters");
     is_int(parse("/set temperature", &c, &start, err), CMD_ERROR, "missing value");
+    is_int(parse("/set", &c, &start, err), CMD_OK, "/set alone: the values in effect");
+    ok(c.id == CMD_SET && c.param == 0 && c.arg == NULL, "... no parameter, no argument");
+    cmd_fini(&c);
+    is_int(parse("/set  ", &c, &start, err), CMD_OK, "/set and blanks: the same");
+    ok(c.param == 0 && c.arg == NULL, "... no parameter");
+    cmd_fini(&c);
     is_int(parse("/set repeat-penalty 1.1 extra", &c, &start, err), CMD_ERROR, "extra word");
 
     /* completion */
