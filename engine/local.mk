@@ -63,6 +63,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/arch/x86/kquant_avx512.c engine/kernels/arch/x86/kquant_avx512.inc \
 	engine/kernels/arch/arm/int8_neon.h \
 	engine/kernels/arch/arm/q8q4_neon.c engine/kernels/arch/arm/q8q4_neon.inc \
+	engine/kernels/arch/arm/kquant_neon.c engine/kernels/arch/arm/kquant_neon.inc \
 	engine/kernels/act_int8.c engine/kernels/act_int8.h \
 	engine/kernels/threadpool.c engine/kernels/threadpool.h \
 	engine/kernels/gemm.c engine/kernels/gemm.h \

@@ -96,10 +96,10 @@ bool elm_cpu_runs(enum elm_isa isa)
     enum elm_isa best = elm_cpu()->isa;
     if (isa == ELM_ISA_GENERIC)
         return true;
-    if (elm_isa_is_x86(isa))
-        return elm_isa_is_x86(best) && isa <= best;
-    if (elm_isa_is_arm(isa))
-        return elm_isa_is_arm(best) && isa <= best;
+    if (elm_isa_x86(isa, ELM_ISA_AVX2))
+        return elm_isa_x86(best, ELM_ISA_AVX2) && isa <= best;
+    if (elm_isa_arm(isa, ELM_ISA_NEON))
+        return elm_isa_arm(best, ELM_ISA_NEON) && isa <= best;
     return false;
 }
 

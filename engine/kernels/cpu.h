@@ -28,14 +28,15 @@ enum elm_isa {
 };
 #define ELM_ISA_COUNT 7
 
-/* The x86 levels and the AArch64 levels. */
-static inline bool elm_isa_is_x86(enum elm_isa isa)
+/* isa is an x86 (ARM) set at level at_least or above; at_least is one of
+ * that architecture's levels. */
+static inline bool elm_isa_x86(enum elm_isa isa, enum elm_isa at_least)
 {
-    return isa >= ELM_ISA_AVX2 && isa <= ELM_ISA_AVX512_VNNI;
+    return isa >= at_least && isa >= ELM_ISA_AVX2 && isa <= ELM_ISA_AVX512_VNNI;
 }
-static inline bool elm_isa_is_arm(enum elm_isa isa)
+static inline bool elm_isa_arm(enum elm_isa isa, enum elm_isa at_least)
 {
-    return isa >= ELM_ISA_NEON && isa <= ELM_ISA_NEON_I8MM;
+    return isa >= at_least && isa >= ELM_ISA_NEON && isa <= ELM_ISA_NEON_I8MM;
 }
 
 /* The CPU, probed once (thread-safe; fine before main). */
