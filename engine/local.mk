@@ -47,26 +47,29 @@ engine_libelm_a_SOURCES += \
 	engine/formats/mapfile.c engine/formats/mapfile.h \
 	engine/formats/jsonfile.c engine/formats/jsonfile.h \
 	engine/formats/safetensors.c engine/formats/safetensors.h \
-	engine/kernels/cpu.c engine/kernels/cpu.h engine/kernels/simd_x86.h \
+	engine/kernels/cpu.c engine/kernels/cpu.h engine/kernels/arch/x86/simd_x86.h \
 	engine/kernels/kernels.c engine/kernels/kernels.h engine/kernels/matrix.h \
 	engine/kernels/f32.h \
 	engine/kernels/f32_generic.c \
-	engine/kernels/f32_avx2.c \
-	engine/kernels/f32_avx512.c \
+	engine/kernels/arch/x86/f32_avx2.c \
+	engine/kernels/arch/x86/f32_avx512.c \
 	engine/bench/bandwidth.c engine/bench/blis_reference.c \
 	engine/kernels/system_info.c \
 	engine/kernels/q8q4.c engine/kernels/q8q4.h \
-	engine/kernels/q8q4_avx2.c \
-	engine/kernels/q8q4_avx512.c \
+	engine/kernels/arch/x86/q8q4_avx2.c \
+	engine/kernels/arch/x86/q8q4_avx512.c \
 	engine/kernels/kquant.c engine/kernels/kquant.h \
-	engine/kernels/kquant_x86.h \
-	engine/kernels/kquant_avx2.c \
-	engine/kernels/kquant_avx512.c engine/kernels/kquant_avx512.inc \
+	engine/kernels/arch/x86/kquant_x86.h \
+	engine/kernels/arch/x86/kquant_avx2.c \
+	engine/kernels/arch/x86/kquant_avx512.c engine/kernels/arch/x86/kquant_avx512.inc \
+	engine/kernels/arch/arm/int8_neon.h \
+	engine/kernels/arch/arm/q8q4_neon.c engine/kernels/arch/arm/q8q4_neon.inc \
+	engine/kernels/arch/arm/kquant_neon.c engine/kernels/arch/arm/kquant_neon.inc \
 	engine/kernels/act_int8.c engine/kernels/act_int8.h \
 	engine/kernels/threadpool.c engine/kernels/threadpool.h \
 	engine/kernels/gemm.c engine/kernels/gemm.h \
-	engine/kernels/gemm_f32_avx512.c engine/kernels/gemm_f32_avx512.h \
-	engine/kernels/gemm_bf16_avx512.c engine/kernels/gemm_bf16_avx512.h \
+	engine/kernels/arch/x86/gemm_f32_avx512.c engine/kernels/arch/x86/gemm_f32_avx512.h \
+	engine/kernels/arch/x86/gemm_bf16_avx512.c engine/kernels/arch/x86/gemm_bf16_avx512.h \
 	engine/kernels/gemm_int8.c engine/kernels/gemm_int8.h \
 	engine/inference/ctx.c engine/inference/ctx.h engine/inference/ctx_accessors.inc \
 	engine/inference/forward.c \
@@ -81,3 +84,5 @@ engine_libelm_a_SOURCES += \
 	engine/formats/gguf_write.c \
 	engine/model/gguf_convert.c \
 	engine/kernels/blocks.c engine/kernels/blocks.h
+# What the AArch64 kernel folder holds (the files themselves join the list above).
+EXTRA_DIST += engine/kernels/arch/arm/README.md

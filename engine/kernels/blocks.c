@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "engine/kernels/cpu.h"
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_X86_KERNELS 1

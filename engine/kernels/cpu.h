@@ -13,15 +13,31 @@
 
 #include <stdbool.h>
 
-/* The instruction sets the kernels are written for, each including the
- * ones before it. */
+/* The instruction sets the kernels are written for.  Each level of an
+ * architecture includes the ones before it on that architecture (and the
+ * portable set); never compare levels of two architectures: elm_cpu_runs
+ * says what this CPU runs. */
 enum elm_isa {
-    ELM_ISA_GENERIC,     /* portable C */
-    ELM_ISA_AVX2,        /* AVX2, FMA, F16C */
-    ELM_ISA_AVX512,      /* and AVX-512 F, BW, VL, DQ: int8 products by vpmaddubsw */
-    ELM_ISA_AVX512_VNNI, /* and AVX512-VNNI: int8 products by vpdpbusd (the same bits) */
+    ELM_ISA_GENERIC,      /* portable C */
+    ELM_ISA_AVX2,         /* x86-64: AVX2, FMA, F16C */
+    ELM_ISA_AVX512,       /* and AVX-512 F, BW, VL, DQ: int8 products by vpmaddubsw */
+    ELM_ISA_AVX512_VNNI,  /* and AVX512-VNNI: int8 products by vpdpbusd (the same bits) */
+    ELM_ISA_NEON,         /* AArch64: Advanced SIMD, int8 products by smull + sadalp */
+    ELM_ISA_NEON_DOTPROD, /* and FEAT_DotProd: int8 products by sdot (the same bits) */
+    ELM_ISA_NEON_I8MM,    /* and FEAT_I8MM: int8 matrix tiles by smmla (prefill) */
 };
-#define ELM_ISA_COUNT 4
+#define ELM_ISA_COUNT 7
+
+/* isa is an x86 (ARM) set at level at_least or above; at_least is one of
+ * that architecture's levels. */
+static inline bool elm_isa_x86(enum elm_isa isa, enum elm_isa at_least)
+{
+    return isa >= at_least && isa >= ELM_ISA_AVX2 && isa <= ELM_ISA_AVX512_VNNI;
+}
+static inline bool elm_isa_arm(enum elm_isa isa, enum elm_isa at_least)
+{
+    return isa >= at_least && isa >= ELM_ISA_NEON && isa <= ELM_ISA_NEON_I8MM;
+}
 
 /* The CPU, probed once (thread-safe; fine before main). */
 struct elm_cpu {
@@ -32,15 +48,18 @@ struct elm_cpu {
     bool amd_family_named; /* ... of a family GCC names: 10h, 15h, 17h, 19h */
 };
 const struct elm_cpu *elm_cpu(void);
+/* True when this CPU runs isa: the portable set, or a level of its own
+ * architecture up to its best. */
+bool elm_cpu_runs(enum elm_isa isa);
 
 /* The set to use unless a test selects another (kernels.h): the one
- * ELM_KERNELS names (generic, avx2, avx512) when this CPU runs it, else
- * the best. */
+ * ELM_KERNELS names (generic, avx2, avx512; neon, dotprod, i8mm) when this
+ * CPU runs it, else the best. */
 enum elm_isa elm_cpu_preferred_isa(void);
 
 /* The set's name as ELM_KERNELS and `bench --kernels` say it: "generic",
  * "avx2", "avx512" (both AVX-512 levels: VNNI is used where the CPU has
- * it).  For display only. */
+ * it), "neon", "dotprod", "i8mm".  For display only. */
 const char *elm_isa_name(enum elm_isa isa);
 
 #endif

@@ -44,7 +44,7 @@ void elm_transpose_generic(const float *in, long ld_in, int rows, int cols, floa
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define ELM_F32_X86 1
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 
 /* Compiled with per-function target attributes: the files build with the
  * default flags; kernels.c calls a table only on a CPU that runs it. */

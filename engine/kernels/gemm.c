@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "engine/kernels/cpu.h"
-#include "engine/kernels/gemm_bf16_avx512.h"
-#include "engine/kernels/gemm_f32_avx512.h"
+#include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
+#include "engine/kernels/arch/x86/gemm_f32_avx512.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/blocks.h"

@@ -146,7 +146,7 @@ void elm_gemm_i8_pack_a(enum elm_dtype dtype, const struct elm_qact *qa, long m,
 /* ------------------------------------------------------- the kernel */
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 #define VNNI                                                                                      \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
 /* Full unrolling keeps the 16 accumulators in registers. */

@@ -68,7 +68,7 @@ enum elm_isa elm_kernels_isa(void)
 bool elm_kernels_select(enum elm_isa isa)
 {
     elm_kernels_init();
-    if (isa > elm_cpu()->isa)
+    if (!elm_cpu_runs(isa))
         return false;
     use(isa);
     return true;
@@ -176,13 +176,15 @@ void elm_matvec_rows(const struct elm_matrix *w, const float *x, float *y, int64
 
 void elm_quantize_act(const float *x, struct elm_qact *a)
 {
-    enum elm_isa set = elm_kernels_isa();
-    if (set >= ELM_ISA_AVX512)
-        elm_quantize_act_avx512(x, a);
-    else if (set == ELM_ISA_AVX2)
-        elm_quantize_act_avx2(x, a);
-    else
-        elm_quantize_act_ref(x, a);
+    switch (elm_kernels_isa()) {
+    case ELM_ISA_AVX512:
+    case ELM_ISA_AVX512_VNNI: elm_quantize_act_avx512(x, a); break;
+    case ELM_ISA_AVX2: elm_quantize_act_avx2(x, a); break;
+    case ELM_ISA_NEON:
+    case ELM_ISA_NEON_DOTPROD:
+    case ELM_ISA_NEON_I8MM: elm_quantize_act_neon(x, a); break;
+    default: elm_quantize_act_ref(x, a); break;
+    }
 }
 
 /* The int8 kernel for dtype with the set in use, or NULL. */

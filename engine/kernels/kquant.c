@@ -16,29 +16,9 @@
  * on cols and the set only, never on which rows a call gets. */
 #include "config.h"
 
-#include <string.h>
-
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/cpu.h"
 #include "engine/kernels/kquant.h"
-
-/* The 6-bit scales and mins of the 8 sub-blocks (layout in blocks.c), from
- * the 12 packed bytes read as three words: sub-blocks 0..3 are the low 6
- * bits of words 0 (scales) and 1 (mins); 4..7 take their low 4 bits from
- * word 2 and their top 2 from the spare top bits of words 0 and 1.  Every
- * step stays within a byte, so the byte order of the words does not
- * matter. */
-static inline void k_scales(const uint8_t *s, uint8_t sc[8], uint8_t m[8])
-{
-    uint32_t a, b, c;
-    memcpy(&a, s, 4);
-    memcpy(&b, s + 4, 4);
-    memcpy(&c, s + 8, 4);
-    const uint32_t v[4] = {a & 0x3f3f3f3fu, (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u),
-                           b & 0x3f3f3f3fu, ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u)};
-    memcpy(sc, v, 8);
-    memcpy(m, v + 2, 8);
-}
 
 static inline float sum8(const float a[8])
 {
@@ -108,7 +88,7 @@ static KQ_INLINE void part_q45_k(const uint8_t *b, int64_t k0, int64_t n, const 
         const int64_t k = k0 + i;
         const float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
         uint8_t sc[8], m[8];
-        k_scales(b + 4, sc, m);
+        elm_kquant_scales(b + 4, sc, m);
         const uint8_t *qh = b + 16, *qs = b + (five ? 48 : 16);
         const float *dx = x->d + 8 * k;
         const int16_t *s16 = x->sum16 + 16 * k;
@@ -223,7 +203,7 @@ static void rows_q6_k_generic(const uint8_t *w, size_t ldw, int64_t cols, const 
 elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
 {
     if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) ||
-        isa > elm_cpu()->isa)
+        !elm_cpu_runs(isa))
         return NULL;
     switch (isa) {
     case ELM_ISA_GENERIC:
@@ -235,6 +215,11 @@ elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
     case ELM_ISA_AVX512: return elm_kquant_rows_avx512(dtype, false);
     case ELM_ISA_AVX512_VNNI: return elm_kquant_rows_avx512(dtype, true);
 #endif
+#ifdef ELM_KQUANT_ARM
+    case ELM_ISA_NEON: return elm_kquant_rows_neon(dtype, false);
+    case ELM_ISA_NEON_DOTPROD:
+    case ELM_ISA_NEON_I8MM: return elm_kquant_rows_neon(dtype, true);
+#endif
     default: return NULL;
     }
 }
@@ -242,7 +227,7 @@ elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
 elm_qrows_multi_fn elm_kquant_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols)
 {
     if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) ||
-        isa > elm_cpu()->isa)
+        !elm_cpu_runs(isa))
         return NULL;
 #ifdef ELM_KQUANT_X86
     if (isa == ELM_ISA_AVX512 || isa == ELM_ISA_AVX512_VNNI)

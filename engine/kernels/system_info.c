@@ -9,7 +9,7 @@
 #include "engine/elm.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/cpu.h"
-#include "engine/kernels/gemm_bf16_avx512.h"
+#include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/kernels.h"
 

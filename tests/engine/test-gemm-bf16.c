@@ -1,5 +1,5 @@
 /* test-gemm-bf16.c: BF16 weights in the prefill GEMM (engine/kernels/gemm.c,
- * engine/kernels/gemm_bf16_avx512.c) against float64 references:
+ * engine/kernels/arch/x86/gemm_bf16_avx512.c) against float64 references:
  *  - on a CPU with AVX512_BF16: the activations are rounded to bf16, so
  *    each output is within 2^-9 * sum |w x| of the exact product (the
  *    rounding's own bound: |x - bf16(x)| <= 2^-9 |x|), and within 1e-5 of
@@ -20,7 +20,7 @@
 
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/gemm.h"
-#include "engine/kernels/gemm_bf16_avx512.h"
+#include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
 #include "engine/kernels/threadpool.h"
 #include "tests/lib/tap.h"
 

@@ -11,7 +11,8 @@
  *    the end of its range (the AVX2 kernel's int16 sums at their largest);
  *  - the same bits for 1 and 2 threads, and for a token whether it comes in
  *    a batch of 100 or of 17 (the order of float additions depends on k
- *    only), and from the AVX2 and the AVX-512 VNNI GEMMs. */
+ *    only), and from every int8 GEMM: AVX2 and AVX-512 VNNI on x86, sdot
+ *    and smmla on AArch64. */
 #include "config.h"
 
 #include <math.h>
@@ -187,8 +188,15 @@ int main(void)
                                          ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
     /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
     const enum elm_isa best = elm_cpu()->isa;
+#if defined(__aarch64__) /* every AArch64 level: the probe's best, and those below it */
+    const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_NEON, ELM_ISA_NEON_DOTPROD,
+                                 ELM_ISA_NEON_I8MM};
+    (void)best;
+#else
     const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
                                  best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
+#endif
+    const int nsets = (int)(sizeof sets / sizeof sets[0]);
     for (int d = 0; d < 5; d++) {
         bool k32 = dts[d] == ELM_DTYPE_Q8_0 || dts[d] == ELM_DTYPE_Q4_0;
         static const long shapes[3][3] = {{70, 0, 100}, {33, 0, 37}, {40, 0, 20}};
@@ -198,16 +206,28 @@ int main(void)
             extreme = sh == 2;
             if (extreme)
                 diag("%s: extreme values (codes at the top of their range, q = +-127)", elm_dtype_name(dts[d]));
-            float *c[3] = {NULL, NULL, NULL};
-            for (int s = 0; s < 3; s++)
-                if (elm_kernels_select(sets[s]))
+            float *c[4] = {NULL, NULL, NULL, NULL};
+            bool i8[4] = {false, false, false, false};
+            for (int s = 0; s < nsets; s++)
+                if (elm_kernels_select(sets[s])) {
                     c[s] = gemm_case(elm_isa_name(sets[s]), dts[d], rows, cols, m);
-            /* exact integers, the same float steps */
-            if (c[1] && c[2] && elm_gemm_i8_available(dts[d], cols))
-                ok(memcmp(c[1], c[2], sizeof(float) * (size_t)(m * rows)) == 0,
-                   "%s %ld x %ld, %ld tokens: the AVX2 and AVX-512 int8 GEMMs give the same bits",
-                   elm_dtype_name(dts[d]), rows, cols, m);
-            for (int s = 0; s < 3; s++)
+                    i8[s] = elm_gemm_i8_available(dts[d], cols);
+                }
+            /* exact integers, the same float steps: every int8 GEMM (AVX2
+             * and AVX-512 VNNI; sdot and smmla) gives the first one's bits */
+            for (int s = 0, first = -1; s < nsets; s++) {
+                if (!c[s] || !i8[s])
+                    continue;
+                if (first < 0) {
+                    first = s;
+                    continue;
+                }
+                ok(memcmp(c[first], c[s], sizeof(float) * (size_t)(m * rows)) == 0,
+                   "%s %ld x %ld, %ld tokens: the %s and %s int8 GEMMs give the same bits",
+                   elm_dtype_name(dts[d]), rows, cols, m, elm_isa_name(sets[first]),
+                   elm_isa_name(sets[s]));
+            }
+            for (int s = 0; s < nsets; s++)
                 free(c[s]);
         }
     }

@@ -30,9 +30,19 @@
 static const enum elm_dtype types[] = {ELM_DTYPE_Q4_K, ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
 #define NTYPES 3
 /* by enum elm_isa; avx512bw: the AVX-512 kernels without VNNI, runnable on
- * a VNNI CPU */
-static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512"};
+ * a VNNI CPU; neon, dotprod (sdot): runnable on an i8mm CPU */
+static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512", "neon", "dotprod", "i8mm"};
 #define NSETS ELM_ISA_COUNT
+
+/* The sets of the other architecture (never run here: not listed). */
+static bool other_arch(int si)
+{
+#if defined(__aarch64__)
+    return elm_isa_x86((enum elm_isa)si, ELM_ISA_AVX2);
+#else
+    return elm_isa_arm((enum elm_isa)si, ELM_ISA_NEON);
+#endif
+}
 
 /* ------------------------------------------------------------ helpers */
 
@@ -350,9 +360,9 @@ static void test_goldens(enum elm_dtype t, const char *set, elm_qrows_fn fn)
     free(vals);
 }
 
-/* VNNI and AVX-512BW compute the same exact integers and the same float
- * steps: the same bits. */
-static void test_vnni_same(enum elm_dtype t, elm_qrows_fn a, elm_qrows_fn b)
+/* VNNI and AVX-512BW, sdot and plain NEON, compute the same exact integers
+ * and the same float steps: the same bits. */
+static void test_same_bits(enum elm_dtype t, const char *what, elm_qrows_fn a, elm_qrows_fn b)
 {
     const int64_t cols = 2560;
     const long rows = 9;
@@ -363,8 +373,7 @@ static void test_vnni_same(enum elm_dtype t, elm_qrows_fn a, elm_qrows_fn b)
     float ya[9], yb[9];
     a(w, ldw, cols, &s.a, ya, rows, false);
     b(w, ldw, cols, &s.a, yb, rows, false);
-    ok(memcmp(ya, yb, sizeof ya) == 0, "%s: avx512 (VNNI) and avx512bw give the same bits",
-       elm_dtype_name(t));
+    ok(memcmp(ya, yb, sizeof ya) == 0, "%s: %s give the same bits", elm_dtype_name(t), what);
     free(w);
     free_acts(&s);
 }
@@ -606,7 +615,8 @@ int main(int argc, char **argv)
         for (int si = 0; si < NSETS; si++) {
             elm_qrows_fn fn = elm_kquant_rows(t, (enum elm_isa)si);
             if (!fn) {
-                diag("%s: this CPU has no %s", elm_dtype_name(t), sets[si]);
+                if (!other_arch(si))
+                    diag("%s: this CPU has no %s", elm_dtype_name(t), sets[si]);
                 continue;
             }
             test_random(t, sets[si], fn);
@@ -615,7 +625,7 @@ int main(int argc, char **argv)
             test_extremes(t, sets[si], fn);
             test_goldens(t, sets[si], fn);
         }
-        for (int si = ELM_ISA_AVX512; si < NSETS; si++) {
+        for (int si = ELM_ISA_AVX512; si <= ELM_ISA_AVX512_VNNI; si++) {
             elm_qrows_fn fn = elm_kquant_rows(t, (enum elm_isa)si);
             if (fn)
                 test_multi(t, sets[si], (enum elm_isa)si, fn);
@@ -626,7 +636,11 @@ int main(int argc, char **argv)
         elm_qrows_fn bw = elm_kquant_rows(t, ELM_ISA_AVX512),
                      v = elm_kquant_rows(t, ELM_ISA_AVX512_VNNI);
         if (bw && v && bw != v)
-            test_vnni_same(t, v, bw);
+            test_same_bits(t, "avx512 (VNNI) and avx512bw", v, bw);
+        elm_qrows_fn neon = elm_kquant_rows(t, ELM_ISA_NEON),
+                     sdot = elm_kquant_rows(t, ELM_ISA_NEON_DOTPROD);
+        if (neon && sdot && neon != sdot)
+            test_same_bits(t, "dotprod (sdot) and neon", sdot, neon);
         ok(elm_kquant_rows(t, (enum elm_isa)ELM_ISA_COUNT) == NULL, "%s: unknown set: no kernel",
            elm_dtype_name(t));
     }

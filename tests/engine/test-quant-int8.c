@@ -5,12 +5,13 @@
  *    zeros, denormals, tiny normals on both sides of the 127 / FLT_MAX cut,
  *    huge values, exact .5 ties; and the reference itself against the rule
  *    of quant_act.h, emulated here with a rounding of its own;
- *  - the rows kernels (generic, avx2, avx512 with VNNI and without) against
+ *  - the rows kernels (generic, avx2, avx512 with VNNI and without; neon, sdot) against
  *    a float64 emulation (exact integer block dots times d_w * d_x, summed
  *    in double), within 1e-5 of the sum of |d_w d_x w[i] q[i]|, at odd
  *    shapes, with and without accumulation;
  *  - the same bits for any row range (decode is the same for any thread
- *    count), and VNNI == AVX-512BW (exact integers, the same float steps);
+ *    count), VNNI == AVX-512BW and sdot == NEON (exact integers, the same
+ *    float steps);
  *  - elm_matmul_rows on Q8_0 / Q4_0 matrices: quantize + kernel, a token at
  *    a time. */
 #include "config.h"
@@ -180,7 +181,7 @@ static void test_rounding(const enum elm_isa *sets, int nsets)
     float d;
     int16_t s16[2];
     long blocks = 0, ref_bad = 0, kinds[N_KINDS] = {0};
-    long set_bad[3] = {0, 0, 0};
+    long set_bad[4] = {0, 0, 0, 0};
     for (int c = 0; c < CALLS; c++) {
         int nb = 1 + (int)(next_u32() % MAXB);
         for (int b = 0; b < nb; b++) {
@@ -386,12 +387,13 @@ static void rows_case(const struct kernel *ks, int nk, long rows, long cols, lon
                          ks[k].name, elm_dtype_name(dt), rows, cols, s1, s1, s2, s2, rows);
                     bad_split[k] = true;
                 }
-                /* VNNI and AVX-512BW: the same bits (kernel 3 vs 2). */
-                if (k == 2)
+                /* VNNI and AVX-512BW, sdot and plain NEON: the same bits
+                 * (kernel 3 vs 2, 5 vs 4). */
+                if (k == 2 || k == 4)
                     memcpy(first, y, sizeof(float) * (size_t)rows);
-                else if (k == 3 && ks[2].fn[t] &&
+                else if ((k == 3 || k == 5) && ks[k - 1].fn[t] &&
                          memcmp(first, y, sizeof(float) * (size_t)rows) != 0)
-                    *bad_same = true;
+                    bad_same[k] = true;
             }
         }
         free(w);
@@ -406,23 +408,34 @@ static void rows_case(const struct kernel *ks, int nk, long rows, long cols, lon
 
 static void test_rows(void)
 {
-    /* 0 generic, 1 avx2, 2 avx512 (VNNI when the CPU has it), 3 avx512 without VNNI */
-    struct kernel ks[4] = {{"generic", {0}}, {"avx2", {0}}, {"avx512", {0}}, {"avx512-bw", {0}}};
+    /* 0 generic, 1 avx2, 2 avx512 (VNNI when the CPU has it), 3 avx512 without VNNI,
+     * 4 neon, 5 dotprod (sdot) */
+    enum { NK = 6 };
+    struct kernel ks[NK] = {{"generic", {0}}, {"avx2", {0}},    {"avx512", {0}},
+                            {"avx512-bw", {0}}, {"neon", {0}}, {"dotprod", {0}}};
     for (int t = 0; t < 2; t++) {
         ks[0].fn[t] = elm_q80_q40_rows(dts[t], ELM_ISA_GENERIC);
         ks[1].fn[t] = elm_q80_q40_rows(dts[t], ELM_ISA_AVX2);
         ks[2].fn[t] = elm_q80_q40_rows(dts[t], ELM_ISA_AVX512_VNNI);
         ks[3].fn[t] = elm_q80_q40_rows(dts[t], ELM_ISA_AVX512);
+        ks[4].fn[t] = elm_q80_q40_rows(dts[t], ELM_ISA_NEON);
+        ks[5].fn[t] = elm_q80_q40_rows(dts[t], ELM_ISA_NEON_DOTPROD);
     }
+#if defined(__aarch64__) /* the kernels of this architecture, and the generic ones */
+    static const int shown[] = {0, 4, 5};
+#else
+    static const int shown[] = {0, 1, 2, 3};
+#endif
+    const int nshown = (int)(sizeof shown / sizeof shown[0]);
     ok(ks[0].fn[0] && ks[0].fn[1], "the generic set has Q8_0 and Q4_0 kernels");
     ok(!elm_q80_q40_rows(ELM_DTYPE_Q4_K, ELM_ISA_GENERIC) &&
            !elm_q80_q40_rows(ELM_DTYPE_F32, ELM_ISA_AVX512) &&
            !elm_q80_q40_rows(ELM_DTYPE_Q8_0, (enum elm_isa)ELM_ISA_COUNT),
        "no Q8_0/Q4_0 kernel for other types or unknown sets");
-    for (int k = 1; k < 4; k++)
-        if (!ks[k].fn[0])
-            diag("this CPU has no %s kernels", ks[k].name);
-    if (elm_cpu()->isa >= ELM_ISA_AVX512_VNNI)
+    for (int i = 1; i < nshown; i++)
+        if (!ks[shown[i]].fn[0])
+            diag("this CPU has no %s kernels", ks[shown[i]].name);
+    if (elm_cpu()->isa == ELM_ISA_AVX512_VNNI)
         ok(elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX512_VNNI, 4096) &&
                elm_q80_q40_rows_multi(ELM_DTYPE_Q4_0, ELM_ISA_AVX2, 4096) &&
                !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_AVX512, 4096) &&
@@ -431,15 +444,16 @@ static void test_rows(void)
            "below use them), AVX-512BW and the generic set none");
     else
         diag("no AVX-512 VNNI: the several-token kernels are not tested here");
-    long checked[4] = {0};
-    double worst[4] = {0};
-    bool bad_split[4] = {false}, bad_same = false;
+    long checked[NK] = {0};
+    double worst[NK] = {0};
+    bool bad_split[NK] = {false}, bad_same[NK] = {false};
     const long colss[] = {32, 64, 96, 160, 224, 320, 1056, 1280, 2080, 4128, 5120};
     const long rowss[] = {1, 3, 4, 5, 7, 9, 13};
     for (size_t c = 0; c < sizeof colss / sizeof colss[0]; c++)
         for (size_t r = 0; r < sizeof rowss / sizeof rowss[0]; r++)
-            rows_case(ks, 4, rowss[r], colss[c], checked, worst, bad_split, &bad_same);
-    for (int k = 0; k < 4; k++) {
+            rows_case(ks, NK, rowss[r], colss[c], checked, worst, bad_split, bad_same);
+    for (int i = 0; i < nshown; i++) {
+        int k = shown[i];
         if (!ks[k].fn[0]) {
             skip(2, "the CPU cannot run these kernels");
             continue;
@@ -451,7 +465,9 @@ static void test_rows(void)
         ok(!bad_split[k], "%s: any row ranges give identical results", ks[k].name);
     }
     if (ks[2].fn[0] && ks[3].fn[0])
-        ok(!bad_same, "avx512: VNNI and AVX-512BW kernels give the same bits");
+        ok(!bad_same[3], "avx512: VNNI and AVX-512BW kernels give the same bits");
+    if (ks[4].fn[0] && ks[5].fn[0])
+        ok(!bad_same[5], "neon: sdot and plain NEON kernels give the same bits");
 }
 
 /* ----------------------------------------------- elm_matmul_rows */
@@ -515,11 +531,18 @@ int main(void)
     plan_lazy();
     /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
     const enum elm_isa best = elm_cpu()->isa;
+#if defined(__aarch64__) /* every AArch64 level: the probe's best, and those below it */
+    const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_NEON, ELM_ISA_NEON_DOTPROD,
+                                 ELM_ISA_NEON_I8MM};
+    (void)best;
+#else
     const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
                                  best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
-    test_rounding(sets, 3);
+#endif
+    const int nsets = (int)(sizeof sets / sizeof sets[0]);
+    test_rounding(sets, nsets);
     test_rows();
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < nsets; s++)
         if (elm_kernels_select(sets[s]))
             test_dispatch(sets[s]);
     return done_testing();

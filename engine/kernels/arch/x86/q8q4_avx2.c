@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "engine/kernels/blocks.h"
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 
 /* Software prefetch per row stream, this many bytes ahead: the hardware
  * prefetchers alone followed four interleaved rows at a third of the

@@ -2,7 +2,7 @@
  * activations, with VNNI and without (kquant_x86.h says how). */
 #include "config.h"
 
-#include "engine/kernels/kquant_x86.h"
+#include "engine/kernels/arch/x86/kquant_x86.h"
 
 #ifdef ELM_KQUANT_X86
 
@@ -49,7 +49,7 @@ AVX512VNNI static INLINE __m512i dot64_vnni(__m512i u, __m512i s)
 #define KQ_TARGET AVX512
 #define KQ_DOT dot64_bw
 #define KQ_NAME(n) n##_avx512bw
-#include "engine/kernels/kquant_avx512.inc"
+#include "engine/kernels/arch/x86/kquant_avx512.inc"
 #undef KQ_TARGET
 #undef KQ_DOT
 #undef KQ_NAME
@@ -57,7 +57,7 @@ AVX512VNNI static INLINE __m512i dot64_vnni(__m512i u, __m512i s)
 #define KQ_TARGET AVX512VNNI
 #define KQ_DOT dot64_vnni
 #define KQ_NAME(n) n##_avx512vnni
-#include "engine/kernels/kquant_avx512.inc"
+#include "engine/kernels/arch/x86/kquant_avx512.inc"
 #undef KQ_TARGET
 #undef KQ_DOT
 #undef KQ_NAME

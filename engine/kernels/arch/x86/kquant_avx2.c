@@ -2,7 +2,7 @@
  * activations (kquant_x86.h says how). */
 #include "config.h"
 
-#include "engine/kernels/kquant_x86.h"
+#include "engine/kernels/arch/x86/kquant_x86.h"
 
 #ifdef ELM_KQUANT_X86
 

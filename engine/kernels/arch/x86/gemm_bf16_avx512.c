@@ -11,7 +11,7 @@
  * half in its last pair. */
 #include "config.h"
 
-#include "engine/kernels/gemm_bf16_avx512.h"
+#include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@
 #include "engine/kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 #define HAVE_GEMM_BF16 1
 #define AVX512BF16 \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c,avx512bf16")))

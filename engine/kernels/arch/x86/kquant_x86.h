@@ -34,7 +34,7 @@
 #include <string.h>
 
 #include "engine/kernels/blocks.h"
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 
 #define AVX512VNNI                                                                                 \
     __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))

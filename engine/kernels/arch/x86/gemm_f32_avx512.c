@@ -11,7 +11,7 @@
  * every output depends only on K and KC: not on threads or row ranges. */
 #include "config.h"
 
-#include "engine/kernels/gemm_f32_avx512.h"
+#include "engine/kernels/arch/x86/gemm_f32_avx512.h"
 
 #include <string.h>
 
@@ -19,7 +19,7 @@
 #include "engine/kernels/blocks.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "engine/kernels/simd_x86.h"
+#include "engine/kernels/arch/x86/simd_x86.h"
 #define HAVE_GEMM_AVX512 1
 #endif
 
