@@ -41,4 +41,5 @@ ui_keys '/info' Enter
 ok 'ui_wait "the last save failed: " 5 && ui_wait "blocked.yaml" 5' "/info has the whole error, path included"
 ui_keys '/quit' Enter
 ok 'ui_exited 10' "quits"
+ok 'ui_wait "could not be saved: cannot write" 5' "the exit says the conversation was not saved, and why"
 ui_done
