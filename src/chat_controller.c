@@ -801,6 +801,13 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
         free(model_note);
         return false;
     }
+    /* no view to show it read-only (bench --chat): a clear error instead */
+    if (c->cur->read_only && !view) {
+        snprintf(err, err_size, "session '%s' is open in another elmchat (pid %ld)", s->name,
+                 c->cur->lock_holder);
+        free(model_note);
+        return false;
+    }
     /* what the command line changed in a saved session is saved with it */
     if (cli_changed && s->n_msgs > 0)
         c->cur->dirty = true;

@@ -783,6 +783,31 @@ static void test_continue(void)
     free(mb);
 }
 
+/* A second chat on a session this one has open: flock's locks are per
+ * open file, so a second open in one process is refused as another
+ * process's is.  Without a view (bench --chat) it is a clear error. */
+static void test_second_opener(void)
+{
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/sa.yaml");
+    struct stat before, after;
+    stat(path, &before);
+    struct chat_options o = plain_options("sa", model_a);
+    ok(start_with(&o) && run_until(settled), "sa open");
+    struct chat other;
+    char err[2048] = "";
+    ok(!chat_init(&other, &o, NULL, err, sizeof err) &&
+           strstr(err, "'sa' is open in another elmchat"),
+       "a second opener without a view: %s", err);
+    chat_fini(&other);
+    chat_fini(&chat);
+    rec_clear();
+    ok(stat(path, &after) == 0 && same_file(&before, &after), "sa was not written");
+    char *lock = xdg_file("XDG_DATA_HOME", "sessions/.sa.lock");
+    ok(!exists(lock), "the lock file went with the last opener");
+    free(lock);
+    free(path);
+}
+
 int main(void)
 {
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a,
@@ -809,6 +834,7 @@ int main(void)
     test_unchanged_not_written();
     test_own_model();
     test_continue();
+    test_second_opener();
     free(rec.msgs);
     free(rec.input);
     free(rec.remembered);
