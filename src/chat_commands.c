@@ -493,8 +493,10 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             name[nl] = '\0';
         }
         if (name && *name && !chat_conv_take_name(c, v, name, force, err, sizeof err)) {
-            chat_notice(c, true, "not saved: %s%s", err,
-                        strstr(err, "exists already") ? " (/save NAME --force replaces it)" : "");
+            if (strstr(err, "exists already"))
+                chat_notice(c, true, "not saved: %s (/save %s --force replaces it)", err, name);
+            else
+                chat_notice(c, true, "not saved: %s", err);
             free(name);
             break;
         }

@@ -681,7 +681,12 @@ static bool parse_mem_budget(const char *budget, uint64_t *out, char *err, size_
 
 /* The session the chat starts with (-s NAME, else a new one), with the
  * command line's system prompt, template choice and sampling. */
-static struct session *first_session(struct chat *c, char *err, size_t err_size)
+static bool same_text(const char *a, const char *b)
+{
+    return a && b && strcmp(a, b) == 0;
+}
+
+static struct session *first_session(struct chat *c, bool *changed, char *err, size_t err_size)
 {
     const struct chat_options *opt = &c->opt;
     struct session *s;
@@ -705,6 +710,11 @@ static struct session *first_session(struct chat *c, char *err, size_t err_size)
         s = session_new(name);
         free(name);
     }
+    /* what the command line changes is saved with it; nothing else is */
+    struct sampling was;
+    memcpy(&was, &s->sampling, sizeof was); /* padding too: compared with memcmp */
+    *changed = (opt->system && !same_text(s->system, opt->system)) ||
+               (opt->template_name && !same_text(s->template_name, opt->template_name));
     if (opt->system) {
         free(s->system);
         s->system = x_strdup(opt->system);
@@ -716,6 +726,7 @@ static struct session *first_session(struct chat *c, char *err, size_t err_size)
             session_free(s);
             return NULL;
         }
+        *changed = *changed || !same_text(s->system, r->system) || !same_text(s->role, r->name);
         free(s->system);
         s->system = x_strdup(r->system);
         free(s->role);
@@ -727,6 +738,7 @@ static struct session *first_session(struct chat *c, char *err, size_t err_size)
         s->template_name = NULL;
     }
     chat_apply_cli_sampling(c, s);
+    *changed = *changed || memcmp(&was, &s->sampling, sizeof was) != 0;
     return s;
 }
 
@@ -756,16 +768,6 @@ static bool init_model(struct chat *c, const struct session *s, char **note, cha
     return true;
 }
 
-/* Sampling given on the command line (chat_apply_cli_sampling sets it). */
-static bool cli_sets_sampling(const struct chat_options *opt)
-{
-    const struct elm_sampler_params d = elm_sampler_default_params();
-    const struct elm_sampler_params *o = &opt->common.sampler;
-    return o->temperature != d.temperature || o->top_k != d.top_k || o->top_p != d.top_p ||
-           o->min_p != d.min_p || o->repeat_penalty != d.repeat_penalty || o->seed != d.seed ||
-           opt->common.max_tokens >= 0;
-}
-
 bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat_view *view,
                char *err, size_t err_size)
 {
@@ -785,7 +787,8 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
     if (budget && *budget && !parse_mem_budget(budget, &c->mem_budget, err, err_size))
         return false;
     /* The session first: it names its model and may name its template. */
-    struct session *s = first_session(c, err, err_size);
+    bool cli_changed = false;
+    struct session *s = first_session(c, &cli_changed, err, err_size);
     if (!s)
         return false;
     char *model_note = NULL;
@@ -798,8 +801,15 @@ bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat
         free(model_note);
         return false;
     }
+    /* no view to show it read-only (bench --chat): a clear error instead */
+    if (c->cur->read_only && !view) {
+        snprintf(err, err_size, "session '%s' is open in another elmchat (pid %ld)", s->name,
+                 c->cur->lock_holder);
+        free(model_note);
+        return false;
+    }
     /* what the command line changed in a saved session is saved with it */
-    if (opt->system || opt->role || opt->template_name || cli_sets_sampling(opt))
+    if (cli_changed && s->n_msgs > 0)
         c->cur->dirty = true;
     c->cur->sampling_by_cli = chat_cli_sampling(c, NULL); /* first_session applied them */
     chat_show_conv(c);

@@ -647,9 +647,11 @@ char *chat_exit_note(struct chat *c)
         return x_asprintf("'%s' is open in another elmchat: left as it was.", v->s->name);
     char *path = session_path_for(v->s->name);
     char *note;
-    if (!file_exists(path) || v->dirty) {
-        note = x_strdup(v->s->n_msgs ? "The conversation could not be saved (see above)."
-                                     : "Nothing saved: the conversation was empty.");
+    if (v->dirty && c->save_error[0]) {
+        note = x_asprintf("The conversation '%s' could not be saved: %s", v->s->name,
+                          c->save_error);
+    } else if (!file_exists(path)) {
+        note = x_strdup("Nothing saved: the conversation was empty.");
     } else {
         char *word = shell_word(v->s->name);
         note = x_asprintf("Saved as '%s' (%s).\nResume it: elmchat -s %s   (elmchat -c: the "

@@ -27,7 +27,8 @@ const struct cmd_info cmd_table[] = {
      "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
      "markdown on|off; lookup on|off; draft NAME|off; alone: the values and where they come "
      "from"},
-    {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME]", "save the conversation (as NAME)"},
+    {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME] [--force]",
+     "save the conversation (as NAME; --force replaces a saved NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
     {"rename", CMD_RENAME, ARG_TEXT, 1, "/rename NEW", "rename this conversation (its file too)"},
     {"delete", CMD_DELETE, ARG_SESSION, 1, "/delete NAME",

@@ -26,12 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "src/chat_controller.h"
 #include "src/paths.h"
 #include "src/session.h"
 #include "src/session_tree.h"
+#include "src/store.h"
 #include "src/strbuf.h"
 #include "src/template.h"
 #include "src/xalloc.h"
@@ -803,6 +805,225 @@ static void test_quit(void)
     free(yaml);
 }
 
+/* ------------------------------------------------ session files (issue 50) */
+
+static bool start_with(const struct chat_options *o)
+{
+    char err[2048];
+    if (!chat_init(&chat, o, &view, err, sizeof err)) {
+        diag("chat_init: %s", err);
+        return false;
+    }
+    return true;
+}
+
+/* A chat on session with nothing given on the command line but the
+ * model (NULL: none) and the threads: it changes nothing in the session. */
+static struct chat_options plain_options(const char *session, const char *model)
+{
+    struct chat_options o = {.session_name = session};
+    cli_common_init(&o.common);
+    o.common.model = model;
+    o.common.n_threads = 1;
+    return o;
+}
+
+static bool file_has(const char *path, const char *text)
+{
+    char *data = NULL, err[512];
+    size_t len;
+    bool hit = store_read_file(path, 1 << 24, &data, &len, err, sizeof err) == 0 &&
+               strstr(data, text) != NULL;
+    free(data);
+    return hit;
+}
+
+static bool one_turn(const char *text)
+{
+    submit("%s", text);
+    return run_until(settled);
+}
+
+static bool transcript_has(enum chat_role role, const char *text)
+{
+    for (size_t i = 0; i < rec.n_msgs; i++)
+        if (rec.msgs[i].role == role && strstr(rec.msgs[i].text, text))
+            return true;
+    return false;
+}
+
+/* /save NAME over another saved conversation is refused; --force replaces
+ * it on purpose; /new NAME does not start an empty NAME over a saved one. */
+static void test_save_refuses(void)
+{
+    char *sa = xdg_file("XDG_DATA_HOME", "sessions/sa.yaml");
+    ok(start("sa") && run_until(settled) && one_turn("alpha's own words"), "sa: one exchange");
+    chat_fini(&chat);
+    rec_clear();
+    ok(file_has(sa, "alpha's own words"), "sa is saved");
+    ok(start("sb") && run_until(settled) && one_turn("beta's words"), "sb: one exchange");
+    submit("/save sa");
+    ok(strstr(notice(), "exists already") && strstr(notice(), "/save sa --force"),
+       "/save sa is refused, with the way to replace it (%s)", notice());
+    is_str(status().session, "sb", "still sb");
+    ok(file_has(sa, "alpha's own words") && !file_has(sa, "beta's words"), "sa is as it was");
+    submit("/new sa");
+    ok(strstr(notice(), "exists") != NULL, "/new sa is refused too (%s)", notice());
+    ok(file_has(sa, "alpha's own words"), "sa is still as it was");
+    submit("/save sa --force");
+    ok(strstr(notice(), "saved 'sa'") != NULL, "/save sa --force replaces it (%s)", notice());
+    ok(file_has(sa, "beta's words") && !file_has(sa, "alpha's own words"), "sa holds sb's now");
+    chat_fini(&chat);
+    rec_clear();
+    free(sa);
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+           a->st_mtim.tv_nsec == b->st_mtim.tv_nsec && a->st_size == b->st_size;
+}
+
+/* A session opened and left without a change is not written. */
+static void test_unchanged_not_written(void)
+{
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/sa.yaml");
+    struct stat before, after;
+    ok(stat(path, &before) == 0, "sa is there");
+    struct chat_options o = plain_options("sa", model_a);
+    ok(start_with(&o) && run_until(settled), "sa opened, its model ready");
+    submit("/quit");
+    chat_fini(&chat);
+    rec_clear();
+    ok(stat(path, &after) == 0 && same_file(&before, &after),
+       "/quit of an unchanged session writes nothing (same inode, mtime and size)");
+    free(path);
+}
+
+/* -s NAME reopens on the session's own model, and the file keeps it; a
+ * model that cannot be opened gives way to the default, said so. */
+static void test_own_model(void)
+{
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/mb.yaml");
+    struct chat_options o = plain_options("mb", model_b);
+    ok(start_with(&o) && run_until(settled) && one_turn("on model b"), "mb: a turn on b");
+    chat_fini(&chat);
+    rec_clear();
+    char *line = x_strdup(model_b); /* as model: names it (quoted or not) */
+    ok(file_has(path, line), "the file names b");
+    setenv("ELMCHAT_MODEL", model_a, 1); /* the default */
+    o = plain_options("mb", NULL);
+    ok(start_with(&o) && run_until(settled), "-s mb without -m");
+    is_str(status().model, "b", "it reopens on its own model, b, not the default");
+    int reused, computed;
+    ok(one_turn("still on b"), "a turn");
+    chat_last_request(&chat, &reused, &computed);
+    ok(reused > 0, "on its KV snapshot: %d reused, %d computed", reused, computed);
+    chat_fini(&chat);
+    rec_clear();
+    ok(file_has(path, line), "the file still names b");
+
+    /* its model gone: the default, said so; the file keeps the name */
+    char *data = NULL, err[512];
+    size_t len;
+    if (store_read_file(path, 1 << 24, &data, &len, err, sizeof err) != 0)
+        bail_out("%s", err);
+    char *at = strstr(data, line);
+    if (!at)
+        bail_out("no model: %s in %s", line, path);
+    struct sbuf b = {0};
+    sbuf_add(&b, data, (size_t)(at - data));
+    sbuf_add(&b, "/no/such/model", strlen("/no/such/model"));
+    sbuf_add(&b, at + strlen(line), len - (size_t)(at - data) - strlen(line));
+    if (store_write_atomic(path, b.data, b.len, err, sizeof err) != 0)
+        bail_out("%s", err);
+    sbuf_fini(&b);
+    free(data);
+    ok(start_with(&o) && run_until(settled), "-s mb, its model gone");
+    is_str(status().model, "a", "the default instead");
+    ok(transcript_has(CHAT_ERROR, "/no/such/model") && transcript_has(CHAT_ERROR, "goes on with a"),
+       "the transcript says why and which model is used");
+    ok(one_turn("on the default"), "a turn on the default");
+    chat_fini(&chat);
+    rec_clear();
+    ok(file_has(path, "/no/such/model") && file_has(path, "on the default"),
+       "the file keeps its model's name");
+    unsetenv("ELMCHAT_MODEL");
+    free(line);
+    free(path);
+}
+
+/* -c: the most recently saved conversation; the exit note says how to
+ * come back. */
+static void test_continue(void)
+{
+    char *sa = xdg_file("XDG_DATA_HOME", "sessions/sa.yaml");
+    char *mb = xdg_file("XDG_DATA_HOME", "sessions/mb.yaml");
+    struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+    utimensat(AT_FDCWD, mb, old, 0);
+    struct chat_options o = plain_options(NULL, model_a);
+    o.continue_last = true;
+    ok(start_with(&o), "-c");
+    /* every file but mb is newer; among them the newest */
+    const char *name = status().session;
+    ok(name && strcmp(name, "mb") != 0 && strncmp(name, "chat-", 5) != 0,
+       "-c opens a saved session, the newest (%s)", name ? name : "none");
+    chat_fini(&chat);
+    rec_clear();
+    struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+    utimensat(AT_FDCWD, sa, now, 0);
+    ok(start_with(&o), "-c again");
+    is_str(status().session, "sa", "the session saved last");
+    ok(transcript_has(CHAT_USER, "beta's words"), "its conversation is shown");
+    chat_save_all(&chat);
+    char *note = chat_exit_note(&chat);
+    ok(note && strstr(note, "elmchat -s sa") && strstr(note, "elmchat -c") &&
+           strstr(note, "sa.yaml"),
+       "the exit note: where it is and how to resume (%s)", note ? note : "none");
+    free(note);
+    chat_fini(&chat);
+    rec_clear();
+
+    char *empty = x_asprintf("%s/nothing-here", tap_tmpdir());
+    char *data = x_strdup(getenv("XDG_DATA_HOME"));
+    setenv("XDG_DATA_HOME", empty, 1);
+    char err[2048];
+    ok(!chat_init(&chat, &o, &view, err, sizeof err) && strstr(err, "no saved conversation"),
+       "-c with none saved: %s", err);
+    chat_fini(&chat);
+    rec_clear();
+    setenv("XDG_DATA_HOME", data, 1);
+    free(data);
+    free(empty);
+    free(sa);
+    free(mb);
+}
+
+/* A second chat on a session this one has open: flock's locks are per
+ * open file, so a second open in one process is refused as another
+ * process's is.  Without a view (bench --chat) it is a clear error. */
+static void test_second_opener(void)
+{
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/sa.yaml");
+    struct stat before, after;
+    stat(path, &before);
+    struct chat_options o = plain_options("sa", model_a);
+    ok(start_with(&o) && run_until(settled), "sa open");
+    struct chat other;
+    char err[2048] = "";
+    ok(!chat_init(&other, &o, NULL, err, sizeof err) &&
+           strstr(err, "'sa' is open in another elmchat"),
+       "a second opener without a view: %s", err);
+    chat_fini(&other);
+    chat_fini(&chat);
+    rec_clear();
+    ok(stat(path, &after) == 0 && same_file(&before, &after), "sa was not written");
+    char *lock = xdg_file("XDG_DATA_HOME", "sessions/.sa.lock");
+    ok(!exists(lock), "the lock file went with the last opener");
+    free(lock);
+    free(path);
+}
+
 int main(void)
 {
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a,
@@ -843,6 +1064,11 @@ int main(void)
     test_save_and_restore();
     test_quit();
     rec_clear();
+    test_save_refuses();
+    test_unchanged_not_written();
+    test_own_model();
+    test_continue();
+    test_second_opener();
     free(rec.msgs);
     free(rec.input);
     free(rec.remembered);

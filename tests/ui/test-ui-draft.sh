@@ -34,10 +34,12 @@ ui_keys '/set lookup on' Enter
 ok 'ui_wait "prompt lookup on" 5' "/set lookup on"
 # A save that fails says why first (a folder where the file would go).
 mkdir -p "$UI_DIR/data/elmchat/sessions/blocked.yaml"
-ui_keys '/save blocked' Enter
+# (--force: a saved 'blocked' is there, and /save alone refuses to replace it)
+ui_keys '/save blocked --force' Enter
 ok 'ui_wait "not saved (Is a directory): '"'"'blocked'"'"'" 5' "a failed save: the reason first, then the name"
 ui_keys '/info' Enter
 ok 'ui_wait "the last save failed: " 5 && ui_wait "blocked.yaml" 5' "/info has the whole error, path included"
 ui_keys '/quit' Enter
 ok 'ui_exited 10' "quits"
+ok 'ui_wait "could not be saved: cannot write" 5' "the exit says the conversation was not saved, and why"
 ui_done
