@@ -197,8 +197,8 @@ static void show_sampling(struct chat *c)
     struct sbuf b = {0};
     char line[640];
     snprintf(line, sizeof line,
-             "sampling (each from the last of: default < template < model < config.yaml < "
-             "session, command line, /set):");
+             "sampling (default < template < model < config.yaml < session < command line < "
+             "/set):");
     sbuf_add(&b, line, strlen(line));
     for (int i = 0; i < SAMPLING_N_FIELDS; i++) {
         char origin[160];

@@ -80,11 +80,13 @@ void session_message_fini(struct message *m);
 /* Replace the content of message i (copied). */
 void session_set_content(struct session *s, size_t i, const char *content);
 /* Delete path messages [n_keep, n_msgs) and the branches that grow from
- * them (undo, clear; an edit or a retry keeps them: session_stash). */
+ * them (a turn that could not be rendered; /undo, /clear, an edit or a
+ * retry keep them: session_stash). */
 void session_truncate(struct session *s, size_t n_keep);
 /* Remove path messages [i, i + n) (the later ones move up and follow
  * message i - 1); the branches that grow inside them go too, those after
- * the last one follow message i - 1 as well. */
+ * the last one follow message i - 1 as well.  (/remove keeps them:
+ * session_take_out.) */
 void session_remove(struct session *s, size_t i, size_t n);
 
 /* The tree's storage (session_tree.h navigates it). */

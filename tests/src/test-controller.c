@@ -673,6 +673,12 @@ static void test_destructive_commands_keep(void)
     submit("/undo");
     is_str(shown_users(), "one|two", "the next /undo is an /undo again");
     say("three");
+    submit("/remove");
+    is_str(shown_users(), "one|two", "/remove: the last exchange");
+    submit("/pin 1"); /* changes no message: the /remove can still be undone */
+    submit("/undo");
+    is_str(shown_users(), "one|two|three", "/undo puts the last exchange back (%s)", notice());
+    ok(run_until(settled), "prefilled");
 
     /* /clear, then /undo: the whole conversation is back */
     size_t before = tree_size();
