@@ -1,14 +1,16 @@
 /* gemm_int8.c: block-quantized weights x int8 activations for batches, with
  * an AVX-512 VNNI micro-kernel of 4 tokens x 32 weight rows (and an AVX2
- * one of 4 x 8 that gives the same bits).
+ * one of 4 x 8 that gives the same bits); on AArch64 with FEAT_I8MM the
+ * smmla kernel of arch/arm/gemm_int8_i8mm.c (4 x 8, the same float steps).
  *
  * Prefill used to widen the weights to f32 and run the f32 GEMM: about
  * BLIS's speed, which llama.cpp's int8 GEMM beats by 1.2-1.4x for Q4_0 and
  * Q4_K.  Here one vpdpbusd does 64 multiply-adds where an FMA does 16.
  *
- * Layout.  A (the activations, already rounded by act_int8.c) is packed
- * once per call into tiles of MR tokens: the int8 values as [k/4][MR]
- * 32-bit words (one 32-bit broadcast feeds a vpdpbusd), then per
+ * Layout (gemm_int8_tiles.h).  A (the activations, already rounded by
+ * act_int8.c) is packed once per call into tiles of MR tokens: the int8
+ * values as [k/4][MR] 32-bit words (one 32-bit broadcast feeds a vpdpbusd;
+ * smmla: [k/8][MR] groups of 8 bytes, two tokens a register), then per
  * weight sub-block the activation block's scale d and its correction (bias
  * types: -bias * sum(q), an integer that makes the int32 sum exact; Q4_K and
  * Q5_K: d * sum(q), which meets the weight's float min).  Each thread
@@ -29,102 +31,72 @@
 
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/blocks.h"
+#include "engine/kernels/gemm_int8_tiles.h"
 
 #define MR ELM_GI8_MR
 #define NR ELM_GI8_NR
 
 /* ----------------------------------------------------- weight kinds */
 
-/* Sub-block width, the bias added to make weights unsigned (0: none, the
- * type has float mins instead). */
-struct kind {
-    int sb;
-    int bias;
-    bool mins;
-};
-
 static bool vnni_kernel(void);
+/* Bytes per group of the packed layouts: 4 (x86's 32-bit broadcasts), 8
+ * (smmla's 2x8 operands). */
+static int group_bytes(void);
 
-static bool kind_of(enum elm_dtype dtype, struct kind *k)
+static bool kind_of(enum elm_dtype dtype, struct elm_gi8_kind *k)
 {
     switch (dtype) {
     /* AVX2 multiplies |w| by the activation with w's sign (no bias: 255 x
-     * 127 x 2 would saturate vpmaddubsw's int16) */
-    case ELM_DTYPE_Q8_0: *k = (struct kind){32, vnni_kernel() ? 128 : 0, false}; return true;
-    case ELM_DTYPE_Q4_0: *k = (struct kind){32, 8, false}; return true;
+     * 127 x 2 would saturate vpmaddubsw's int16); smmla multiplies signed
+     * bytes */
+    case ELM_DTYPE_Q8_0: *k = (struct elm_gi8_kind){32, vnni_kernel() ? 128 : 0, false}; return true;
+    case ELM_DTYPE_Q4_0: *k = (struct elm_gi8_kind){32, 8, false}; return true;
     case ELM_DTYPE_Q4_K:
-    case ELM_DTYPE_Q5_K: *k = (struct kind){32, 0, true}; return true;
-    case ELM_DTYPE_Q6_K: *k = (struct kind){16, 32, false}; return true;
+    case ELM_DTYPE_Q5_K: *k = (struct elm_gi8_kind){32, 0, true}; return true;
+    case ELM_DTYPE_Q6_K: *k = (struct elm_gi8_kind){16, 32, false}; return true;
     default: return false;
     }
 }
 
-static size_t up64(size_t n)
-{
-    return (n + 63) & ~(size_t)63;
-}
-
-/* One A tile: q words [k/4][MR], d [nsb][MR], corrections [nsb][MR]. */
-static size_t tile_bytes(long k, int sb)
-{
-    size_t nsb = (size_t)k / (size_t)sb;
-    return up64((size_t)k * MR) + 2 * up64(nsb * MR * 4);
-}
-
-/* The parts of the tile at p; ci and cf are the same corrections, int32
- * (bias types) or float (mins). */
-struct atile {
-    int32_t *q, *ci;
-    float *d, *cf;
-};
-
-static struct atile atile_at(const void *p, long k, int sb)
-{
-    char *base = (char *)(uintptr_t)p; /* const for the kernels, written by pack_a */
-    size_t nsb = (size_t)k / (size_t)sb;
-    char *corr = base + up64((size_t)k * MR) + up64(nsb * MR * 4);
-    return (struct atile){.q = (int32_t *)(void *)base,
-                          .ci = (int32_t *)(void *)corr,
-                          .d = (float *)(void *)(base + up64((size_t)k * MR)),
-                          .cf = (float *)(void *)corr};
-}
-
 size_t elm_gemm_i8_apack_bytes(enum elm_dtype dtype, long m, long k)
 {
-    struct kind kd;
+    struct elm_gi8_kind kd;
     if (!kind_of(dtype, &kd))
         return 0;
-    return (size_t)((m + MR - 1) / MR) * tile_bytes(k, kd.sb);
+    return (size_t)((m + MR - 1) / MR) * elm_gi8_tile_bytes(k, kd.sb);
 }
 
 /* The panel: q words [k/4][NR], s [nsb][NR], o [nsb][NR]; then its rows
  * unpacked, u [NR][k], us and uo [NR][nsb], before the transposition. */
 size_t elm_gemm_i8_wpack_bytes(enum elm_dtype dtype, long k)
 {
-    struct kind kd;
+    struct elm_gi8_kind kd;
     if (!kind_of(dtype, &kd))
         return 0;
-    size_t nsb = (size_t)k / (size_t)kd.sb;
-    return 2 * up64((size_t)k * NR) + 4 * up64(nsb * NR * 4);
+    return elm_gi8_panel_bytes(k, kd.sb);
 }
 
 void elm_gemm_i8_pack_a(enum elm_dtype dtype, const struct elm_qact *qa, long m, long t0,
                         void *ap)
 {
-    struct kind kd;
+    struct elm_gi8_kind kd;
     if (!kind_of(dtype, &kd))
         return;
     long k = (long)qa[0].n, nsb = k / kd.sb;
-    struct atile at = atile_at((char *)ap + (size_t)(t0 / MR) * tile_bytes(k, kd.sb), k, kd.sb);
-    int32_t *q = at.q, *ci = at.ci;
+    const int gb = group_bytes();
+    struct elm_gi8_atile at = elm_gi8_atile_at(
+        (char *)ap + (size_t)(t0 / MR) * elm_gi8_tile_bytes(k, kd.sb), k, kd.sb);
+    int8_t *q = (int8_t *)at.q;
+    int32_t *ci = at.ci;
     float *d = at.d, *cf = at.cf;
     for (int i = 0; i < MR; i++) {
         const struct elm_qact *a = t0 + i < m ? &qa[t0 + i] : NULL;
-        for (long g = 0; g < k / 4; g++) {
-            int32_t v = 0;
+        for (long g = 0; g < k / gb; g++) {
+            int8_t *dst = q + ((size_t)g * MR + (size_t)i) * (size_t)gb;
             if (a)
-                memcpy(&v, a->q + 4 * g, 4);
-            q[g * MR + i] = v;
+                memcpy(dst, a->q + (size_t)gb * (size_t)g, (size_t)gb);
+            else
+                memset(dst, 0, (size_t)gb);
         }
         for (long s = 0; s < nsb; s++) {
             long blk = s * kd.sb / ELM_QA_BLOCK; /* the activation block holding it */
@@ -276,38 +248,11 @@ static unpack_fn unpack_for(enum elm_dtype dtype)
     }
 }
 
-/* The weight panel of rows [r0, r0 + nr) (zeros past nr), in wp. */
-struct wpanel {
-    uint32_t *q;
-    float *s, *o;
-    uint8_t *u; /* the rows unpacked */
-    float *us, *uo;
-};
-
-static struct wpanel panel_at(void *wp, long k, const struct kind *kd)
-{
-    size_t nsb = (size_t)k / (size_t)kd->sb;
-    char *p = wp;
-    struct wpanel pn;
-    pn.q = (uint32_t *)(void *)p;
-    p += up64((size_t)k * NR);
-    pn.s = (float *)(void *)p;
-    p += up64(nsb * NR * 4);
-    pn.o = (float *)(void *)p;
-    p += up64(nsb * NR * 4);
-    pn.u = (uint8_t *)p;
-    p += up64((size_t)k * NR);
-    pn.us = (float *)(void *)p;
-    p += up64(nsb * NR * 4);
-    pn.uo = (float *)(void *)p;
-    return pn;
-}
-
 /* Unpack each row, then transpose its 32-bit words (four columns) and its
  * scales into the panel; elm_transpose moves 32-bit patterns, floats or
  * not (the AVX-512 set's, as this GEMM runs only there). */
-static void pack_w(const struct elm_matrix *w, const struct kind *kd, long r0, int nr,
-                   const struct wpanel *pn)
+static void pack_w(const struct elm_matrix *w, const struct elm_gi8_kind *kd, long r0, int nr,
+                   const struct elm_gi8_panel *pn)
 {
     long k = (long)w->cols, nsb = k / kd->sb;
     size_t row_bytes = elm_row_size(w->dtype, w->cols);
@@ -333,11 +278,11 @@ static void pack_w(const struct elm_matrix *w, const struct kind *kd, long r0, i
 
 /* C[t0 + i][n0 + 16h + l] for i < mt, 16h + l < nr, from one A tile and the
  * panel; sbw = sub-block width / 4 (words). */
-VNNI static INLINE void micro(const char *tile, long k, const struct wpanel *pn, const int sbw,
+VNNI static INLINE void micro(const char *tile, long k, const struct elm_gi8_panel *pn, const int sbw,
                               const bool mins, float *c, long ldc, int mt, int nr, bool add)
 {
     const long nsb = k / (4 * sbw);
-    const struct atile at = atile_at(tile, k, 4 * sbw);
+    const struct elm_gi8_atile at = elm_gi8_atile_at(tile, k, 4 * sbw);
     const int32_t *aq = at.q, *ci = at.ci;
     const float *ad = at.d, *cf = at.cf;
     __m512 f[MR][2];
@@ -409,12 +354,12 @@ VNNI static INLINE void micro(const char *tile, long k, const struct wpanel *pn,
  * to the activation), then vpmaddwd by ones into int32.  The int8 rule
  * keeps |q| <= 127 (act_int8.h), which these bounds need.  The integers are
  * exact and the float steps those of the VNNI kernel: the same bits. */
-AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn, const int sbw,
+AVX2 static INLINE void micro8(const char *tile, long k, const struct elm_gi8_panel *pn, const int sbw,
                                const bool mins, const bool sgn, float *c, long ldc, int mt,
                                int nr, bool add)
 {
     const long nsb = k / (4 * sbw);
-    const struct atile at = atile_at(tile, k, 4 * sbw);
+    const struct elm_gi8_atile at = elm_gi8_atile_at(tile, k, 4 * sbw);
     const int32_t *aq = at.q, *ci = at.ci;
     const float *ad = at.d, *cf = at.cf;
     const __m256i ones = _mm256_set1_epi16(1);
@@ -480,7 +425,7 @@ AVX2 static INLINE void micro8(const char *tile, long k, const struct wpanel *pn
 /* One copy of a kernel per constant combination (sub-block words, mins,
  * signed Q8_0), each compiled with its loops fully known. */
 #define SPECIALIZE(name, attr, kernel, ...)                                                       \
-    attr static void name(const char *tile, long k, const struct wpanel *pn, float *c, long ldc,  \
+    attr static void name(const char *tile, long k, const struct elm_gi8_panel *pn, float *c, long ldc,  \
                           int mt, int nr, bool add)                                               \
     {                                                                                             \
         kernel(tile, k, pn, __VA_ARGS__, c, ldc, mt, nr, add);                                    \
@@ -493,10 +438,10 @@ SPECIALIZE(micro8_signed32, AVX2, micro8, 8, false, true)
 SPECIALIZE(micro8_mins32, AVX2, micro8, 8, true, false)
 SPECIALIZE(micro8_bias16, AVX2, micro8, 4, false, false)
 
-typedef void (*micro_fn)(const char *tile, long k, const struct wpanel *pn, float *c, long ldc,
+typedef void (*micro_fn)(const char *tile, long k, const struct elm_gi8_panel *pn, float *c, long ldc,
                          int mt, int nr, bool add);
 
-static micro_fn micro_for(enum elm_dtype dtype, const struct kind *kd)
+static micro_fn micro_for(enum elm_dtype dtype, const struct elm_gi8_kind *kd)
 {
     if (vnni_kernel())
         return kd->sb == 16 ? micro_bias16 : kd->mins ? micro_mins32 : micro_bias32;
@@ -508,12 +453,12 @@ static micro_fn micro_for(enum elm_dtype dtype, const struct kind *kd)
 void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, long r0, long r1,
                       float *c, long ldc, bool accumulate, void *wp)
 {
-    struct kind kd;
+    struct elm_gi8_kind kd;
     if (!kind_of(w->dtype, &kd))
         return;
     long k = (long)w->cols;
-    size_t tb = tile_bytes(k, kd.sb);
-    struct wpanel pn = panel_at(wp, k, &kd);
+    size_t tb = elm_gi8_tile_bytes(k, kd.sb);
+    struct elm_gi8_panel pn = elm_gi8_panel_at(wp, k, kd.sb);
     micro_fn kern = micro_for(w->dtype, &kd);
     for (long n0 = r0; n0 < r1; n0 += NR) {
         int nr = r1 - n0 < NR ? (int)(r1 - n0) : NR;
@@ -541,14 +486,57 @@ const char *elm_gemm_i8_name(void)
 /* The avx2 set, and the avx512 one without VNNI, take the AVX2 kernel. */
 bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
 {
-    struct kind kd;
+    struct elm_gi8_kind kd;
     return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
-           elm_kernels_isa() >= ELM_ISA_AVX2;
+           elm_isa_x86(elm_kernels_isa(), ELM_ISA_AVX2);
+}
+
+static int group_bytes(void)
+{
+    return 4;
+}
+#elif defined(__aarch64__) && defined(__GNUC__)
+/* AArch64: the i8mm set's smmla kernel (arch/arm/gemm_int8_i8mm.c; why 8
+ * bytes a group: gemm_int8_tiles.h); the other levels widen the weights
+ * from I8_GEMM_MIN_M tokens, as the portable set does. */
+static bool vnni_kernel(void)
+{
+    return false;
+}
+
+static int group_bytes(void)
+{
+    return 8;
+}
+
+bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
+{
+    struct elm_gi8_kind kd;
+    return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
+           elm_isa_arm(elm_kernels_isa(), ELM_ISA_NEON_I8MM);
+}
+
+const char *elm_gemm_i8_name(void)
+{
+    return elm_gemm_i8_available(ELM_DTYPE_Q4_0, ELM_QA_BLOCK) ? "NEON i8mm (smmla) 4x8" : NULL;
+}
+
+void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, long r0, long r1,
+                      float *c, long ldc, bool accumulate, void *wp)
+{
+    struct elm_gi8_kind kd;
+    if (kind_of(w->dtype, &kd))
+        elm_gemm_i8_rows_i8mm(apack, m, w, &kd, r0, r1, c, ldc, accumulate, wp);
 }
 #else
 static bool vnni_kernel(void)
 {
     return false;
+}
+
+static int group_bytes(void)
+{
+    return 4;
 }
 
 const char *elm_gemm_i8_name(void)

@@ -1,0 +1,277 @@
+/* gemm_int8_i8mm.c: the int8 GEMM's AArch64 kernel (gemm_int8.c), with
+ * smmla (FEAT_I8MM): each instruction multiplies a 2 x 8 tile of signed
+ * activation bytes (two tokens) by an 8 x 2 tile of signed weight bytes
+ * (two rows) into four int32 sums, 32 multiply-adds.
+ *
+ * Layout (gemm_int8_tiles.h, groups of 8 bytes): A is packed once per call
+ * by gemm_int8.c as [k/8][4 tokens][8], so one 16-byte load holds tokens 0
+ * and 1 of a group, the next tokens 2 and 3.  Each thread repacks NR = 32
+ * weight rows at a time into [k/8][32 rows][8] (rows 2p and 2p + 1 of a
+ * group in one load) and their float scales into [sub-block][32]: no
+ * repacking at load and no extra memory for the weights, only each
+ * thread's panel (elm_gemm_i8_wpack_bytes: 2 k NR bytes plus the scales,
+ * 130 KiB at k = 2048), as on x86.  The weights go signed: Q8_0 as stored,
+ * the others' codes (0..63) fit a signed byte; gemm_int8.c's kind tells the
+ * bias (Q4_0 8, Q6_K 32) whose correction the activations' tile carries.
+ *
+ * The micro-kernel is 4 tokens x 8 rows (eight smmla accumulators, eight
+ * float ones), four passes over a panel.  Per sub-block and output the float
+ * steps are the x86 kernels': the exact int32 sum (started at the bias
+ * correction) converted, one FMA by s * dx, for Q4_K/Q5_K one more FMA of
+ * the offset o by d * sum(q); so the bits are the AVX2 and AVX-512 GEMMs'
+ * for the same k. */
+#include "config.h"
+
+#include "engine/kernels/gemm_int8_tiles.h"
+
+#if defined(__aarch64__) && defined(__GNUC__)
+#include <string.h>
+
+#include "engine/kernels/arch/arm/int8_neon.h"
+#include "engine/kernels/blocks.h"
+#include "engine/kernels/kquant.h"
+
+#define MR ELM_GI8_MR
+#define NR ELM_GI8_NR
+#define GB 8 /* bytes a group */
+/* Full unrolling keeps the 16 accumulators in registers. */
+#define UNROLL _Pragma("GCC unroll 4")
+
+/* --------------------------------------------- unpacking weight rows */
+
+/* A row of k weights into bytes u, scales s and (mins) offsets o per
+ * sub-block: w = s * (u - bias) or s * u + o (x86's unpackers, in C; the
+ * compiler vectorizes the byte loops). */
+static void unpack_q8_0(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+{
+    (void)o;
+    for (long i = 0; i < k / 32; i++, b += ELM_Q8_0_BYTES) {
+        s[i] = elm_f16_at(b);
+        memcpy(u + 32 * i, b + 2, 32);
+    }
+}
+
+static void unpack_q4_0(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+{
+    (void)o;
+    for (long i = 0; i < k / 32; i++, b += ELM_Q4_0_BYTES) {
+        s[i] = elm_f16_at(b);
+        for (int j = 0; j < 16; j++) {
+            u[32 * i + j] = b[2 + j] & 15;
+            u[32 * i + 16 + j] = b[2 + j] >> 4;
+        }
+    }
+}
+
+/* Q4_K (five false) and Q5_K: sub-blocks 2c and 2c + 1 are the low and
+ * high nibbles of chunk c's 32 bytes (Q5_K: plus bit 2c / 2c + 1 of qh[l]
+ * as 16). */
+static inline void unpack_q45_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o,
+                                bool five)
+{
+    const size_t bytes = five ? ELM_Q5_K_BYTES : ELM_Q4_K_BYTES;
+    for (long sb = 0; sb < k / ELM_QK_K; sb++, b += bytes, u += ELM_QK_K, s += 8, o += 8) {
+        float d = elm_f16_at(b), dmin = elm_f16_at(b + 2);
+        uint8_t sc[8], mn[8];
+        elm_kquant_scales(b + 4, sc, mn);
+        for (int j = 0; j < 8; j++) {
+            s[j] = d * (float)sc[j];
+            o[j] = -(dmin * (float)mn[j]);
+        }
+        const uint8_t *qs = b + (five ? 48 : 16), *qh = b + 16;
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                uint8_t v = qs[32 * c + l];
+                u[64 * c + l] = (uint8_t)((v & 15) | (five ? ((qh[l] >> (2 * c)) & 1) << 4 : 0));
+                u[64 * c + 32 + l] =
+                    (uint8_t)((v >> 4) | (five ? ((qh[l] >> (2 * c + 1)) & 1) << 4 : 0));
+            }
+    }
+}
+
+static void unpack_q4_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+{
+    unpack_q45_k(b, k, u, s, o, false);
+}
+
+static void unpack_q5_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+{
+    unpack_q45_k(b, k, u, s, o, true);
+}
+
+/* Q6_K: weight 128n + 32g + l takes the low (g < 2) or high nibble of
+ * ql[64n + 32(g & 1) + l] and bits 2g, 2g + 1 of qh[32n + l]; 16-weight
+ * sub-blocks with int8 scales. */
+static void unpack_q6_k(const uint8_t *b, long k, uint8_t *u, float *s, float *o)
+{
+    (void)o;
+    for (long sb = 0; sb < k / ELM_QK_K; sb++, b += ELM_Q6_K_BYTES, u += ELM_QK_K, s += 16) {
+        float d = elm_f16_at(b + 208);
+        const int8_t *sc = (const int8_t *)(b + 192);
+        for (int i = 0; i < 16; i++)
+            s[i] = d * (float)sc[i];
+        for (int n = 0; n < 2; n++)
+            for (int g = 0; g < 4; g++)
+                for (int l = 0; l < 32; l++) {
+                    uint8_t q = b[64 * n + 32 * (g & 1) + l], h = b[128 + 32 * n + l];
+                    u[128 * n + 32 * g + l] =
+                        (uint8_t)(((g >> 1 ? q >> 4 : q) & 15) | ((h >> (2 * g)) & 3) << 4);
+                }
+    }
+}
+
+typedef void (*unpack_fn)(const uint8_t *b, long k, uint8_t *u, float *s, float *o);
+
+static unpack_fn unpack_for(enum elm_dtype dtype)
+{
+    switch (dtype) {
+    case ELM_DTYPE_Q8_0: return unpack_q8_0;
+    case ELM_DTYPE_Q4_0: return unpack_q4_0;
+    case ELM_DTYPE_Q4_K: return unpack_q4_k;
+    case ELM_DTYPE_Q5_K: return unpack_q5_k;
+    case ELM_DTYPE_Q6_K: return unpack_q6_k;
+    default: return NULL;
+    }
+}
+
+/* Rows [r0, r0 + nr) unpacked, then interleaved into the panel's groups
+ * of 8 bytes and its scales transposed (zeros past nr). */
+static void pack_w(const struct elm_matrix *w, const struct elm_gi8_kind *kd, long r0, int nr,
+                   const struct elm_gi8_panel *pn)
+{
+    long k = (long)w->cols, nsb = k / kd->sb;
+    size_t row_bytes = elm_row_size(w->dtype, w->cols);
+    unpack_fn unpack = unpack_for(w->dtype);
+    uint8_t *q = (uint8_t *)pn->q;
+    for (int r = 0; r < NR; r++) {
+        uint8_t *u = pn->u + (size_t)r * (size_t)k;
+        float *us = pn->us + (size_t)r * (size_t)nsb, *uo = pn->uo + (size_t)r * (size_t)nsb;
+        if (r < nr) {
+            unpack((const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes, k, u, us, uo);
+        } else {
+            memset(u, 0, (size_t)k);
+            memset(us, 0, (size_t)nsb * sizeof(float));
+            memset(uo, 0, (size_t)nsb * sizeof(float));
+        }
+        for (long g = 0; g < k / GB; g++)
+            memcpy(q + ((size_t)g * NR + (size_t)r) * GB, u + GB * g, GB);
+        for (long sb = 0; sb < nsb; sb++) {
+            pn->s[sb * NR + r] = us[sb];
+            pn->o[sb * NR + r] = uo[sb];
+        }
+    }
+}
+
+/* ------------------------------------------------------- the kernel */
+
+/* [v[0], v[0], v[1], v[1]]: two tokens' values in smmla's lane order. */
+static INLINE float32x4_t tok_pair(const float *v)
+{
+    float32x2_t p = vld1_f32(v);
+    return vcombine_f32(vdup_lane_f32(p, 0), vdup_lane_f32(p, 1));
+}
+
+/* [v[0], v[1], v[0], v[1]]: two rows' values in smmla's lane order. */
+static INLINE float32x4_t row_pair(const float *v)
+{
+    float32x2_t p = vld1_f32(v);
+    return vcombine_f32(p, p);
+}
+
+/* C[i][8h + j] for tokens i < mt, rows 8h + j < nr, from one A tile and the
+ * panel; sb: the sub-block width (32, or Q6_K's 16). */
+I8MM static INLINE void micro(const char *tile, long k, const struct elm_gi8_panel *pn,
+                              const int sb, const bool mins, float *c, long ldc, int mt, int nr,
+                              bool add)
+{
+    const long nsb = k / sb;
+    const int groups = sb / GB;
+    const struct elm_gi8_atile at = elm_gi8_atile_at(tile, k, sb);
+    const int8_t *aq = (const int8_t *)at.q, *wq = (const int8_t *)pn->q;
+    for (int h = 0; h < NR / 8 && 8 * h < nr; h++) {
+        float32x4_t f[2][4];
+        UNROLL for (int tp = 0; tp < 2; tp++)
+            UNROLL for (int p = 0; p < 4; p++)
+                f[tp][p] = vdupq_n_f32(0.0f);
+        for (long s = 0; s < nsb; s++) {
+            int32x4_t acc[2][4];
+            UNROLL for (int tp = 0; tp < 2; tp++) {
+                int32x4_t init = vdupq_n_s32(0);
+                if (!mins) { /* the bias correction of tokens 2tp, 2tp + 1 */
+                    int32x2_t ci = vld1_s32(at.ci + s * MR + 2 * tp);
+                    init = vcombine_s32(vdup_lane_s32(ci, 0), vdup_lane_s32(ci, 1));
+                }
+                UNROLL for (int p = 0; p < 4; p++)
+                    acc[tp][p] = init;
+            }
+            UNROLL for (int g = 0; g < groups; g++) {
+                size_t grp = (size_t)(s * groups + g);
+                int8x16_t a0 = vld1q_s8(aq + grp * MR * GB), a1 = vld1q_s8(aq + (grp * MR + 2) * GB);
+                UNROLL for (int p = 0; p < 4; p++) {
+                    int8x16_t b = vld1q_s8(wq + (grp * NR + (size_t)(8 * h + 2 * p)) * GB);
+                    acc[0][p] = vmmlaq_s32(acc[0][p], a0, b);
+                    acc[1][p] = vmmlaq_s32(acc[1][p], a1, b);
+                }
+            }
+            UNROLL for (int tp = 0; tp < 2; tp++) {
+                float32x4_t dx = tok_pair(at.d + s * MR + 2 * tp);
+                UNROLL for (int p = 0; p < 4; p++)
+                    f[tp][p] = vfmaq_f32(f[tp][p], vcvtq_f32_s32(acc[tp][p]),
+                                         vmulq_f32(row_pair(pn->s + s * NR + 8 * h + 2 * p), dx));
+            }
+            if (mins)
+                UNROLL for (int tp = 0; tp < 2; tp++) {
+                    float32x4_t t = tok_pair(at.cf + s * MR + 2 * tp);
+                    UNROLL for (int p = 0; p < 4; p++)
+                        f[tp][p] = vfmaq_f32(f[tp][p], row_pair(pn->o + s * NR + 8 * h + 2 * p), t);
+                }
+        }
+        float out[MR][8];
+        for (int tp = 0; tp < 2; tp++)
+            for (int p = 0; p < 4; p++) {
+                out[2 * tp][2 * p] = vgetq_lane_f32(f[tp][p], 0);
+                out[2 * tp][2 * p + 1] = vgetq_lane_f32(f[tp][p], 1);
+                out[2 * tp + 1][2 * p] = vgetq_lane_f32(f[tp][p], 2);
+                out[2 * tp + 1][2 * p + 1] = vgetq_lane_f32(f[tp][p], 3);
+            }
+        int left = nr - 8 * h < 8 ? nr - 8 * h : 8;
+        for (int i = 0; i < mt; i++) {
+            float *ct = c + i * ldc + 8 * h;
+            for (int j = 0; j < left; j++)
+                ct[j] = add ? out[i][j] + ct[j] : out[i][j];
+        }
+    }
+}
+
+/* One copy per constant combination (sub-block width, mins). */
+#define SPECIALIZE(name, ...)                                                                     \
+    I8MM static void name(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,     \
+                          long ldc, int mt, int nr, bool add)                                     \
+    {                                                                                             \
+        micro(tile, k, pn, __VA_ARGS__, c, ldc, mt, nr, add);                                     \
+    }
+SPECIALIZE(micro_bias32, 32, false)
+SPECIALIZE(micro_mins32, 32, true)
+SPECIALIZE(micro_bias16, 16, false)
+
+void elm_gemm_i8_rows_i8mm(const void *apack, long m, const struct elm_matrix *w,
+                           const struct elm_gi8_kind *kd, long r0, long r1, float *c, long ldc,
+                           bool accumulate, void *wp)
+{
+    long k = (long)w->cols;
+    size_t tb = elm_gi8_tile_bytes(k, kd->sb);
+    struct elm_gi8_panel pn = elm_gi8_panel_at(wp, k, kd->sb);
+    void (*kern)(const char *, long, const struct elm_gi8_panel *, float *, long, int, int, bool) =
+        kd->sb == 16 ? micro_bias16 : kd->mins ? micro_mins32 : micro_bias32;
+    for (long n0 = r0; n0 < r1; n0 += NR) {
+        int nr = r1 - n0 < NR ? (int)(r1 - n0) : NR;
+        pack_w(w, kd, n0, nr, &pn);
+        for (long t0 = 0; t0 < m; t0 += MR) {
+            int mt = m - t0 < MR ? (int)(m - t0) : MR;
+            kern((const char *)apack + (size_t)(t0 / MR) * tb, k, &pn, c + t0 * ldc + n0, ldc, mt,
+                 nr, accumulate);
+        }
+    }
+}
+
+#endif
