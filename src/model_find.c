@@ -168,8 +168,8 @@ bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err
         return false;
     if (model_is_server(path)) {
         snprintf(err, err_size,
-                 "%.200s: a llama-server runs the chat (elmchat -m %.200s); this command needs a "
-                 "model file",
+                 "%.200s: a llama-server runs the chat and run (elmchat [run] -m %.200s); this "
+                 "command needs a model file",
                  path, path);
         return false;
     }

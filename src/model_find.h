@@ -28,9 +28,9 @@ bool model_is_server(const char *name);
  * when set, else the bundled default.  false when nothing is found (err
  * says what was tried).  arg may be path itself. */
 bool model_resolve(const char *arg, char *path, size_t path_size, char *err, size_t err_size);
-/* model_resolve for the commands that open the model themselves (run, info,
+/* model_resolve for the commands that open the model themselves (info,
  * tokenize, quantize...): a server is refused with a message that says
- * where it works (the chat). */
+ * where it works (the chat, run). */
 bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err,
                         size_t err_size);
 /* The bundled default model's path (ignores $ELMCHAT_MODEL). */

@@ -38,6 +38,10 @@ sed 's/^/#   /' "$tmp/err"
 [ $rc -eq 1 ] && grep -q "^elmchat: .*$down" "$tmp/err" && ! grep -q "elmchat: : " "$tmp/err"
 ok $? "a server that is down: named with its URL, exit 1 (not an empty name)"
 
+"$ELMCHAT" info -m "server:$down" >/dev/null 2>"$tmp/err"
+[ $? -eq 1 ] && grep -q "^elmchat: server:$down: a llama-server runs the chat and run" "$tmp/err"
+ok $? "info -m server:URL: the name kept, and where a server works said"
+
 fake() { # fake MODE [ARGS]: tests/engine/fake-llama-server.py; sets FAKE_URL
     fakes=$((${fakes:-0} + 1))
     python3 "$top_srcdir/tests/engine/fake-llama-server.py" "$@" >"$tmp/fake$fakes.port" &
