@@ -543,7 +543,7 @@ bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
 {
     struct kind kd;
     return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
-           elm_kernels_isa() >= ELM_ISA_AVX2;
+           elm_isa_x86(elm_kernels_isa(), ELM_ISA_AVX2);
 }
 #else
 static bool vnni_kernel(void)

@@ -223,7 +223,7 @@ static void rows_q6_k_generic(const uint8_t *w, size_t ldw, int64_t cols, const 
 elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
 {
     if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) ||
-        isa > elm_cpu()->isa)
+        !elm_cpu_runs(isa))
         return NULL;
     switch (isa) {
     case ELM_ISA_GENERIC:
@@ -235,6 +235,8 @@ elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
     case ELM_ISA_AVX512: return elm_kquant_rows_avx512(dtype, false);
     case ELM_ISA_AVX512_VNNI: return elm_kquant_rows_avx512(dtype, true);
 #endif
+    /* the AArch64 kernels go here (arch/arm/README.md); none yet: kernels.c
+     * then runs the portable ones */
     default: return NULL;
     }
 }
@@ -242,7 +244,7 @@ elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa)
 elm_qrows_multi_fn elm_kquant_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols)
 {
     if ((dtype != ELM_DTYPE_Q4_K && dtype != ELM_DTYPE_Q5_K && dtype != ELM_DTYPE_Q6_K) ||
-        isa > elm_cpu()->isa)
+        !elm_cpu_runs(isa))
         return NULL;
 #ifdef ELM_KQUANT_X86
     if (isa == ELM_ISA_AVX512 || isa == ELM_ISA_AVX512_VNNI)

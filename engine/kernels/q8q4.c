@@ -54,20 +54,26 @@ static void q8_0_generic(const uint8_t *w, size_t ldw, int64_t cols, const struc
 
 elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, enum elm_isa isa)
 {
-    if ((dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0) || isa > elm_cpu()->isa)
+    if ((dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0) || !elm_cpu_runs(isa))
         return NULL;
     switch (isa) {
     case ELM_ISA_GENERIC: return dtype == ELM_DTYPE_Q8_0 ? q8_0_generic : q4_0_generic;
     case ELM_ISA_AVX2: return elm_q80_q40_rows_avx2(dtype);
     case ELM_ISA_AVX512: return elm_q80_q40_rows_avx512(dtype, false);
     case ELM_ISA_AVX512_VNNI: return elm_q80_q40_rows_avx512(dtype, true);
+    case ELM_ISA_NEON:
+    case ELM_ISA_NEON_DOTPROD:
+    case ELM_ISA_NEON_I8MM:
+        /* the AArch64 kernels go here (arch/arm/README.md); none yet:
+         * kernels.c then runs the portable ones */
+        return NULL;
     }
     return NULL;
 }
 
 elm_qrows_multi_fn elm_q80_q40_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols)
 {
-    if ((dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0) || isa > elm_cpu()->isa)
+    if ((dtype != ELM_DTYPE_Q8_0 && dtype != ELM_DTYPE_Q4_0) || !elm_cpu_runs(isa))
         return NULL;
     switch (isa) {
     case ELM_ISA_AVX2: return elm_q80_q40_rows_multi_avx2(dtype);

@@ -391,11 +391,12 @@ static void pool_case(void)
 int main(void)
 {
     plan_lazy();
-    /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
-    const enum elm_isa best = elm_cpu()->isa;
-    const enum elm_isa isas[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
-                                 best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
-    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+    /* every set this CPU runs (avx512: with VNNI where the CPU has it, as
+     * ELM_KERNELS=avx512; on AArch64 neon, dotprod, i8mm) */
+    enum elm_isa isas[ELM_ISA_COUNT];
+    const int nisas = elm_cpu_sets(isas);
+    diag("this CPU: %s", elm_cpu_features());
+    for (int i = 0; i < nisas; i++) {
         const char *set = elm_isa_name(isas[i]);
         if (!elm_kernels_select(isas[i])) {
             diag("this CPU cannot run the %s kernels", set);

@@ -31,8 +31,10 @@ static const enum elm_dtype types[] = {ELM_DTYPE_Q4_K, ELM_DTYPE_Q5_K, ELM_DTYPE
 #define NTYPES 3
 /* by enum elm_isa; avx512bw: the AVX-512 kernels without VNNI, runnable on
  * a VNNI CPU */
-static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512"};
+static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512",
+                                   "neon",    "dotprod", "i8mm"};
 #define NSETS ELM_ISA_COUNT
+_Static_assert(sizeof sets / sizeof sets[0] == NSETS, "a name for every set");
 
 /* ------------------------------------------------------------ helpers */
 
@@ -615,7 +617,7 @@ int main(int argc, char **argv)
             test_extremes(t, sets[si], fn);
             test_goldens(t, sets[si], fn);
         }
-        for (int si = ELM_ISA_AVX512; si < NSETS; si++) {
+        for (int si = ELM_ISA_AVX512; si <= ELM_ISA_AVX512_VNNI; si++) {
             elm_qrows_fn fn = elm_kquant_rows(t, (enum elm_isa)si);
             if (fn)
                 test_multi(t, sets[si], (enum elm_isa)si, fn);
