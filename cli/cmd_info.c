@@ -117,6 +117,7 @@ int cmd_info(int argc, char **argv)
     else
         printf("tokenizer:            none\n");
     free(shipped);
+    printf("kernels:              %s\n", elm_system_info());
     printf("\nlayer  q_heads  kv_heads  ffn_mult  ffn_dim\n");
     for (int i = 0; i < in->n_layers; i++)
         printf("%5d  %7d  %8d  %8.2f  %7d\n", i, in->n_query_heads[i], in->n_kv_heads[i],
