@@ -121,6 +121,7 @@ int cmd_info(int argc, char **argv)
     char why[320]; /* what the chat and run use unless -t or config.yaml say otherwise */
     const char *tpl = template_for_model(elm_model_path(model), why, sizeof why);
     printf("template:             %s (%s)\n", tpl, why);
+    printf("kernels:              %s\n", elm_system_info());
     printf("\nlayer  q_heads  kv_heads  ffn_mult  ffn_dim\n");
     for (int i = 0; i < in->n_layers; i++)
         printf("%5d  %7d  %8d  %8.2f  %7d\n", i, in->n_query_heads[i], in->n_kv_heads[i],

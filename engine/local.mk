@@ -53,6 +53,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/f32_generic.c \
 	engine/kernels/arch/x86/f32_avx2.c \
 	engine/kernels/arch/x86/f32_avx512.c \
+	engine/kernels/arch/arm/f32_neon.c \
 	engine/bench/bandwidth.c engine/bench/blis_reference.c \
 	engine/kernels/system_info.c \
 	engine/kernels/q8q4.c engine/kernels/q8q4.h \

@@ -594,7 +594,7 @@ static void kq_pick(void)
 #ifdef HAVE_X86_KERNELS
     /* by what the CPU runs, not by the set in use (ELM_KERNELS): these are
      * the fallback of every set */
-    if (elm_cpu()->isa >= ELM_ISA_AVX2) {
+    if (elm_isa_x86(elm_cpu()->isa, ELM_ISA_AVX2)) {
         kq.q8_0 = dot_q8_0_avx2;
         kq.q4_0 = dot_q4_0_avx2;
     }

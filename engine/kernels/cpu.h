@@ -13,18 +13,18 @@
 
 #include <stdbool.h>
 
-/* The instruction sets the kernels are written for.  Each level of an
- * architecture includes the ones before it on that architecture (and the
- * portable set); never compare levels of two architectures: elm_cpu_runs
- * says what this CPU runs. */
+/* The instruction sets the kernels are written for.  Within one
+ * architecture each level includes the ones before it; generic runs
+ * everywhere.  Compare levels only within one architecture (elm_isa_x86,
+ * elm_isa_arm): an x86 set is never "below" an ARM one. */
 enum elm_isa {
     ELM_ISA_GENERIC,      /* portable C */
     ELM_ISA_AVX2,         /* x86-64: AVX2, FMA, F16C */
     ELM_ISA_AVX512,       /* and AVX-512 F, BW, VL, DQ: int8 products by vpmaddubsw */
     ELM_ISA_AVX512_VNNI,  /* and AVX512-VNNI: int8 products by vpdpbusd (the same bits) */
-    ELM_ISA_NEON,         /* AArch64: Advanced SIMD, int8 products by smull + sadalp */
-    ELM_ISA_NEON_DOTPROD, /* and FEAT_DotProd: int8 products by sdot (the same bits) */
-    ELM_ISA_NEON_I8MM,    /* and FEAT_I8MM: int8 matrix tiles by smmla (prefill) */
+    ELM_ISA_NEON,         /* AArch64: Advanced SIMD (every AArch64 CPU) */
+    ELM_ISA_NEON_DOTPROD, /* and FEAT_DotProd: int8 products by SDOT */
+    ELM_ISA_NEON_I8MM,    /* and FEAT_I8MM: int8 tiles by SMMLA */
 };
 #define ELM_ISA_COUNT 7
 
@@ -42,18 +42,31 @@ static inline bool elm_isa_arm(enum elm_isa isa, enum elm_isa at_least)
 /* The CPU, probed once (thread-safe; fine before main). */
 struct elm_cpu {
     enum elm_isa isa; /* the best set it runs */
+    /* x86-64 (CPUID) */
     bool gfni;        /* GFNI: the VNNI Q4_0 kernel unpacks nibbles with it */
     bool avx512_bf16; /* AVX512_BF16: vdpbf16ps for the BF16 prefill GEMM */
     bool amd;         /* vendor AMD ... */
     bool amd_family_named; /* ... of a family GCC names: 10h, 15h, 17h, 19h */
+    /* AArch64 (getauxval on Linux, sysctlbyname on macOS; elsewhere what
+     * the compiler was told the target has) */
+    bool arm_bf16; /* FEAT_BF16: BFDOT, BFMMLA */
+    bool arm_fp16; /* FEAT_FP16: half-precision arithmetic (conversion needs none) */
+    bool arm_sve;  /* SVE (no kernel uses it yet) */
+    const char *source; /* how the features were read: "cpuid", "getauxval", ... */
 };
 const struct elm_cpu *elm_cpu(void);
-/* True when this CPU runs isa: the portable set, or a level of its own
- * architecture up to its best. */
+
+/* This CPU runs the set: generic, or a level of its own architecture at
+ * or below its best. */
 bool elm_cpu_runs(enum elm_isa isa);
 
+/* The sets a test runs, generic first, then each level of this CPU's
+ * architecture it runs (x86: avx2, then avx512 at its best level, as
+ * ELM_KERNELS=avx512 picks; ARM: neon, dotprod, i8mm); their number. */
+int elm_cpu_sets(enum elm_isa out[ELM_ISA_COUNT]);
+
 /* The set to use unless a test selects another (kernels.h): the one
- * ELM_KERNELS names (generic, avx2, avx512; neon, dotprod, i8mm) when this
+ * ELM_KERNELS names (generic, avx2, avx512, neon, dotprod, i8mm) when this
  * CPU runs it, else the best. */
 enum elm_isa elm_cpu_preferred_isa(void);
 
@@ -61,5 +74,10 @@ enum elm_isa elm_cpu_preferred_isa(void);
  * "avx2", "avx512" (both AVX-512 levels: VNNI is used where the CPU has
  * it), "neon", "dotprod", "i8mm".  For display only. */
 const char *elm_isa_name(enum elm_isa isa);
+
+/* What the probe found, for `bench --kernels` and `info`: e.g. "x86-64
+ * (cpuid): avx2 avx512 vnni gfni" or "aarch64 (getauxval): neon dotprod
+ * i8mm bf16 fp16"; static storage. */
+const char *elm_cpu_features(void);
 
 #endif

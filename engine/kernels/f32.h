@@ -1,6 +1,7 @@
 /* f32.h: what the files of the f32 kernel family share (engine-internal):
- * f32_generic.c, f32_avx2.c and f32_avx512.c each fill one table of the
- * functions below, and kernels.c calls the table of the set in use.  The
+ * f32_generic.c, arch/x86/f32_avx2.c, arch/x86/f32_avx512.c and
+ * arch/arm/f32_neon.c each fill one table of the functions below, and
+ * kernels.c calls the table of the set in use.  The
  * rest of the engine goes through kernels.h.
  *
  * The family: weight rows (F32, BF16, F16) times 1..n f32 vectors, 16-bit
@@ -63,15 +64,6 @@ extern const struct elm_f32_set elm_f32_avx512;
  * F32 -9 %, so only 16-bit rows prefetch. */
 #define MV_PF_BYTES 8192
 
-/* exp(x) for x clamped to [-87, 88] (silu needs no more): n = round(x / ln 2),
- * r = x - n ln 2 in two steps, a degree-6 Taylor polynomial (relative error
- * < 2e-7 on |r| <= ln 2 / 2), times 2^n. */
-#define EXP_LO -87.0f
-#define EXP_HI 88.0f
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693359375f
-#define LN2_LO -2.12194440e-4f
-
 /* Rows four at a time, vectors four at a time. */
 #define MM_DRIVER(attr, name, block, mv)                                                     \
     attr static void name(const void *w, size_t ldw, long cols, const float *x, long ldx,    \
@@ -107,6 +99,24 @@ extern const struct elm_f32_set elm_f32_avx512;
             }                                                                                \
         }                                                                                    \
     }
+
+#endif
+
+#if defined(__aarch64__) && defined(__ARM_NEON) && defined(__GNUC__)
+#define ELM_F32_ARM 1
+/* Plain NEON (every AArch64 CPU): arch/arm/f32_neon.c. */
+extern const struct elm_f32_set elm_f32_neon;
+#endif
+
+#if defined(ELM_F32_X86) || defined(ELM_F32_ARM)
+/* exp(x) for x clamped to [-87, 88] (silu needs no more): n = round(x / ln 2),
+ * r = x - n ln 2 in two steps, a degree-6 Taylor polynomial (relative error
+ * < 2e-7 on |r| <= ln 2 / 2), times 2^n. */
+#define EXP_LO -87.0f
+#define EXP_HI 88.0f
+#define LOG2E 1.44269504088896341f
+#define LN2_HI 0.693359375f
+#define LN2_LO -2.12194440e-4f
 
 /* name(nr, ...): kernel(R, ...) with R = nr a constant, for 1..4 rows
  * (ELM_ATTN_BR: kernels.h). */

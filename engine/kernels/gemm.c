@@ -46,12 +46,12 @@ __attribute__((constructor)) static void choose_blis_arch(void)
     int id = -1;
     const struct elm_cpu *cpu = elm_cpu();
 #ifdef BLIS_CONFIG_SKX
-    if (id < 0 && cpu->isa >= ELM_ISA_AVX512)
+    if (id < 0 && elm_isa_x86(cpu->isa, ELM_ISA_AVX512))
         id = BLIS_ARCH_SKX;
 #endif
 #if defined(BLIS_CONFIG_ZEN3) && defined(BLIS_CONFIG_HASWELL)
     /* AVX2 only: BLIS knows these CPUs, unless they are AMD's newer ones. */
-    if (id < 0 && cpu->amd && cpu->isa >= ELM_ISA_AVX2 && !cpu->amd_family_named)
+    if (id < 0 && cpu->amd && elm_isa_x86(cpu->isa, ELM_ISA_AVX2) && !cpu->amd_family_named)
         id = BLIS_ARCH_ZEN3;
 #endif
     (void)cpu;

@@ -18,9 +18,7 @@
 
 #include "engine/kernels/matrix.h"
 #include "engine/kernels/act_int8.h"
-
-#define ELM_GI8_MR 4  /* tokens per micro-tile */
-#define ELM_GI8_NR 32 /* weight rows per panel (two vectors) */
+#include "engine/kernels/gemm_int8_tiles.h" /* ELM_GI8_MR, ELM_GI8_NR */
 
 /* True when this CPU and the kernel set in use run it for dtype (AVX-512
  * with VNNI; Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) and k suits it. */

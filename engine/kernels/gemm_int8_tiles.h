@@ -17,7 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/kernels/gemm_int8.h"
+#include "engine/kernels/matrix.h"
+
+#define ELM_GI8_MR 4  /* tokens per micro-tile */
+#define ELM_GI8_NR 32 /* weight rows per panel (x86: two vectors) */
 
 /* A weight type's sub-block width, the bias added to make its weights
  * unsigned (0: none; Q4_K/Q5_K have float mins instead). */

@@ -34,10 +34,14 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const struct elm_f32_set *f32_set(enum elm_isa isa)
 {
 #ifdef ELM_F32_X86
-    if (isa >= ELM_ISA_AVX512)
+    if (elm_isa_x86(isa, ELM_ISA_AVX512))
         return &elm_f32_avx512;
-    if (isa == ELM_ISA_AVX2)
+    if (elm_isa_x86(isa, ELM_ISA_AVX2))
         return &elm_f32_avx2;
+#endif
+#ifdef ELM_F32_ARM
+    if (elm_isa_arm(isa, ELM_ISA_NEON)) /* plain NEON serves every level */
+        return &elm_f32_neon;
 #endif
     (void)isa;
     return &elm_f32_generic;
@@ -85,7 +89,7 @@ void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n)
     default: /* block types: AVX-512 widens Q8_0/Q4_0, blocks.c the rest (and the fallback) */
 #ifdef ELM_F32_X86
         if ((dtype == ELM_DTYPE_Q8_0 || dtype == ELM_DTYPE_Q4_0) && n % 32 == 0 &&
-            elm_kernels_isa() >= ELM_ISA_AVX512) {
+            elm_isa_x86(elm_kernels_isa(), ELM_ISA_AVX512)) {
             elm_quant_widen_avx512(src, dtype, dst, n);
             break;
         }
@@ -176,21 +180,19 @@ void elm_matvec_rows(const struct elm_matrix *w, const float *x, float *y, int64
 
 void elm_quantize_act(const float *x, struct elm_qact *a)
 {
-    switch (elm_kernels_isa()) {
-    case ELM_ISA_AVX512:
-    case ELM_ISA_AVX512_VNNI: elm_quantize_act_avx512(x, a); break;
-    case ELM_ISA_AVX2: elm_quantize_act_avx2(x, a); break;
-    case ELM_ISA_NEON:
-    case ELM_ISA_NEON_DOTPROD:
-    case ELM_ISA_NEON_I8MM: elm_quantize_act_neon(x, a); break;
-    default: elm_quantize_act_ref(x, a); break;
-    }
+    enum elm_isa set = elm_kernels_isa();
+    if (elm_isa_x86(set, ELM_ISA_AVX512))
+        elm_quantize_act_avx512(x, a);
+    else if (elm_isa_x86(set, ELM_ISA_AVX2))
+        elm_quantize_act_avx2(x, a);
+    else if (elm_isa_arm(set, ELM_ISA_NEON))
+        elm_quantize_act_neon(x, a);
+    else
+        elm_quantize_act_ref(x, a);
 }
 
-/* The int8 kernel for dtype with the set in use, or NULL. */
-static elm_qrows_fn rows_for(enum elm_dtype dtype)
+static elm_qrows_fn set_rows(enum elm_dtype dtype, enum elm_isa set)
 {
-    enum elm_isa set = elm_kernels_isa();
     switch (dtype) {
     case ELM_DTYPE_Q8_0:
     case ELM_DTYPE_Q4_0: return elm_q80_q40_rows(dtype, set);
@@ -199,6 +201,16 @@ static elm_qrows_fn rows_for(enum elm_dtype dtype)
     case ELM_DTYPE_Q6_K: return elm_kquant_rows(dtype, set);
     default: return NULL;
     }
+}
+
+/* The int8 kernel for dtype with the set in use, or NULL.  A set without
+ * its own kernel for a block type (the AArch64 sets built by a compiler
+ * without GCC's NEON intrinsics) runs the portable int8 one: the same bits
+ * as the generic set, where blocks.c's f32 kernels would give others. */
+static elm_qrows_fn rows_for(enum elm_dtype dtype)
+{
+    elm_qrows_fn f = set_rows(dtype, elm_kernels_isa());
+    return f ? f : set_rows(dtype, ELM_ISA_GENERIC);
 }
 
 /* The rounded activations live on the stack (no allocation per call):

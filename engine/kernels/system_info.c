@@ -11,21 +11,25 @@
 #include "engine/kernels/cpu.h"
 #include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
 #include "engine/kernels/gemm_int8.h"
+#include "engine/kernels/act_int8.h"
 #include "engine/kernels/kernels.h"
 
 const char *elm_system_info(void)
 {
-    static char line[600];
+    static char line[800];
     bool ours = false;
     const char *arch = elm_gemm_blis_arch(&ours);
     enum elm_isa isa = elm_kernels_isa();
     const char *set = elm_isa_name(isa);
     bool vnni = isa == ELM_ISA_AVX512_VNNI;
+    /* a set without its own int8 kernels runs the portable ones (kernels.c) */
+    bool own_q = elm_q80_q40_rows(ELM_DTYPE_Q8_0, isa) != NULL;
     const char *i8 = elm_gemm_i8_name();
     char bf16[120];
     double ratio = elm_gemm_bf16_measured_ratio();
     if (ratio == 0.0)
-        snprintf(bf16, sizeof bf16, "widened to f32 (no AVX512_BF16)");
+        snprintf(bf16, sizeof bf16, "widened to f32%s",
+                 elm_isa_x86(elm_cpu()->isa, ELM_ISA_AVX2) ? " (no AVX512_BF16)" : "");
     else if (ratio < 0.0)
         snprintf(bf16, sizeof bf16, "%s (ELM_GEMM_BF16)",
                  elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"
@@ -35,10 +39,10 @@ const char *elm_system_info(void)
                  elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"
                                            : "widened to f32", ratio);
     snprintf(line, sizeof line,
-             "matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
+             "cpu: %s; matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
              "activations%s); prefill gemm (from %d f32 / %d bf16,f16 tokens): %s; quantized "
              "prefill (from %d tokens): %s%s; bf16 prefill: %s; BLIS '%s'%s",
-             set, vnni ? ", VNNI" : "",
+             elm_cpu_features(), set, vnni ? ", VNNI" : own_q ? "" : ", portable int8 kernels",
              elm_gemm_min_blis_m(ELM_DTYPE_F32),
              elm_gemm_min_blis_m(ELM_DTYPE_BF16),
              elm_gemm_large_name()[0] == 'o' ? "own AVX-512 14x32 packed kernel"

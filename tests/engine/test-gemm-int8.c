@@ -186,17 +186,10 @@ int main(void)
     plan_lazy();
     static const enum elm_dtype dts[] = {ELM_DTYPE_Q8_0, ELM_DTYPE_Q4_0, ELM_DTYPE_Q4_K,
                                          ELM_DTYPE_Q5_K, ELM_DTYPE_Q6_K};
-    /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
-    const enum elm_isa best = elm_cpu()->isa;
-#if defined(__aarch64__) /* every AArch64 level: the probe's best, and those below it */
-    const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_NEON, ELM_ISA_NEON_DOTPROD,
-                                 ELM_ISA_NEON_I8MM};
-    (void)best;
-#else
-    const enum elm_isa sets[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
-                                 best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
-#endif
-    const int nsets = (int)(sizeof sets / sizeof sets[0]);
+    /* every set this CPU runs (avx512: with VNNI where the CPU has it, as
+     * ELM_KERNELS=avx512) */
+    enum elm_isa sets[ELM_ISA_COUNT];
+    const int nsets = elm_cpu_sets(sets);
     for (int d = 0; d < 5; d++) {
         bool k32 = dts[d] == ELM_DTYPE_Q8_0 || dts[d] == ELM_DTYPE_Q4_0;
         static const long shapes[3][3] = {{70, 0, 100}, {33, 0, 37}, {40, 0, 20}};
@@ -206,8 +199,8 @@ int main(void)
             extreme = sh == 2;
             if (extreme)
                 diag("%s: extreme values (codes at the top of their range, q = +-127)", elm_dtype_name(dts[d]));
-            float *c[4] = {NULL, NULL, NULL, NULL};
-            bool i8[4] = {false, false, false, false};
+            float *c[ELM_ISA_COUNT] = {NULL};
+            bool i8[ELM_ISA_COUNT] = {false};
             for (int s = 0; s < nsets; s++)
                 if (elm_kernels_select(sets[s])) {
                     c[s] = gemm_case(elm_isa_name(sets[s]), dts[d], rows, cols, m);

@@ -1,5 +1,5 @@
 /* test-kernels.c: every kernel set this CPU can run (generic, avx2,
- * avx512; neon, dotprod, i8mm) against float64 references: matrix rows times 1..9 vectors for
+ * avx512) against float64 references: matrix rows times 1..9 vectors for
  * F32/BF16/F16 at awkward widths, row-range independence (what makes decode
  * bit-identical across thread counts), SwiGLU, tiled attention with an
  * online softmax, the GEMM paths (row kernels and BLIS) and the pool. */
@@ -391,17 +391,12 @@ static void pool_case(void)
 int main(void)
 {
     plan_lazy();
-    /* avx512: with VNNI where the CPU has it, as ELM_KERNELS=avx512 */
-    const enum elm_isa best = elm_cpu()->isa;
-#if defined(__aarch64__) /* every AArch64 level: the probe's best, and those below it */
-    const enum elm_isa isas[] = {ELM_ISA_GENERIC, ELM_ISA_NEON, ELM_ISA_NEON_DOTPROD,
-                                 ELM_ISA_NEON_I8MM};
-    (void)best;
-#else
-    const enum elm_isa isas[] = {ELM_ISA_GENERIC, ELM_ISA_AVX2,
-                                 best >= ELM_ISA_AVX512 ? best : ELM_ISA_AVX512};
-#endif
-    for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++) {
+    /* every set this CPU runs (avx512: with VNNI where the CPU has it, as
+     * ELM_KERNELS=avx512; on AArch64 neon, dotprod, i8mm) */
+    enum elm_isa isas[ELM_ISA_COUNT];
+    const int nisas = elm_cpu_sets(isas);
+    diag("this CPU: %s", elm_cpu_features());
+    for (int i = 0; i < nisas; i++) {
         const char *set = elm_isa_name(isas[i]);
         if (!elm_kernels_select(isas[i])) {
             diag("this CPU cannot run the %s kernels", set);

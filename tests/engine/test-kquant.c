@@ -31,8 +31,10 @@ static const enum elm_dtype types[] = {ELM_DTYPE_Q4_K, ELM_DTYPE_Q5_K, ELM_DTYPE
 #define NTYPES 3
 /* by enum elm_isa; avx512bw: the AVX-512 kernels without VNNI, runnable on
  * a VNNI CPU; neon, dotprod (sdot): runnable on an i8mm CPU */
-static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512", "neon", "dotprod", "i8mm"};
+static const char *const sets[] = {"generic", "avx2", "avx512bw", "avx512",
+                                   "neon",    "dotprod", "i8mm"};
 #define NSETS ELM_ISA_COUNT
+_Static_assert(sizeof sets / sizeof sets[0] == NSETS, "a name for every set");
 
 /* The sets of the other architecture (never run here: not listed). */
 static bool other_arch(int si)

@@ -252,7 +252,7 @@ static pthread_once_t calibrated = PTHREAD_ONCE_INIT;
 
 bool elm_gemm_bf16_available(void)
 {
-    if (!elm_cpu()->avx512_bf16 || elm_kernels_isa() < ELM_ISA_AVX512)
+    if (!elm_cpu()->avx512_bf16 || !elm_isa_x86(elm_kernels_isa(), ELM_ISA_AVX512))
         return false;
     pthread_once(&calibrated, calibrate);
     return bf16_pays;

@@ -148,7 +148,7 @@ void elm_gemm512_rows(const float *apack, long m, const struct elm_matrix *w, lo
 
 bool elm_gemm512_available(void)
 {
-    return elm_kernels_isa() >= ELM_ISA_AVX512;
+    return elm_isa_x86(elm_kernels_isa(), ELM_ISA_AVX512);
 }
 #else
 void elm_gemm512_rows(const float *apack, long m, const struct elm_matrix *w, long r0, long r1,
