@@ -4,10 +4,32 @@
 
 #include "engine/base/pages.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
+
+void elm_pages_prefault(const void *p, size_t bytes, bool write)
+{
+#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
+    /* Linux 5.14+; an older kernel answers EINVAL and the pages fault in
+     * as they are touched, as without the hint */
+    if (!p || bytes == 0)
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    size_t n = bytes + ((uintptr_t)p - a);
+    (void)madvise((void *)a, n, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+    (void)p;
+    (void)bytes;
+    (void)write;
+#endif
+}
 
 #if defined(MAP_ANONYMOUS) || defined(MAP_ANON)
 #ifndef MAP_ANONYMOUS
