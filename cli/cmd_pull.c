@@ -28,8 +28,7 @@ static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig; /* the exit status says which: 128 + it */
 }
 
 static void help(void)
@@ -54,7 +53,8 @@ static void help(void)
            "it gets its name.  HF_ENDPOINT names a mirror, HF_TOKEN (or the token of\n"
            "huggingface-cli login) a private or gated repository's access; HF_HUB_OFFLINE=1\n"
            "refuses to download.\n"
-           "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted.\n",
+           "Exit status: 0 ok, 1 runtime error, 2 usage error, 130 interrupted (143 on\n"
+           "SIGTERM).\n",
            cache);
     free(cache);
 }
@@ -156,7 +156,7 @@ int cmd_pull(int argc, char **argv)
     free(include);
     if (st != HUB_OK) {
         cli_error("%s", err);
-        return st == HUB_CANCELLED ? 130 : EXIT_RUNTIME;
+        return st == HUB_CANCELLED ? 128 + (interrupted ? (int)interrupted : SIGINT) : EXIT_RUNTIME;
     }
     if (!quiet)
         pull_progress_summary(&pp, &r);

@@ -44,6 +44,7 @@ engine_libelm_a_SOURCES += \
 	engine/model/about.c \
 	engine/model/sampling_defaults.c engine/model/sampling_defaults.h \
 	engine/base/error.c engine/base/error.h \
+	engine/base/pages.c engine/base/pages.h \
 	engine/formats/mapfile.c engine/formats/mapfile.h \
 	engine/formats/jsonfile.c engine/formats/jsonfile.h \
 	engine/formats/safetensors.c engine/formats/safetensors.h \

@@ -48,7 +48,8 @@ static void *list_main(void *arg)
     char *token = hub_token();
     struct hub_listing l;
     char err[1024];
-    enum hub_status st = hub_list(p->id, "main", token, &l, err, sizeof err);
+    struct hub_wait w = {.cancel = &p->cancel};
+    enum hub_status st = hub_list(p->id, "main", token, &w, &l, err, sizeof err);
     free(token);
     long long total = st == HUB_OK ? hub_pull_select(&l, NULL, NULL) : 0;
     hub_listing_fini(&l);
@@ -148,7 +149,7 @@ bool chat_pull_offer(struct chat *c, const char *name)
         drop(c);
         return true;
     }
-    chat_notice(c, false, "%s is not downloaded: asking the Hub for its size...", id);
+    chat_notice(c, false, "%s is not downloaded: asking the Hub for its size... (Esc stops)", id);
     chat_changed(c);
     return true;
 }
@@ -199,6 +200,12 @@ void chat_pull_tick(struct chat *c)
     if (!finished)
         return;
     join(p);
+    if (p->st == HUB_CANCELLED && p->phase == PHASE_LISTING) {
+        chat_notice(c, false, "%s: not downloaded (stopped while asking the Hub)", p->id);
+        drop(c);
+        chat_changed(c);
+        return;
+    }
     if (p->st == HUB_CANCELLED) {
         char a[32], b[32];
         chat_notice(c, false, "download stopped: %s of %s kept; /model %s resumes it",

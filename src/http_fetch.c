@@ -13,6 +13,8 @@
 #include "src/strbuf.h"
 
 #define DEFAULT_MAX_BODY (8u << 20)
+/* How often the cancel flag is looked at while libcurl waits. */
+#define POLL_MS 50
 
 int fetch_global_init(char *err, size_t err_size)
 {
@@ -166,6 +168,8 @@ static int on_progress(void *ctx, curl_off_t dltotal, curl_off_t dlnow, curl_off
     (void)ultotal;
     (void)ulnow;
     struct transfer *t = ctx;
+    if (t->rq->cancel && *t->rq->cancel)
+        return 1;
     if (!t->rq->progress)
         return 0;
     return t->rq->progress(t->rq->progress_ctx, (long long)dlnow, (long long)dltotal) ? 0 : 1;
@@ -181,6 +185,7 @@ static enum fetch_error classify(CURLcode rc, const struct transfer *t)
     case CURLE_COULDNT_RESOLVE_PROXY:
     case CURLE_COULDNT_RESOLVE_HOST:
     case CURLE_COULDNT_CONNECT:
+        return FETCH_ERR_UNREACHABLE;
     case CURLE_PARTIAL_FILE:
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_SEND_ERROR:
@@ -193,6 +198,48 @@ static enum fetch_error classify(CURLcode rc, const struct transfer *t)
     default:
         return FETCH_ERR_OTHER;
     }
+}
+
+/* curl_easy_perform, but in a multi handle of its own so that the cancel
+ * flag is seen every POLL_MS whatever libcurl waits for (its progress
+ * callback may be called only once a second while nothing comes, and not
+ * at all during a name lookup). */
+static CURLcode perform(CURL *c, const volatile sig_atomic_t *cancel)
+{
+    if (!cancel)
+        return curl_easy_perform(c);
+    CURLM *m = curl_multi_init();
+    if (!m)
+        return CURLE_OUT_OF_MEMORY;
+    CURLcode rc = CURLE_OK;
+    if (curl_multi_add_handle(m, c) != CURLM_OK) {
+        curl_multi_cleanup(m);
+        return CURLE_OUT_OF_MEMORY;
+    }
+    int running = 1;
+    bool stopped = false;
+    while (running) {
+        if (*cancel) {
+            stopped = true;
+            break;
+        }
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            rc = CURLE_RECV_ERROR;
+            break;
+        }
+        if (running && curl_multi_poll(m, NULL, 0, POLL_MS, NULL) != CURLM_OK) {
+            rc = CURLE_RECV_ERROR;
+            break;
+        }
+    }
+    int left;
+    CURLMsg *msg;
+    while ((msg = curl_multi_info_read(m, &left)))
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
+            rc = msg->data.result;
+    curl_multi_remove_handle(m, c);
+    curl_multi_cleanup(m);
+    return stopped ? CURLE_ABORTED_BY_CALLBACK : rc;
 }
 
 bool fetch_perform(const struct fetch_request *rq, struct fetch_response *rs)
@@ -241,7 +288,7 @@ bool fetch_perform(const struct fetch_request *rq, struct fetch_response *rs)
         snprintf(range, sizeof range, "%lld-", rq->range_from);
         curl_easy_setopt(c, CURLOPT_RANGE, range);
     }
-    CURLcode rc = curl_easy_perform(c);
+    CURLcode rc = perform(c, rq->cancel);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rs->status);
     curl_easy_cleanup(c);
     if (rc != CURLE_OK) {

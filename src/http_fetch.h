@@ -6,6 +6,7 @@
 #ifndef ELMCHAT_SRC_HTTP_FETCH_H
 #define ELMCHAT_SRC_HTTP_FETCH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -29,11 +30,17 @@ struct fetch_request {
     void *progress_ctx;
     long connect_timeout_s; /* 0: 15 s */
     long stall_timeout_s;   /* no byte for this long ends it (0: 30 s) */
+    /* non-zero stops the request within 50 ms (FETCH_ERR_CANCELLED), in
+     * any phase: the name lookup, the connect, a server that says nothing */
+    const volatile sig_atomic_t *cancel;
 };
 
 enum fetch_error {
     FETCH_OK = 0,        /* a response came (any status) */
     FETCH_ERR_NETWORK,   /* no response, or it was cut: worth a retry */
+    FETCH_ERR_UNREACHABLE, /* the name does not resolve or the host refuses
+                            * the connection: offline, or a wrong
+                            * endpoint; retrying soon will not help */
     FETCH_ERR_CANCELLED, /* the progress hook said stop */
     FETCH_ERR_WRITE,     /* the sink refused */
     FETCH_ERR_TOO_BIG,   /* a body over max_body */

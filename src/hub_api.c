@@ -9,6 +9,8 @@
 
 #include <ctype.h>
 #include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,30 +165,91 @@ enum hub_status hub_status_of(long http_status, const char *id, const char *what
     return http_status >= 500 || http_status == 429 ? HUB_UNAVAILABLE : HUB_BAD_ANSWER;
 }
 
-void hub_sleep_ms(long ms)
+bool hub_wait_ms(long ms, const volatile sig_atomic_t *cancel)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
+    /* in slices, so that a Ctrl-C during a retry's pause ends it soon */
+    while (ms > 0) {
+        if (cancel && *cancel)
+            return false;
+        long slice = ms < 50 ? ms : 50;
+        struct timespec ts = {0, slice * 1000000L};
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+        ms -= slice;
     }
+    return !(cancel && *cancel);
+}
+
+void hub_unreachable_text(const char *id, const char *why, char *err, size_t err_size)
+{
+    char *ep = hub_endpoint();
+    snprintf(err, err_size,
+             "%s: cannot reach the Hub at %s (%s): offline? Set HF_HUB_OFFLINE=1 to use only "
+             "the models already downloaded, or run elmchat pull %s once online",
+             id, ep, why, id);
+    free(ep);
+}
+
+long long hub_size_add(long long a, long long b)
+{
+    long long s;
+    return __builtin_add_overflow(a, b, &s) ? LLONG_MAX : s;
+}
+
+static void tell(const struct hub_wait *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tell(const struct hub_wait *w, const char *fmt, ...)
+{
+    if (!w || !w->notice)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    w->notice(w->ctx, msg);
 }
 
 /* GET a JSON answer, retrying what may pass.  The parsed body, or NULL
  * with err set. */
 static json_object *get_json(const char *url, const char *id, const char *what, const char *token,
-                             char *next, size_t next_size, enum hub_status *st, char *err,
-                             size_t err_size)
+                             const struct hub_wait *w, char *next, size_t next_size,
+                             enum hub_status *st, char *err, size_t err_size)
 {
+    const volatile sig_atomic_t *cancel = w ? w->cancel : NULL;
     for (int attempt = 1;; attempt++) {
-        struct fetch_request rq = {
-            .url = url, .follow_redirects = true, .token = token, .max_body = 64u << 20};
+        struct fetch_request rq = {.url = url,
+                                   .follow_redirects = true,
+                                   .token = token,
+                                   .max_body = 64u << 20,
+                                   .cancel = cancel};
         struct fetch_response rs;
         bool got = fetch_perform(&rq, &rs);
+        if (!got && rs.error == FETCH_ERR_CANCELLED) {
+            snprintf(err, err_size, "%s: stopped while asking the Hub for %s", id, what);
+            *st = HUB_CANCELLED;
+            return NULL;
+        }
+        bool unreachable = !got && rs.error == FETCH_ERR_UNREACHABLE;
         bool transient =
             !got ? rs.error == FETCH_ERR_NETWORK : rs.status >= 500 || rs.status == 429;
-        if (transient && attempt <= HUB_RETRIES) {
+        int tries = unreachable ? HUB_UNREACHABLE_RETRIES : HUB_RETRIES;
+        if ((transient || unreachable) && attempt <= tries) {
+            long wait = unreachable ? HUB_UNREACHABLE_DELAY_MS : hub_retry_delay_ms(attempt);
+            tell(w, "%s: %s: retrying in %.1f s (try %d of %d)", id,
+                 got ? "the Hub is busy" : rs.error_text, (double)wait / 1000.0, attempt + 1,
+                 tries + 1);
             fetch_response_fini(&rs);
-            hub_sleep_ms(hub_retry_delay_ms(attempt));
+            if (!hub_wait_ms(wait, cancel)) {
+                snprintf(err, err_size, "%s: stopped while asking the Hub for %s", id, what);
+                *st = HUB_CANCELLED;
+                return NULL;
+            }
             continue;
+        }
+        if (unreachable) {
+            hub_unreachable_text(id, rs.error_text, err, err_size);
+            *st = HUB_UNAVAILABLE;
+            return NULL;
         }
         if (!got) {
             snprintf(err, err_size, "%s: cannot reach the Hub for %s (%d tries): %s", id, what,
@@ -337,7 +400,8 @@ enum hub_status hub_parse_file_list(const char *body, size_t len, const char *id
 }
 
 enum hub_status hub_list(const char *id, const char *revision, const char *token,
-                         struct hub_listing *out, char *err, size_t err_size)
+                         const struct hub_wait *w, struct hub_listing *out, char *err,
+                         size_t err_size)
 {
     memset(out, 0, sizeof *out);
     if (hub_offline()) {
@@ -349,7 +413,7 @@ enum hub_status hub_list(const char *id, const char *revision, const char *token
     free(ep);
     char *rev_url = repo_url(api, id, "revision", revision, NULL);
     enum hub_status st = HUB_OK;
-    json_object *j = get_json(rev_url, id, "the revision", token, NULL, 0, &st, err, err_size);
+    json_object *j = get_json(rev_url, id, "the revision", token, w, NULL, 0, &st, err, err_size);
     free(rev_url);
     if (!j) {
         free(api);
@@ -372,7 +436,7 @@ enum hub_status hub_list(const char *id, const char *revision, const char *token
     free(tree);
     char next[2048];
     while (url) {
-        j = get_json(url, id, "the file list", token, next, sizeof next, &st, err, err_size);
+        j = get_json(url, id, "the file list", token, w, next, sizeof next, &st, err, err_size);
         free(url);
         url = NULL;
         if (!j)

@@ -5,6 +5,7 @@
 #ifndef ELMCHAT_SRC_HUB_API_H
 #define ELMCHAT_SRC_HUB_API_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -43,10 +44,20 @@ char *hub_token(void);
 bool hub_offline(void);
 /* The resolve URL of a file at a commit (owned); the path is escaped. */
 char *hub_file_url(const char *endpoint, const char *id, const char *commit, const char *path);
+/* How a caller follows and stops the Hub's answers: cancel non-zero ends
+ * any wait within 50 ms (HUB_CANCELLED); notice (may be NULL) hears each
+ * retry in words, as it starts its wait. */
+struct hub_wait {
+    const volatile sig_atomic_t *cancel;
+    void (*notice)(void *ctx, const char *message);
+    void *ctx;
+};
+
 /* The commit of revision and its files (recursive).  err says what went
- * wrong in words for the user, naming the repository. */
+ * wrong in words for the user, naming the repository.  w may be NULL. */
 enum hub_status hub_list(const char *id, const char *revision, const char *token,
-                         struct hub_listing *out, char *err, size_t err_size);
+                         const struct hub_wait *w, struct hub_listing *out, char *err,
+                         size_t err_size);
 void hub_listing_fini(struct hub_listing *l);
 /* One page of the /tree answer (JSON text) appended to l: what hub_list
  * does with each page, for the fuzz target.  Paths are checked to stay
@@ -64,9 +75,21 @@ enum hub_status hub_status_of(long http_status, const char *id, const char *what
 /* The wait before retry number attempt (1, 2, ...), in milliseconds:
  * doubling from $ELMCHAT_PULL_RETRY_MS (default 1000), at most 30 s. */
 long hub_retry_delay_ms(int attempt);
-/* Sleep ms milliseconds (through EINTR). */
-void hub_sleep_ms(long ms);
+/* Wait ms milliseconds, or less when *cancel becomes non-zero (cancel may
+ * be NULL): false when cancelled. */
+bool hub_wait_ms(long ms, const volatile sig_atomic_t *cancel);
 /* Retries of a transient failure before giving up. */
 #define HUB_RETRIES 5
+/* Retries when the Hub's name does not resolve or its host refuses the
+ * connection: one, soon; offline, more only keeps the user waiting. */
+#define HUB_UNREACHABLE_RETRIES 1
+#define HUB_UNREACHABLE_DELAY_MS 300
+/* What to say when the Hub cannot be reached at all (the name does not
+ * resolve, the connection is refused): the endpoint, libcurl's words and
+ * what to do (offline: HF_HUB_OFFLINE=1, or pull later).  Into err. */
+void hub_unreachable_text(const char *id, const char *why, char *err, size_t err_size);
+/* a + b, or LLONG_MAX when that would overflow (sizes from a listing are
+ * not trusted: two 2^62-byte files must not sum to a negative need). */
+long long hub_size_add(long long a, long long b);
 
 #endif

@@ -70,7 +70,7 @@ long long hub_pull_select(const struct hub_listing *l, char *const *include, boo
         bool w = wanted(l->files[i].path, include, safetensors);
         if (want)
             want[i] = w;
-        total += w ? l->files[i].size : 0;
+        total = hub_size_add(total, w ? l->files[i].size : 0); /* saturating */
     }
     return total;
 }
@@ -311,7 +311,8 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
                                    .sink = sink,
                                    .sink_ctx = &ff,
                                    .progress = on_progress,
-                                   .progress_ctx = &ff};
+                                   .progress_ctx = &ff,
+                                   .cancel = p->o->cancel};
         struct fetch_response rs;
         ff.rs = &rs;
         ff.started = ff.writing = false;
@@ -369,6 +370,16 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
             if (ff.have == f->size)
                 break;
         }
+        bool unreachable = !got && rs.error == FETCH_ERR_UNREACHABLE;
+        if (unreachable && attempt > HUB_UNREACHABLE_RETRIES) {
+            hub_unreachable_text(id, rs.error_text, err, err_size);
+            char more[512];
+            snprintf(more, sizeof more, "; %s of %s kept in %s",
+                     human_size(ff.have, b1, sizeof b1), human_size(f->size, b2, sizeof b2), part);
+            snprintf(err + strlen(err), err_size - strlen(err), "%s", more);
+            st = HUB_UNAVAILABLE;
+            break;
+        }
         if (attempt > HUB_RETRIES) {
             snprintf(err, err_size,
                      "%s: %s: %s after %d tries; %s of %s kept in %s: run "
@@ -379,19 +390,18 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
             st = HUB_UNAVAILABLE;
             break;
         }
-        long wait = hub_retry_delay_ms(attempt);
+        long wait = unreachable ? HUB_UNREACHABLE_DELAY_MS : hub_retry_delay_ms(attempt);
+        int tries = unreachable ? HUB_UNREACHABLE_RETRIES + 1 : HUB_RETRIES + 1;
         if (got)
             notice(p, "%s: %s at %s: retrying in %.1f s (try %d of %d)", f->path,
                    rs.status >= 500 || rs.status == 429 ? "the Hub is busy" : "cut short",
-                   human_size(ff.have, b1, sizeof b1), (double)wait / 1000.0, attempt + 1,
-                   HUB_RETRIES + 1);
+                   human_size(ff.have, b1, sizeof b1), (double)wait / 1000.0, attempt + 1, tries);
         else
             notice(p, "%s: the connection broke at %s (%s): resuming in %.1f s (try %d of %d)",
                    f->path, human_size(ff.have, b1, sizeof b1), rs.error_text,
-                   (double)wait / 1000.0, attempt + 1, HUB_RETRIES + 1);
+                   (double)wait / 1000.0, attempt + 1, tries);
         fetch_response_fini(&rs);
-        hub_sleep_ms(wait);
-        if (cancelled(p)) {
+        if (!hub_wait_ms(wait, p->o->cancel)) {
             st = interrupted(&ff, part, id, err, err_size);
             break;
         }
@@ -451,6 +461,11 @@ static bool link_file(const char *snapshot, const struct hub_file *f, const char
     return ok;
 }
 
+static void list_notice(void *ctx, const char *message)
+{
+    notice(ctx, "%s", message);
+}
+
 static bool room_for(const char *dir, long long bytes, char *err, size_t err_size)
 {
     struct statvfs sv;
@@ -476,7 +491,9 @@ enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *
     }
     struct pull p = {.o = o, .token = hub_token(), .endpoint = hub_endpoint()};
     struct hub_listing l;
-    enum hub_status st = hub_list(o->id, rev, p.token, &l, err, err_size);
+    struct hub_wait w = {.cancel = o->cancel, .notice = list_notice, .ctx = &p};
+    notice(&p, "asking %s for the files of %s (%s)", p.endpoint, o->id, rev);
+    enum hub_status st = hub_list(o->id, rev, p.token, &w, &l, err, err_size);
     if (st != HUB_OK)
         goto out;
     p.l = &l;
@@ -504,8 +521,10 @@ enum hub_status hub_pull(const struct hub_pull_opts *o, struct hub_pull_result *
             x_asprintf("%s/%s", blobs, l.files[i].sha256[0] ? l.files[i].sha256 : l.files[i].oid);
         char *part = x_asprintf("%s.incomplete", blob);
         struct stat sb;
-        if (stat(blob, &sb) != 0 || sb.st_size != l.files[i].size)
-            missing += l.files[i].size - (stat(part, &sb) == 0 ? sb.st_size : 0);
+        if (stat(blob, &sb) != 0 || sb.st_size != l.files[i].size) {
+            long long have = stat(part, &sb) == 0 && sb.st_size <= l.files[i].size ? sb.st_size : 0;
+            missing = hub_size_add(missing, l.files[i].size - have); /* saturating */
+        }
         free(part);
         free(blob);
     }

@@ -29,6 +29,12 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+static void print_notice(void *ctx, const char *message)
+{
+    fprintf(ctx, "%s\n", message);
+    fflush(ctx);
+}
+
 bool model_hub_id(const char *arg, char *id, size_t size)
 {
     if (!arg || !*arg)
@@ -117,32 +123,40 @@ bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantiz
         snprintf(err, err_size, "%s", herr);
         return false;
     }
+    /* Ctrl-C (and a kill) stop the listing as well as the pull, each
+     * within a fraction of a second */
+    struct sigaction sa = {.sa_handler = on_sigint}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    FILE *term = terminal();
+    FILE *out = term ? term : stderr;
     /* the listing twice (here for the size, then in the pull): cheap next
      * to the download, and it keeps hub_pull one call */
     char *token = hub_token();
+    char *ep = hub_endpoint();
+    fprintf(out, "%s is not on this machine: asking the Hub (%s) for its size... (Ctrl-C stops)\n",
+            id, ep);
+    fflush(out);
+    free(ep);
     struct hub_listing l;
-    enum hub_status st = hub_list(id, "main", token, &l, herr, sizeof herr);
+    struct hub_wait w = {.cancel = &interrupted, .notice = print_notice, .ctx = out};
+    enum hub_status st = hub_list(id, "main", token, &w, &l, herr, sizeof herr);
     free(token);
     bool ok = false;
-    FILE *term = terminal();
     if (st != HUB_OK) {
         snprintf(err, err_size, "%s", herr);
     } else if (!confirm(term, id, &l)) {
         snprintf(err, err_size, "%s: not downloaded", id);
     } else {
-        struct sigaction sa = {.sa_handler = on_sigint}, old;
-        sigemptyset(&sa.sa_mask);
-        interrupted = 0;
-        sigaction(SIGINT, &sa, &old);
         struct pull_progress pp;
-        pull_progress_init(&pp, id, term ? PULL_PROGRESS_BAR : PULL_PROGRESS_LINES,
-                           term ? term : stderr);
+        pull_progress_init(&pp, id, term ? PULL_PROGRESS_BAR : PULL_PROGRESS_LINES, out);
         struct hub_pull_opts po = {
             .id = id, .on_event = pull_progress_event, .ctx = &pp, .cancel = &interrupted};
         struct hub_pull_result r;
         st = hub_pull(&po, &r, herr, sizeof herr);
         pull_progress_end(&pp);
-        sigaction(SIGINT, &old, NULL);
         if (st != HUB_OK) {
             snprintf(err, err_size, "%s", herr);
         } else {
@@ -152,6 +166,8 @@ bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantiz
             free(r.snapshot);
         }
     }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
     hub_listing_fini(&l);
     fetch_global_cleanup();
     return ok;

@@ -29,6 +29,8 @@ struct elm_ctx {
     int32_t *tokens; /* [n_ctx] ids of the cached positions */
     float **k_cache; /* [n_layers] of [n_ctx, nkv * hd], keys after QK-norm and RoPE */
     float **v_cache; /* [n_layers] of [n_ctx, nkv * hd] */
+    void *kv_pages;  /* every layer's K and V in one elm_pages_zalloc block */
+    size_t kv_bytes;
     float *rope_cos, *rope_sin; /* [n_ctx, hd / 2] */
     struct elm_threadpool *pool;
     struct elm_gemm_tile tile;

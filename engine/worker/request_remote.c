@@ -26,9 +26,11 @@ struct stream {
     int32_t *ids; /* received, in order */
     int n_ids, cap;
     int n_decoded; /* the server's count so far */
+    int limit;     /* the most ids asked for (n_predict): never more, whatever comes */
     bool final;
     struct lsrv_chunk fin;      /* its numbers (the strings are not kept) */
-    enum elm_done_reason ended; /* 0, or STOP / STOP_STRING: we closed it */
+    enum elm_done_reason ended; /* 0, or STOP / STOP_STRING / LENGTH / CONTEXT_FULL:
+                                 * we closed it */
     bool failed;
     char err[ELM_ERR_MAX];
     int interval_ms; /* the token-interval test hook */
@@ -71,6 +73,19 @@ static bool take_id(struct stream *s, int32_t id)
     }
     if (rq->max_tokens > 0 && wk_cancelled(s->w))
         return false; /* Esc: nothing more is shown; http_request closes the stream */
+    if (s->n_ids >= s->limit) {
+        /* one more than asked for (max_tokens, or what the context holds):
+         * a server that goes on (a hostile one, one that ignores
+         * n_predict) is not followed past it; the id is dropped */
+        if (rq->max_tokens == 0) {
+            snprintf(s->err, sizeof s->err, "the server sends more tokens than the %d asked for",
+                     s->limit);
+            s->failed = true;
+        } else {
+            s->ended = s->n_ids >= rq->max_tokens ? ELM_DONE_LENGTH : ELM_DONE_CONTEXT_FULL;
+        }
+        return false;
+    }
     if (!push_id(s, id)) {
         snprintf(s->err, sizeof s->err, "out of memory");
         s->failed = true;
@@ -254,6 +269,7 @@ void wk_remote_generate(elm_worker *w)
     s.r = r;
     s.rq = rq;
     s.parser = lsrv_parser_new();
+    s.limit = g.n_predict;
     s.interval_ms = atomic_load(&w->token_interval_ms);
     s.last = now_sec();
     elm_detok_stream_init(&s.ds, r->tok);
@@ -273,7 +289,8 @@ void wk_remote_generate(elm_worker *w)
     free(body);
 
     /* The end of the text: a partial stop string is just text. */
-    if (rq->max_tokens > 0 && !s.ended && !s.failed) {
+    if (rq->max_tokens > 0 && !s.failed &&
+        (!s.ended || s.ended == ELM_DONE_LENGTH || s.ended == ELM_DONE_CONTEXT_FULL)) {
         char piece[64];
         size_t len = elm_detok_stream_flush(&s.ds, piece, sizeof piece);
         if (len)
@@ -311,8 +328,8 @@ void wk_remote_generate(elm_worker *w)
             reason = ELM_DONE_STOP_STRING;
         st = reason == ELM_DONE_CONTEXT_FULL ? ELM_E_CONTEXT_FULL : ELM_OK;
     } else if (s.ended) {
-        reason = s.ended; /* we closed the stream at a stop id or string */
-        st = ELM_OK;
+        reason = s.ended; /* we closed the stream: a stop id or string, the limit */
+        st = reason == ELM_DONE_CONTEXT_FULL ? ELM_E_CONTEXT_FULL : ELM_OK;
         n_fed = s.n_ids - 1;
     } else if (s.failed) {
         msg = s.err;

@@ -51,6 +51,8 @@ ok $? "the ratio line"
 line=$(grep '^resume from a snapshot' "$tmp/out")
 echo "$line" | grep -Eq '^resume from a snapshot \([0-9]+ ids\): save [0-9.]+ ms, load [0-9.]+ ms; next turn computes [0-9]+, ttft [0-9.]+ ms \(load \+ ttft [0-9.]+ ms\) vs [0-9.]+ ms re-prefilling [0-9]+$'
 ok $? "the resume line"
+grep -Eq '^resume \+ first token / the last live turn: [0-9.]+x \(cpu: load [0-9.]+ ms \+ [0-9.]+ ms = [0-9.]+x of [0-9.]+ ms\)$' "$tmp/out"
+ok $? "the resume's ratio to a live turn, in wall and cpu time"
 ids=$(echo "$line" | sed -E 's/.*\(([0-9]+) ids\).*/\1/')
 next=$(echo "$line" | sed -E 's/.*next turn computes ([0-9]+),.*/\1/')
 whole=$(echo "$line" | sed -E 's/.*re-prefilling ([0-9]+)$/\1/')

@@ -6,7 +6,9 @@
 # the middle of a file (resumed with Range), a wrong sha256 (rejected, not
 # installed), 503 answers (retried), a 404 repo, a 401 private repo without
 # and with HF_TOKEN, HF_ENDPOINT elsewhere, a full disk, Ctrl-C and resume (no
-# snapshot until every file is in),
+# snapshot until every file is in), an unreachable Hub (closed port,
+# unresolvable name: fast, with the offline hint), a stalled Hub (Ctrl-C and
+# SIGTERM end the wait at once), a listing whose sizes overflow a sum,
 # HF_HUB_OFFLINE, a paged file list, --include, --quantize, and `elmchat
 # models` listing and --rm.
 . "${top_srcdir:-.}/tests/lib/cli-test.sh"
@@ -17,6 +19,23 @@ export HOME="$tmp" XDG_DATA_HOME="$tmp/data" XDG_CONFIG_HOME="$tmp/config" \
     XDG_STATE_HOME="$tmp/state" XDG_CACHE_HOME="$tmp/cache" HF_HUB_CACHE="$tmp/hub" \
     ELMCHAT_PULL_RETRY_MS=20
 unset HF_TOKEN HF_HOME HF_HUB_OFFLINE HF_TOKEN_PATH
+
+now_ms() { date +%s%3N; }
+# wait_for_file_line FILE REGEX TENTHS: until a line of FILE matches (a deadline)
+wait_for_file_line() {
+    i=0
+    while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt "$3" ]; do sleep 0.1; i=$((i + 1)); done
+}
+# gone_within PID MS: 0 when the process has ended within MS milliseconds
+gone_within() {
+    end=$(($(now_ms) + $2))
+    # a child that ended stays a zombie until waited for: it counts as gone
+    while kill -0 "$1" 2>/dev/null && ! ps -o stat= -p "$1" | grep -q '^Z'; do
+        [ "$(now_ms)" -ge "$end" ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
 
 HUB_ROOT="$tmp/root" HUB_DIR="$tmp"
 . "$top_srcdir/tests/lib/fake-hub.sh"
@@ -137,10 +156,74 @@ HF_ENDPOINT="http://127.0.0.1:$(cat "$tmp/port2")/" "$ELMCHAT" pull tester/mirro
 [ $? -eq 0 ] && grep -q "^GET /api/models/tester/mirrored/revision/main" "$tmp/log2"
 ok $? "HF_ENDPOINT: pulled from the mirror (a trailing / is fine)"
 kill "$mirror_pid"; wait "$mirror_pid" 2>/dev/null
-HF_ENDPOINT="http://127.0.0.1:$(cat "$tmp/port2")" "$ELMCHAT" pull tester/mirrored >/dev/null 2>"$tmp/err"
-[ $? -eq 1 ] && grep -q "tester/mirrored: cannot reach the Hub for the revision (6 tries): " "$tmp/err"
-ok $? "an endpoint that does not answer: a clear message after the retries"
+# offline: a closed port, a name that does not resolve; fail fast (one quick
+# retry), say what to do.  The real retry pause, not the tests' 20 ms.
+for ep in "http://127.0.0.1:$(cat "$tmp/port2")" "http://nonexistent.invalid"; do
+    t0=$(now_ms)
+    HF_ENDPOINT=$ep ELMCHAT_PULL_RETRY_MS=1000 "$ELMCHAT" pull tester/mirrored >/dev/null 2>"$tmp/err"
+    rc=$?
+    dt=$(($(now_ms) - t0))
+    [ $rc -eq 1 ] && [ "$dt" -lt 5000 ] &&
+        grep -q "tester/mirrored: cannot reach the Hub at $ep (.*): offline? Set HF_HUB_OFFLINE=1 .*, or run elmchat pull tester/mirrored once online" "$tmp/err" &&
+        grep -q "asking $ep for the files of tester/mirrored" "$tmp/err"
+    ok $? "unreachable Hub ($ep): fails in $dt ms (< 5 s) with the offline hint"
+    t0=$(now_ms)
+    HF_ENDPOINT=$ep ELMCHAT_PULL_RETRY_MS=1000 "$ELMCHAT" run -m tester/elsewhere -n 2 -p hi >/dev/null 2>"$tmp/err"
+    rc=$?
+    dt=$(($(now_ms) - t0))
+    [ $rc -ne 0 ] && [ "$dt" -lt 5000 ] && grep -q "HF_HUB_OFFLINE=1" "$tmp/err" &&
+        grep -q "tester/elsewhere is not on this machine: asking the Hub ($ep) for its size" "$tmp/err"
+    ok $? "run -m NAME, unreachable Hub ($ep): says what it does, fails in $dt ms with the hint"
+done
 export HF_ENDPOINT=$port_main
+
+# a Hub that accepts and then says nothing: Ctrl-C and SIGTERM end the wait
+# (pull, and -m NAME before the chat) within 3 s, whatever libcurl waits for
+start_hub --stall
+for sig in INT TERM; do
+    "$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err" &
+    pid=$!
+    wait_for_file_line "$tmp/log" "^GET /api/models/tester/tiny/revision/main" 100
+    t0=$(now_ms)
+    kill -$sig $pid
+    gone_within $pid 3000
+    gone=$?
+    wait $pid
+    rc=$?
+    dt=$(($(now_ms) - t0))
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    [ $gone -eq 0 ] && [ $rc -eq "$want" ] &&
+        grep -q "tester/tiny: stopped while asking the Hub for the revision" "$tmp/err"
+    ok $? "a stalled Hub: pull ends $dt ms after SIG$sig (rc $rc, want $want)"
+    : >"$tmp/log"
+    "$ELMCHAT" run -m tester/elsewhere -n 2 -p hi >/dev/null 2>"$tmp/err" &
+    pid=$!
+    wait_for_file_line "$tmp/log" "^GET /api/models/tester/elsewhere/revision/main" 100
+    t0=$(now_ms)
+    kill -$sig $pid
+    gone_within $pid 3000
+    gone=$?
+    wait $pid
+    rc=$?
+    dt=$(($(now_ms) - t0))
+    [ $gone -eq 0 ] && [ $rc -ne 0 ] && grep -q "asking the Hub (.*) for its size" "$tmp/err" &&
+        grep -q "stopped while asking the Hub" "$tmp/err"
+    ok $? "a stalled Hub: run -m NAME ends $dt ms after SIG$sig (rc $rc), said what it waited for"
+    : >"$tmp/log"
+done
+
+# a hostile listing: two LFS files of 2^62 bytes each (their sum overflows
+# a signed 64-bit count): refused by the free-space check, nothing fetched
+mkdir -p "$tmp/root/tester/huge"
+printf 'a' > "$tmp/root/tester/huge/a.safetensors"
+printf 'b' > "$tmp/root/tester/huge/b.safetensors"
+start_hub --huge-size 4611686018427387904
+"$ELMCHAT" pull tester/huge >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q "the download needs .* and the disk has .* free" "$tmp/err" &&
+    ! grep -q "/resolve/\|/cdn/" "$tmp/log"
+ok $? "two 2^62-byte files in the listing: the need does not wrap, refused before any download (rc $rc)"
+start_hub
 
 HF_HUB_OFFLINE=1 "$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "HF_HUB_OFFLINE is set" "$tmp/err"

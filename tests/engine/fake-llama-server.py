@@ -8,7 +8,15 @@
 #                           /completion, answered with STREAM's lines as
 #                           server-sent events (a stream with a gap, or one
 #                           that breaks off into something that is not JSON)
+#   endless TOKENIZER N_CTX N_VOCAB ELMCHAT
+#                           a hostile server on its own (no real one): it
+#                           passes the connect checks (n_ctx N_CTX, the
+#                           vocabulary size N_VOCAB and the ids of TOKENIZER,
+#                           tokenized by ELMCHAT) and answers /completion with a
+#                           stream that never ends, whatever n_predict says
+import json
 import socket
+import subprocess
 import sys
 import threading
 import urllib.error
@@ -48,14 +56,55 @@ def read_request(conn):
     return method.decode(), path.decode(), body
 
 
+def endless(conn, path, body):
+    tok, n_ctx, n_vocab, elmchat = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+
+    def ids(text):
+        out = subprocess.run([elmchat, "tokenize", "--tokenizer", tok], input=text.encode(),
+                             capture_output=True, check=True).stdout.split()
+        return [int(i) for i in out]
+
+    if path == "/health":
+        return reply(conn, b"200 OK", b'{"status":"ok"}')
+    if path == "/props":
+        return reply(conn, b"200 OK", json.dumps({
+            "total_slots": 1, "model_path": "/fake/endless.gguf",
+            "default_generation_settings": {"n_ctx": n_ctx}}).encode())
+    if path == "/v1/models":
+        return reply(conn, b"200 OK", json.dumps({"data": [{"id": "endless", "meta": {
+            "n_vocab": n_vocab, "n_ctx_train": n_ctx}}]}).encode())
+    if path == "/tokenize":
+        content = json.loads(body or b"{}").get("content", "")
+        return reply(conn, b"200 OK", json.dumps({"tokens": ids(content)}).encode())
+    if path.startswith("/slots"):
+        return reply(conn, b"501 Not Implemented",
+                     b'{"error": {"code": 501, "message": "no slot save path", "type": "not_supported_error"}}')
+    if path != "/completion":
+        return reply(conn, b"404 Not Found", b'{"error": {"code": 404, "message": "no"}}')
+    req = json.loads(body or b"{}")
+    a = ids("A")[0]
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+    n = 0
+    try:
+        while True:  # n_predict is not honoured: the client has to stop
+            n += 1
+            ev = {"index": 0, "stop": False, "id_slot": 0, "content": "A", "tokens": [a],
+                  "tokens_predicted": n, "tokens_evaluated": len(req.get("prompt", []))}
+            conn.sendall(b"data: " + json.dumps(ev).encode() + b"\n\n")
+    except OSError:
+        pass  # the client hung up: what it should do
+
+
 def answer(conn):
     method, path, body = read_request(conn)
     if method is None:
         return
-    if mode == "hang":
+    if mode == "endless":
+        endless(conn, path, body)
+    elif mode == "hang":
         held.append(conn)  # never answered, never closed
         return
-    if mode == "garbage":
+    elif mode == "garbage":
         reply(conn, b"200 OK", b"<html>this is not JSON")
     elif mode == "status":
         reply(conn, b"%d Failure" % code,

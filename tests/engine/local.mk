@@ -186,4 +186,7 @@ tests_engine_remote_drive_SOURCES = tests/engine/remote-drive.c
 tests_engine_remote_drive_LDADD = $(ELM_ENGINE_LIBS)
 dist_check_SCRIPTS += tests/engine/test-remote.sh
 TESTS += tests/engine/test-remote.sh
+# The remote engine against a hostile stand-in (no llama-server needed).
+dist_check_SCRIPTS += tests/engine/test-remote-hostile.sh
+TESTS += tests/engine/test-remote-hostile.sh
 EXTRA_DIST += tests/engine/fake-llama-server.py

@@ -2,7 +2,10 @@
  * /api/models/ID/tree/COMMIT, src/hub_api.c's hub_parse_file_list): what a
  * server answers elmchat pull.  Every entry kept must be a path that stays
  * inside the snapshot folder, with a git id or an LFS sha256 in hex and a
- * size that is not negative. */
+ * size that is not negative; the bytes a pull needs (hub_pull_select, what
+ * the free-space check compares) are never negative and never less than
+ * any one file's (the sizes are summed saturating: two 2^62-byte files
+ * once wrapped to a negative need that any disk "had room" for). */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "src/hub_api.h"
+#include "src/hub_pull.h"
 
 static bool hex(const char *s, size_t n)
 {
@@ -46,6 +50,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         }
     }
+    bool *want = calloc(l.n ? l.n : 1, sizeof *want);
+    long long total = want ? hub_pull_select(&l, NULL, want) : 0;
+    for (size_t i = 0; want && i < l.n; i++) {
+        if (total < 0 || (want[i] && total < l.files[i].size)) {
+            fprintf(stderr, "fuzz: the listing's total %lld is less than %s's %lld bytes\n", total,
+                    l.files[i].path, l.files[i].size);
+            abort();
+        }
+    }
+    free(want);
     hub_listing_fini(&l);
     return 0;
 }

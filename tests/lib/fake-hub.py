@@ -23,8 +23,11 @@ private.  Files ending in .safetensors or .gguf are LFS files.
 Faults for the tests: --drop-once (each LFS file's first download is cut
 in the middle), --corrupt PATH (that file's bytes are served with one byte
 changed), --rate BYTES (downloads are throttled to that many bytes a
-second), --fail N (the first N API requests answer 503).  Every request is
-logged to --log as METHOD PATH RANGE AUTH.
+second), --fail N (the first N API requests answer 503), --stall (API
+requests get no answer at all: the connection stays open, silent, until the
+client leaves), --huge-size BYTES (the file list gives every LFS file that
+size, e.g. 2^62: a hostile listing).  Every request is logged to --log as
+METHOD PATH RANGE AUTH.
 """
 import argparse
 import hashlib
@@ -70,7 +73,9 @@ def file_info(repo_dir, path):
     git = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
     info = {"type": "file", "path": path, "size": len(data), "oid": git}
     if is_lfs(path):
-        info["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data),
+        size = ARGS.huge_size or len(data)
+        info["size"] = size
+        info["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": size,
                        "pointerSize": 134}
     with LOCK:
         INFO[key] = info
@@ -159,6 +164,13 @@ class Hub(BaseHTTPRequestHandler):
                     FAILS_LEFT[0] -= 1
             if fail:
                 return self.error(503, "Unavailable", "Service temporarily unavailable")
+            if ARGS.stall:
+                # read nothing more, say nothing: wait until the client hangs up
+                self.connection.settimeout(None)
+                while self.connection.recv(4096):
+                    pass
+                self.close_connection = True
+                return
             owner, name, kind, rev = parts[2], parts[3], parts[4], parts[5]
             d = self.repo(owner, name)
             if d is None:
@@ -271,6 +283,8 @@ def main():
     ap.add_argument("--corrupt", action="append")
     ap.add_argument("--rate", type=float, default=0)
     ap.add_argument("--fail", type=int, default=0)
+    ap.add_argument("--stall", action="store_true")
+    ap.add_argument("--huge-size", type=int, default=0)
     ARGS = ap.parse_args()
     FAILS_LEFT[0] = ARGS.fail
     srv = Server(("127.0.0.1", 0), Hub)

@@ -6,7 +6,9 @@
 # refuses; /model completion marks the known models not downloaded; /model
 # NAME inside the chat asks, shows the progress in the status bar, Esc stops
 # it, a second /model resumes and loads it; a folder in Apple's layout (no
-# tokenizer) pulled at the start chats on the bundled LLaMA-2 tokenizer.
+# tokenizer) pulled at the start chats on the bundled LLaMA-2 tokenizer; a
+# Hub that never answers: said before the screen, Ctrl-C, Esc and /quit end
+# the wait at once.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 top_srcdir=${top_srcdir:-${srcdir:-.}}
@@ -98,6 +100,33 @@ if [ -f "$shipped" ]; then
 else
     skip "-m 270M-instruct: Apple's layout chats on the bundled tokenizer" "the build fetched no LLaMA-2 tokenizer.model"
 fi
+
+# a Hub that accepts and then says nothing: -m NAME says what it waits for
+# before the screen starts and Ctrl-C ends it at once; in the chat, Esc
+# stops /model NAME's question and /quit does not wait for it
+start_hub --stall
+UI_ENV="HF_ENDPOINT=$HF_ENDPOINT HF_HUB_CACHE=$cache ELMCHAT_PULL_RETRY_MS=20"
+ui_start 120 30 -m tester/elsewhere -n 3
+ok 'ui_wait "tester/elsewhere is not on this machine: asking the Hub ($HF_ENDPOINT) for its size... (Ctrl-C stops)" 10' \
+   "-m NAME, the Hub silent: the terminal says what it waits for"
+ui_until "grep -q \"^GET /api/models/tester/elsewhere/revision/main\" \"$HUB_DIR/log\"" 10 >/dev/null
+ui_keys C-c
+ok 'ui_until "[ -f \"$UI_DIR/exit\" ]" 3 && grep -q "tester/elsewhere: stopped while asking the Hub" "$UI_DIR/stderr"' \
+   "... and Ctrl-C ends it within 3 s"
+: > "$HUB_DIR/log"
+ui_start 140 30 -n 3
+ui_wait "idle" 20 >/dev/null
+ui_keys "/model tester/elsewhere" Enter
+ui_until "grep -q \"^GET /api/models/tester/elsewhere/revision/main\" \"$HUB_DIR/log\"" 10 >/dev/null
+ok 'ui_wait "asking the Hub about tester/elsewhere" 5' "/model NAME, the Hub silent: the status bar says what it waits for"
+ui_keys Escape
+ok 'ui_wait "tester/elsewhere: not downloaded (stopped while asking the Hub)" 3' "... Esc stops it within 3 s"
+: > "$HUB_DIR/log"
+ui_keys "/model tester/elsewhere" Enter
+ui_until "grep -q \"^GET /api/models/tester/elsewhere/revision/main\" \"$HUB_DIR/log\"" 10 >/dev/null
+ui_keys "/quit" Enter
+ok 'ui_until "[ -f \"$UI_DIR/exit\" ]" 3' "... and /quit while it waits ends within 3 s"
+start_hub
 
 ui_start 120 30 -m apple/OpenELM-450M --no-pull
 ok 'ui_until "[ -f \"$UI_DIR/exit\" ]" 10 && grep -q "apple/OpenELM-450M is not downloaded (--no-pull): elmchat pull apple/OpenELM-450M" "$UI_DIR/stderr"' \

@@ -1,0 +1,67 @@
+/* pages.c: the one place the engine asks the system for anonymous pages
+ * (pages.h); calloc where there is no mmap. */
+#include "config.h"
+
+#include "engine/base/pages.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
+void elm_pages_prefault(const void *p, size_t bytes, bool write)
+{
+#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
+    /* Linux 5.14+; an older kernel answers EINVAL and the pages fault in
+     * as they are touched, as without the hint */
+    if (!p || bytes == 0)
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0)
+        return;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
+    size_t n = bytes + ((uintptr_t)p - a);
+    (void)madvise((void *)a, n, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+    (void)p;
+    (void)bytes;
+    (void)write;
+#endif
+}
+
+#if defined(MAP_ANONYMOUS) || defined(MAP_ANON)
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+void *elm_pages_zalloc(size_t bytes)
+{
+    if (bytes == 0)
+        bytes = 1;
+    /* fresh anonymous pages read as zeros and are only made when written */
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void elm_pages_free(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, bytes ? bytes : 1);
+}
+
+#else
+
+void *elm_pages_zalloc(size_t bytes)
+{
+    return calloc(1, bytes ? bytes : 1);
+}
+
+void elm_pages_free(void *p, size_t bytes)
+{
+    (void)bytes;
+    free(p);
+}
+
+#endif

@@ -1,0 +1,26 @@
+/* pages.h: large zero-filled buffers whose pages cost nothing until they
+ * are touched (the KV caches: a 2048-token context of which a chat uses a
+ * few hundred).  calloc promises zeros but not laziness: once glibc's
+ * dynamic mmap threshold has risen (after a large block is freed: a model
+ * switch, a finished chat), it serves such a block from the heap and
+ * clears every byte, and the whole context is paid for at once.
+ * Engine-internal. */
+#ifndef ELMCHAT_ENGINE_PAGES_H
+#define ELMCHAT_ENGINE_PAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* bytes of zeros, page-aligned, NULL when out of memory. */
+void *elm_pages_zalloc(size_t bytes);
+/* Give back what elm_pages_zalloc returned (p may be NULL), with its size. */
+void elm_pages_free(void *p, size_t bytes);
+/* Make the pages of [p, p + bytes) present now, in one call, instead of a
+ * fault per 4 KiB page as they are first touched (a fault costs several
+ * microseconds, far more in a VM: a 27 MB snapshot's load was mostly
+ * faults).  write: for a buffer about to be filled (p from
+ * elm_pages_zalloc or the heap); else for a mapped file about to be read.
+ * Only a hint: nothing happens where the system cannot do it. */
+void elm_pages_prefault(const void *p, size_t bytes, bool write);
+
+#endif
