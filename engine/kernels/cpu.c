@@ -17,8 +17,8 @@
 #elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #elif defined(__aarch64__) && defined(__APPLE__)
-#include <sys/sysctl.h>
 #include <sys/types.h>
+#include <sys/sysctl.h>
 #endif
 
 static struct elm_cpu cpu;
