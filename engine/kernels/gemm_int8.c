@@ -520,14 +520,15 @@ bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
 {
     struct elm_gi8_kind kd;
     return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
-           elm_isa_arm(elm_kernels_isa(), ELM_ISA_NEON_DOTPROD);
+           elm_isa_arm(elm_kernels_isa(), ELM_ISA_NEON_DOTPROD) &&
+           elm_gemm_i8_neon_built(i8mm_kernel());
 }
 
 const char *elm_gemm_i8_name(void)
 {
-    return i8mm_kernel() ? "NEON i8mm (smmla) 4x8"
-           : elm_gemm_i8_available(ELM_DTYPE_Q4_0, ELM_QA_BLOCK) ? "NEON dotprod (sdot) 4x8"
-                                                                  : NULL;
+    return !elm_gemm_i8_available(ELM_DTYPE_Q4_0, ELM_QA_BLOCK) ? NULL
+           : i8mm_kernel() ? "NEON i8mm (smmla) 4x8"
+                           : "NEON dotprod (sdot) 4x8";
 }
 
 void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, long r0, long r1,

@@ -96,6 +96,8 @@ static inline size_t elm_gi8_panel_bytes(long k, int sb)
 void elm_gemm_i8_rows_neon(const void *apack, long m, const struct elm_matrix *w,
                            const struct elm_gi8_kind *kd, bool i8mm, long r0, long r1, float *c,
                            long ldc, bool accumulate, void *wp);
+/* False when the compiler could not build that kernel (clang before 16). */
+bool elm_gemm_i8_neon_built(bool i8mm);
 #endif
 
 #endif

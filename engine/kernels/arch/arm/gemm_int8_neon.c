@@ -37,6 +37,8 @@
 
 #define MR ELM_GI8_MR
 #define NR ELM_GI8_NR
+/* (helpers of kernels a compiler may lack: ELM_ARM_SDOT, ELM_ARM_SMMLA) */
+#define UNUSED __attribute__((unused))
 /* Full unrolling keeps the 16 accumulators in registers. */
 #define UNROLL _Pragma("GCC unroll 4")
 
@@ -168,21 +170,21 @@ static void pack_w(const struct elm_matrix *w, const struct elm_gi8_kind *kd, lo
 /* ------------------------------------------------------- the kernel */
 
 /* [v[0], v[0], v[1], v[1]]: two tokens' values in smmla's lane order. */
-static INLINE float32x4_t tok_pair(const float *v)
+UNUSED static INLINE float32x4_t tok_pair(const float *v)
 {
     float32x2_t p = vld1_f32(v);
     return vcombine_f32(vdup_lane_f32(p, 0), vdup_lane_f32(p, 1));
 }
 
 /* [v[0], v[1], v[0], v[1]]: two rows' values in smmla's lane order. */
-static INLINE float32x4_t row_pair(const float *v)
+UNUSED static INLINE float32x4_t row_pair(const float *v)
 {
     float32x2_t p = vld1_f32(v);
     return vcombine_f32(p, p);
 }
 
 /* Tokens i < mt, rows j < nr of a 4 x 8 tile into C (added to it when add). */
-static INLINE void store8(float *c, long ldc, float out[MR][8], int mt, int nr, bool add)
+UNUSED static INLINE void store8(float *c, long ldc, float out[MR][8], int mt, int nr, bool add)
 {
     for (int i = 0; i < mt; i++) {
         float *ct = c + i * ldc;
@@ -191,6 +193,7 @@ static INLINE void store8(float *c, long ldc, float out[MR][8], int mt, int nr, 
     }
 }
 
+#if ELM_ARM_SMMLA
 /* C[i][8h + j] for tokens i < mt, rows 8h + j < nr, from one A tile and the
  * panel; sb: the sub-block width (32, or Q6_K's 16). */
 I8MM static INLINE void micro_mmla(const char *tile, long k, const struct elm_gi8_panel *pn,
@@ -251,6 +254,9 @@ I8MM static INLINE void micro_mmla(const char *tile, long k, const struct elm_gi
     }
 }
 
+#endif
+
+#if ELM_ARM_SDOT
 /* The same with sdot by lane: 4 rows x 4 bytes against token i's 4 bytes
  * (lane i of the tokens' register) per instruction. */
 DOTPROD static INLINE void micro_sdot(const char *tile, long k, const struct elm_gi8_panel *pn,
@@ -308,6 +314,8 @@ DOTPROD static INLINE void micro_sdot(const char *tile, long k, const struct elm
     }
 }
 
+#endif
+
 /* One copy per kernel and constant combination (sub-block width, mins). */
 #define SPECIALIZE(name, attr, kernel, ...)                                                       \
     attr static void name(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,     \
@@ -315,15 +323,40 @@ DOTPROD static INLINE void micro_sdot(const char *tile, long k, const struct elm
     {                                                                                             \
         kernel(tile, k, pn, __VA_ARGS__, c, ldc, mt, nr, add);                                    \
     }
+typedef void (*micro_fn)(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,
+                         long ldc, int mt, int nr, bool add);
+
+#if ELM_ARM_SMMLA
 SPECIALIZE(mmla_bias32, I8MM, micro_mmla, 32, false)
 SPECIALIZE(mmla_mins32, I8MM, micro_mmla, 32, true)
 SPECIALIZE(mmla_bias16, I8MM, micro_mmla, 16, false)
+#endif
+#if ELM_ARM_SDOT
 SPECIALIZE(sdot_bias32, DOTPROD, micro_sdot, 32, false)
 SPECIALIZE(sdot_mins32, DOTPROD, micro_sdot, 32, true)
 SPECIALIZE(sdot_bias16, DOTPROD, micro_sdot, 16, false)
+#endif
 
-typedef void (*micro_fn)(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,
-                         long ldc, int mt, int nr, bool add);
+/* The kernel for the level and the weights' kind, NULL where the compiler
+ * has none. */
+static micro_fn micro_for(bool i8mm, const struct elm_gi8_kind *kd)
+{
+#if ELM_ARM_SMMLA
+    if (i8mm)
+        return kd->sb == 16 ? mmla_bias16 : kd->mins ? mmla_mins32 : mmla_bias32;
+#endif
+#if ELM_ARM_SDOT
+    if (!i8mm)
+        return kd->sb == 16 ? sdot_bias16 : kd->mins ? sdot_mins32 : sdot_bias32;
+#endif
+    (void)i8mm, (void)kd;
+    return NULL;
+}
+
+bool elm_gemm_i8_neon_built(bool i8mm)
+{
+    return i8mm ? ELM_ARM_SMMLA : ELM_ARM_SDOT;
+}
 
 void elm_gemm_i8_rows_neon(const void *apack, long m, const struct elm_matrix *w,
                            const struct elm_gi8_kind *kd, bool i8mm, long r0, long r1, float *c,
@@ -332,8 +365,9 @@ void elm_gemm_i8_rows_neon(const void *apack, long m, const struct elm_matrix *w
     long k = (long)w->cols;
     size_t tb = elm_gi8_tile_bytes(k, kd->sb);
     struct elm_gi8_panel pn = elm_gi8_panel_at(wp, k, kd->sb);
-    micro_fn kern = i8mm ? (kd->sb == 16 ? mmla_bias16 : kd->mins ? mmla_mins32 : mmla_bias32)
-                         : (kd->sb == 16 ? sdot_bias16 : kd->mins ? sdot_mins32 : sdot_bias32);
+    micro_fn kern = micro_for(i8mm, kd);
+    if (!kern)
+        return;
     for (long n0 = r0; n0 < r1; n0 += NR) {
         int nr = r1 - n0 < NR ? (int)(r1 - n0) : NR;
         pack_w(w, kd, n0, nr, &pn, i8mm ? 8 : 4);
