@@ -229,6 +229,11 @@ int elm_cpu_sets(enum elm_isa out[ELM_ISA_COUNT])
 {
     enum elm_isa best = elm_cpu()->isa;
     int n = 0;
+    const char *env = getenv("ELM_KERNELS");
+    if (env && *env && strcmp(env, elm_isa_name(elm_cpu_preferred_isa())) == 0) {
+        out[n++] = elm_cpu_preferred_isa(); /* the set ELM_KERNELS names, alone */
+        return n;
+    }
     out[n++] = ELM_ISA_GENERIC;
     if (elm_isa_x86(best, ELM_ISA_AVX2)) {
         out[n++] = ELM_ISA_AVX2;

@@ -62,7 +62,9 @@ bool elm_cpu_runs(enum elm_isa isa);
 
 /* The sets a test runs, generic first, then each level of this CPU's
  * architecture it runs (x86: avx2, then avx512 at its best level, as
- * ELM_KERNELS=avx512 picks; ARM: neon, dotprod, i8mm); their number. */
+ * ELM_KERNELS=avx512 picks; ARM: neon, dotprod, i8mm); their number.
+ * With ELM_KERNELS naming a set this CPU runs, that set alone (the ARM CI
+ * stage tests one level per emulated CPU). */
 int elm_cpu_sets(enum elm_isa out[ELM_ISA_COUNT]);
 
 /* The set to use unless a test selects another (kernels.h): the one

@@ -13,6 +13,7 @@
 #define OWN_DEFAULT 1
 
 #include <blis.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,6 +146,53 @@ static void sgemm1(long m, long n, long k, const float *a, long lda, const float
     /* BLIS never writes A or B; its typed API just lacks const. */
     bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_TRANSPOSE, m, n, k, &one, (float *)a, lda, 1,
                  (float *)b, ldb, 1, &beta, c, ldc, 1, NULL, &rntm);
+}
+
+/* ------------------------------------------------ BLIS checked once */
+
+/* BLIS has open reports of wrong sgemm results on Apple M1 (flame/blis
+ * #742, #930).  So once, when the first model loads (or bench --kernels
+ * asks), a small product with ragged edges goes through BLIS and through
+ * our row kernels; where they differ by more than rounding, BLIS is not
+ * used: its batches go to our GEMM or the row kernels, and
+ * elm_system_info says so.  ELM_BLIS_CHECK=fail makes the check fail (the
+ * tests of that path). */
+static bool blis_bad;
+static pthread_once_t blis_once = PTHREAD_ONCE_INIT;
+
+static void check_blis(void)
+{
+    enum { M = 29, N = 45, K = 261 }; /* past one micro-tile each way, odd edges */
+    float *a = malloc(sizeof(float) * 2 * (M * K + N * K + M * N) + sizeof(float) * M * N);
+    if (!a)
+        return; /* no memory for the check: BLIS as before */
+    float *b = a + M * K, *c = b + N * K, *ref = c + M * N, *abs_a = ref + M * N,
+          *abs_b = abs_a + M * K, *mag = abs_b + N * K;
+    unsigned s = 12345u;
+    for (int i = 0; i < M * K + N * K; i++) {
+        s = s * 1664525u + 1013904223u;
+        a[i] = (float)((int)(s >> 9) - (1 << 22)) / (float)(1 << 22); /* [-1, 1) */
+    }
+    for (int i = 0; i < M * K + N * K; i++)
+        abs_a[i] = fabsf(a[i]); /* abs_b follows abs_a as b follows a */
+    sgemm1(M, N, K, a, K, b, K, c, N, false);
+    struct elm_matrix w = {.data = b, .dtype = ELM_DTYPE_F32, .rows = N, .cols = K};
+    elm_matmul_rows(&w, a, K, M, ref, N, 0, N, false);
+    struct elm_matrix wa = {.data = abs_b, .dtype = ELM_DTYPE_F32, .rows = N, .cols = K};
+    elm_matmul_rows(&wa, abs_a, K, M, mag, N, 0, N, false); /* sum |a b| */
+    const char *force = getenv("ELM_BLIS_CHECK");
+    bool bad = force && strcmp(force, "fail") == 0;
+    /* both sum K products in f32: far below 1e-4 of the sum of their sizes */
+    for (int i = 0; i < M * N && !bad; i++)
+        bad = !(fabsf(c[i] - ref[i]) <= 1e-4f * mag[i]);
+    blis_bad = bad;
+    free(a);
+}
+
+bool elm_gemm_blis_ok(void)
+{
+    pthread_once(&blis_once, check_blis);
+    return !blis_bad;
 }
 
 /* The thread's widening buffer, allocated on first use; NULL on OOM. */
@@ -421,6 +469,9 @@ void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, floa
         elm_threadpool_for(pool, rows, chunk, rows_task, &job);
     } else if (elm_gemm_large_name()[0] == 'o' && own_gemm(&job, pool)) {
         return;
+    } else if (!elm_gemm_blis_ok()) { /* BLIS failed its check: the row kernels */
+        elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, 16, 64), rows_task,
+                           &job);
     } else {
         /* Two ranges a thread: a thread the OS parks costs at most half its
          * share; more ranges would repack A (the activations) more often. */

@@ -68,6 +68,11 @@ void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, floa
  * (ELM_GEMM=own|blis in the environment forces one). */
 const char *elm_gemm_large_name(void);
 
+/* BLIS computed a small sgemm right in a one-shot check against our row
+ * kernels (run on the first call: model load, bench --kernels); when it
+ * did not, elm_gemm never calls BLIS. */
+bool elm_gemm_blis_ok(void);
+
 /* The BLIS configuration in use ("skx", "haswell", "generic" ...), and
  * whether elmchat chose it (BLIS 0.9 does not know recent CPUs). */
 const char *elm_gemm_blis_arch(bool *chosen_by_us);

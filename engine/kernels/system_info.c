@@ -41,7 +41,7 @@ const char *elm_system_info(void)
     snprintf(line, sizeof line,
              "cpu: %s; matvec/small batches: %s (f32 bf16 f16; q8_0 q4_0 q4_k q5_k q6_k x int8 "
              "activations%s); prefill gemm (from %d f32 / %d bf16,f16 tokens): %s; quantized "
-             "prefill (from %d tokens): %s%s; bf16 prefill: %s; BLIS '%s'%s",
+             "prefill (from %d tokens): %s%s; bf16 prefill: %s; BLIS '%s'%s%s",
              elm_cpu_features(), set, vnni ? ", VNNI" : own_q ? "" : ", portable int8 kernels",
              elm_gemm_min_blis_m(ELM_DTYPE_F32),
              elm_gemm_min_blis_m(ELM_DTYPE_BF16),
@@ -49,6 +49,9 @@ const char *elm_system_info(void)
                                              : "BLIS, single-threaded per row range",
              elm_gemm_i8_min_m(), i8 ? "int8 GEMM " : "weights widened to f32", i8 ? i8 : "",
              bf16, arch,
-             ours ? " (chosen by elmchat)" : getenv("BLIS_ARCH_TYPE") ? " (BLIS_ARCH_TYPE)" : "");
+             ours ? " (chosen by elmchat)" : getenv("BLIS_ARCH_TYPE") ? " (BLIS_ARCH_TYPE)" : "",
+             elm_gemm_blis_ok() ? ""
+                                : ", WRONG in the start check (a small sgemm): not used, our "
+                                  "kernels run its batches");
     return line;
 }

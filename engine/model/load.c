@@ -11,6 +11,7 @@
 #include "engine/base/error.h"
 #include "engine/formats/gguf.h"
 #include "engine/formats/safetensors.h"
+#include "engine/kernels/gemm.h"
 #include "engine/kernels/kernels.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/hf_model.h"
@@ -53,6 +54,7 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
                             : elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", path);
     if (!st) {
         elm_kernels_init();
+        (void)elm_gemm_blis_ok(); /* BLIS's one-shot check, before any prefill (gemm.h) */
         st = is_gguf_path(path) ? elm_gguf_model_load(m, path, err, err_size)
                                 : elm_hf_model_load(m, path, err, err_size);
     }

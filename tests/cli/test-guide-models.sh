@@ -53,6 +53,8 @@ grep -q '^name: *guide-small-instruct$' "$tmp/info"
 ok $? "no -m, no \$ELMCHAT_MODEL: the default model is guide-small-instruct"
 grep -q '^sampling defaults: *temperature 0 repeat-penalty 1$' "$tmp/info"
 ok $? "it brings its sampling defaults (greedy, repetition penalty 1)"
+grep '^kernels: *cpu: [a-z0-9-]* ([a-z ]*):' "$tmp/info" | grep -q 'matvec/small batches: [a-z0-9]* '
+ok $? "info names what the CPU probe found and the kernels that run"
 
 first=$(sed -n '2p' "$top_srcdir/tests/data/guide/small.tsv" | cut -f1)
 "$ELMCHAT" run -p "$first" -n 200 --threads 1 >"$tmp/a" 2>&1 &&

@@ -30,7 +30,20 @@ ok "$st" "test-invariants passes with ELM_GEMM=blis"
 "$ELMCHAT" bench --kernels >"$tmp/k" 2>&1
 st=$?
 grep -q "BLIS '" "$tmp/k" || st=1
-ok "$st" "bench --kernels names the kernels: $(cat "$tmp/k")"
+grep -q '^cpu: [a-z0-9-]* ([a-z ]*):' "$tmp/k" || st=1
+grep -q 'WRONG' "$tmp/k" && st=1
+ok "$st" "bench --kernels names the CPU's features and the kernels, BLIS passed its start check: $(cat "$tmp/k")"
+
+# BLIS's one-shot check failing (as reported on Apple M1): said once, and
+# the large batches BLIS would take (ELM_GEMM=blis) run on our kernels, right.
+ELM_BLIS_CHECK=fail "$ELMCHAT" bench --kernels >"$tmp/kf" 2>&1
+st=$?
+grep -q "WRONG in the start check" "$tmp/kf" || st=1
+[ "$(grep -o WRONG "$tmp/kf" | wc -l)" -eq 1 ] || st=1
+ELM_BLIS_CHECK=fail ELM_GEMM=blis "$top_builddir/tests/engine/test-invariants" >"$tmp/bf.out" 2>&1 || st=1
+grep -q '^not ok' "$tmp/bf.out" && st=1
+[ "$st" -eq 0 ] || sed 's/^/# /' "$tmp/kf" "$tmp/bf.out" | grep -v '^# ok' | head -8
+ok "$st" "BLIS failing its start check: bench --kernels says so once, test-invariants passes without it"
 
 "$top_builddir/tests/lib/gen-checkpoint" --preset micro --dtype f32 -o "$tmp/m" >/dev/null 2>&1
 "$ELMCHAT" bench -m "$tmp/m" -p 8 -n 4 -r 2 -t 2 --json >"$tmp/j" 2>"$tmp/e"
