@@ -1,7 +1,8 @@
 /* gemm_int8.c: block-quantized weights x int8 activations for batches, with
  * an AVX-512 VNNI micro-kernel of 4 tokens x 32 weight rows (and an AVX2
- * one of 4 x 8 that gives the same bits); on AArch64 with FEAT_I8MM the
- * smmla kernel of arch/arm/gemm_int8_i8mm.c (4 x 8, the same float steps).
+ * one of 4 x 8 that gives the same bits); on AArch64 the smmla (FEAT_I8MM)
+ * and sdot (FEAT_DotProd) kernels of arch/arm/gemm_int8_neon.c (4 x 8, the
+ * same float steps).
  *
  * Prefill used to widen the weights to f32 and run the f32 GEMM: about
  * BLIS's speed, which llama.cpp's int8 GEMM beats by 1.2-1.4x for Q4_0 and
@@ -496,29 +497,38 @@ static int group_bytes(void)
     return 4;
 }
 #elif defined(__aarch64__) && defined(__GNUC__)
-/* AArch64: the i8mm set's smmla kernel (arch/arm/gemm_int8_i8mm.c; why 8
- * bytes a group: gemm_int8_tiles.h); the other levels widen the weights
- * from I8_GEMM_MIN_M tokens, as the portable set does. */
+/* AArch64: smmla on the i8mm level, sdot by lane on the dotprod level
+ * (arch/arm/gemm_int8_neon.c; the group widths: gemm_int8_tiles.h); plain
+ * NEON widens the weights from I8_GEMM_MIN_M tokens, as the portable set
+ * does. */
 static bool vnni_kernel(void)
 {
     return false;
 }
 
+static bool i8mm_kernel(void)
+{
+    return elm_kernels_isa() == ELM_ISA_NEON_I8MM;
+}
+
 static int group_bytes(void)
 {
-    return 8;
+    return i8mm_kernel() ? 8 : 4;
 }
 
 bool elm_gemm_i8_available(enum elm_dtype dtype, long k)
 {
     struct elm_gi8_kind kd;
     return kind_of(dtype, &kd) && k > 0 && k % ELM_QA_BLOCK == 0 &&
-           elm_isa_arm(elm_kernels_isa(), ELM_ISA_NEON_I8MM);
+           elm_isa_arm(elm_kernels_isa(), ELM_ISA_NEON_DOTPROD) &&
+           elm_gemm_i8_neon_built(i8mm_kernel());
 }
 
 const char *elm_gemm_i8_name(void)
 {
-    return elm_gemm_i8_available(ELM_DTYPE_Q4_0, ELM_QA_BLOCK) ? "NEON i8mm (smmla) 4x8" : NULL;
+    return !elm_gemm_i8_available(ELM_DTYPE_Q4_0, ELM_QA_BLOCK) ? NULL
+           : i8mm_kernel() ? "NEON i8mm (smmla) 4x8"
+                           : "NEON dotprod (sdot) 4x8";
 }
 
 void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, long r0, long r1,
@@ -526,7 +536,7 @@ void elm_gemm_i8_rows(const void *apack, long m, const struct elm_matrix *w, lon
 {
     struct elm_gi8_kind kd;
     if (kind_of(w->dtype, &kd))
-        elm_gemm_i8_rows_i8mm(apack, m, w, &kd, r0, r1, c, ldc, accumulate, wp);
+        elm_gemm_i8_rows_neon(apack, m, w, &kd, i8mm_kernel(), r0, r1, c, ldc, accumulate, wp);
 }
 #else
 static bool vnni_kernel(void)

@@ -1,10 +1,10 @@
 /* gemm_int8_tiles.h: the packed layouts of the int8 GEMM (engine-internal),
  * shared by gemm_int8.c (packing, the x86 kernels) and the AArch64 smmla
- * kernel (arch/arm/gemm_int8_i8mm.c).
+ * and sdot kernels (arch/arm/gemm_int8_neon.c).
  *
  * A tile of the activations: MR tokens' int8 values in groups of g bytes
- * ([k/g][MR][g]: g = 4 feeds x86's 32-bit broadcasts, g = 8 smmla's 2x8
- * operands), then per weight sub-block each token's scale d and its
+ * ([k/g][MR][g]: g = 4 feeds x86's 32-bit broadcasts and sdot's lanes, g = 8
+ * smmla's 2x8 operands), then per weight sub-block each token's scale d and its
  * correction (int32 -bias * sum(q) for the bias types, float d * sum(q)
  * for the types with mins).  A weight panel: NR rows' unsigned (or, for
  * Q8_0 without VNNI, signed) bytes in the same groups, [k/g][NR][g], their
@@ -89,12 +89,15 @@ static inline size_t elm_gi8_panel_bytes(long k, int sb)
 }
 
 #if defined(__aarch64__) && defined(__GNUC__)
-/* The AArch64 smmla GEMM (arch/arm/gemm_int8_i8mm.c; the CPU must have
- * FEAT_I8MM): C[:, r0..r1) (+)= A W[r0..r1)^T from A packed in groups of 8,
- * each thread's panel repacked in wp (elm_gi8_panel_bytes). */
-void elm_gemm_i8_rows_i8mm(const void *apack, long m, const struct elm_matrix *w,
-                           const struct elm_gi8_kind *kd, long r0, long r1, float *c, long ldc,
-                           bool accumulate, void *wp);
+/* The AArch64 GEMM (arch/arm/gemm_int8_neon.c): smmla (i8mm true, the CPU
+ * must have FEAT_I8MM; A packed in groups of 8) or sdot by lane (FEAT_DotProd;
+ * groups of 4): C[:, r0..r1) (+)= A W[r0..r1)^T, each thread's panel
+ * repacked in wp (elm_gi8_panel_bytes).  The same bits either way. */
+void elm_gemm_i8_rows_neon(const void *apack, long m, const struct elm_matrix *w,
+                           const struct elm_gi8_kind *kd, bool i8mm, long r0, long r1, float *c,
+                           long ldc, bool accumulate, void *wp);
+/* False when the compiler could not build that kernel (clang before 16). */
+bool elm_gemm_i8_neon_built(bool i8mm);
 #endif
 
 #endif

@@ -11,8 +11,27 @@
 #define ELM_KERNELS_ARM 1
 #include <arm_neon.h>
 
+#if defined(__clang__)
+#define DOTPROD __attribute__((target("dotprod")))
+#define I8MM __attribute__((target("dotprod,i8mm")))
+#else
 #define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
 #define I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
+#endif
+/* Clang before 16 declares the sdot and smmla intrinsics only when the
+ * whole file targets the feature (-march=...+dotprod): without that its
+ * dotprod level runs the plain NEON dot (the same bits) and neither level
+ * has an int8 GEMM. */
+#if defined(__clang__) && __clang_major__ < 16 && !defined(__ARM_FEATURE_DOTPROD)
+#define ELM_ARM_SDOT 0
+#else
+#define ELM_ARM_SDOT 1
+#endif
+#if defined(__clang__) && __clang_major__ < 16 && !defined(__ARM_FEATURE_MATMUL_INT8)
+#define ELM_ARM_SMMLA 0
+#else
+#define ELM_ARM_SMMLA 1
+#endif
 #define INLINE __attribute__((always_inline)) inline
 /* (the plain NEON functions need no attribute: Advanced SIMD is in every
  * AArch64 CPU) */
@@ -31,7 +50,11 @@ static INLINE int32x4_t dot16_neon(int32x4_t acc, int8x16_t w, int8x16_t a)
 
 DOTPROD static INLINE int32x4_t dot16_sdot(int32x4_t acc, int8x16_t w, int8x16_t a)
 {
+#if ELM_ARM_SDOT
     return vdotq_s32(acc, w, a);
+#else
+    return dot16_neon(acc, w, a);
+#endif
 }
 
 /* The totals of four vectors of partial sums, [sum(a), sum(b), sum(c),

@@ -1,25 +1,29 @@
-/* gemm_int8_i8mm.c: the int8 GEMM's AArch64 kernel (gemm_int8.c), with
- * smmla (FEAT_I8MM): each instruction multiplies a 2 x 8 tile of signed
- * activation bytes (two tokens) by an 8 x 2 tile of signed weight bytes
- * (two rows) into four int32 sums, 32 multiply-adds.
+/* gemm_int8_neon.c: the int8 GEMM's AArch64 kernels (gemm_int8.c):
+ *  - i8mm level, smmla (FEAT_I8MM): each instruction multiplies a 2 x 8 tile
+ *    of signed activation bytes (two tokens) by an 8 x 2 tile of signed
+ *    weight bytes (two rows) into four int32 sums, 32 multiply-adds;
+ *  - dotprod level, sdot by lane (FEAT_DotProd): four rows' 4 bytes against
+ *    one token's 4 bytes (a lane of the activations' register), 16
+ *    multiply-adds.
  *
- * Layout (gemm_int8_tiles.h, groups of 8 bytes): A is packed once per call
- * by gemm_int8.c as [k/8][4 tokens][8], so one 16-byte load holds tokens 0
- * and 1 of a group, the next tokens 2 and 3.  Each thread repacks NR = 32
- * weight rows at a time into [k/8][32 rows][8] (rows 2p and 2p + 1 of a
- * group in one load) and their float scales into [sub-block][32]: no
- * repacking at load and no extra memory for the weights, only each
- * thread's panel (elm_gemm_i8_wpack_bytes: 2 k NR bytes plus the scales,
- * 130 KiB at k = 2048), as on x86.  The weights go signed: Q8_0 as stored,
- * the others' codes (0..63) fit a signed byte; gemm_int8.c's kind tells the
- * bias (Q4_0 8, Q6_K 32) whose correction the activations' tile carries.
+ * Layout (gemm_int8_tiles.h), groups of g bytes, g = 8 for smmla, 4 for
+ * sdot: A is packed once per call by gemm_int8.c as [k/g][4 tokens][g]
+ * (smmla: one 16-byte load holds tokens 0 and 1 of a group, the next tokens
+ * 2 and 3; sdot: one load holds the 4 tokens' 4 bytes).  Each thread repacks
+ * NR = 32 weight rows at a time into [k/g][32 rows][g] and their float
+ * scales into [sub-block][32]: no repacking at load and no extra memory for
+ * the weights, only each thread's panel (elm_gemm_i8_wpack_bytes: 2 k NR
+ * bytes plus the scales, 160 KiB at k = 2048), as on x86.  The weights go
+ * signed: Q8_0 as stored, the others' codes (0..63) fit a signed byte;
+ * gemm_int8.c's kind tells the bias (Q4_0 8, Q6_K 32) whose correction the
+ * activations' tile carries.
  *
- * The micro-kernel is 4 tokens x 8 rows (eight smmla accumulators, eight
+ * Both micro-kernels are 4 tokens x 8 rows (eight int32 accumulators, eight
  * float ones), four passes over a panel.  Per sub-block and output the float
  * steps are the x86 kernels': the exact int32 sum (started at the bias
  * correction) converted, one FMA by s * dx, for Q4_K/Q5_K one more FMA of
  * the offset o by d * sum(q); so the bits are the AVX2 and AVX-512 GEMMs'
- * for the same k. */
+ * for the same k, and the two levels' (the tests compare them). */
 #include "config.h"
 
 #include "engine/kernels/gemm_int8_tiles.h"
@@ -33,7 +37,8 @@
 
 #define MR ELM_GI8_MR
 #define NR ELM_GI8_NR
-#define GB 8 /* bytes a group */
+/* (helpers of kernels a compiler may lack: ELM_ARM_SDOT, ELM_ARM_SMMLA) */
+#define UNUSED __attribute__((unused))
 /* Full unrolling keeps the 16 accumulators in registers. */
 #define UNROLL _Pragma("GCC unroll 4")
 
@@ -135,9 +140,9 @@ static unpack_fn unpack_for(enum elm_dtype dtype)
 }
 
 /* Rows [r0, r0 + nr) unpacked, then interleaved into the panel's groups
- * of 8 bytes and its scales transposed (zeros past nr). */
+ * of gb bytes and its scales transposed (zeros past nr). */
 static void pack_w(const struct elm_matrix *w, const struct elm_gi8_kind *kd, long r0, int nr,
-                   const struct elm_gi8_panel *pn)
+                   const struct elm_gi8_panel *pn, int gb)
 {
     long k = (long)w->cols, nsb = k / kd->sb;
     size_t row_bytes = elm_row_size(w->dtype, w->cols);
@@ -153,8 +158,8 @@ static void pack_w(const struct elm_matrix *w, const struct elm_gi8_kind *kd, lo
             memset(us, 0, (size_t)nsb * sizeof(float));
             memset(uo, 0, (size_t)nsb * sizeof(float));
         }
-        for (long g = 0; g < k / GB; g++)
-            memcpy(q + ((size_t)g * NR + (size_t)r) * GB, u + GB * g, GB);
+        for (long g = 0; g < k / gb; g++)
+            memcpy(q + ((size_t)g * NR + (size_t)r) * (size_t)gb, u + gb * g, (size_t)gb);
         for (long sb = 0; sb < nsb; sb++) {
             pn->s[sb * NR + r] = us[sb];
             pn->o[sb * NR + r] = uo[sb];
@@ -165,27 +170,38 @@ static void pack_w(const struct elm_matrix *w, const struct elm_gi8_kind *kd, lo
 /* ------------------------------------------------------- the kernel */
 
 /* [v[0], v[0], v[1], v[1]]: two tokens' values in smmla's lane order. */
-static INLINE float32x4_t tok_pair(const float *v)
+UNUSED static INLINE float32x4_t tok_pair(const float *v)
 {
     float32x2_t p = vld1_f32(v);
     return vcombine_f32(vdup_lane_f32(p, 0), vdup_lane_f32(p, 1));
 }
 
 /* [v[0], v[1], v[0], v[1]]: two rows' values in smmla's lane order. */
-static INLINE float32x4_t row_pair(const float *v)
+UNUSED static INLINE float32x4_t row_pair(const float *v)
 {
     float32x2_t p = vld1_f32(v);
     return vcombine_f32(p, p);
 }
 
+/* Tokens i < mt, rows j < nr of a 4 x 8 tile into C (added to it when add). */
+UNUSED static INLINE void store8(float *c, long ldc, float out[MR][8], int mt, int nr, bool add)
+{
+    for (int i = 0; i < mt; i++) {
+        float *ct = c + i * ldc;
+        for (int j = 0; j < nr; j++)
+            ct[j] = add ? out[i][j] + ct[j] : out[i][j];
+    }
+}
+
+#if ELM_ARM_SMMLA
 /* C[i][8h + j] for tokens i < mt, rows 8h + j < nr, from one A tile and the
  * panel; sb: the sub-block width (32, or Q6_K's 16). */
-I8MM static INLINE void micro(const char *tile, long k, const struct elm_gi8_panel *pn,
+I8MM static INLINE void micro_mmla(const char *tile, long k, const struct elm_gi8_panel *pn,
                               const int sb, const bool mins, float *c, long ldc, int mt, int nr,
                               bool add)
 {
     const long nsb = k / sb;
-    const int groups = sb / GB;
+    const int groups = sb / 8;
     const struct elm_gi8_atile at = elm_gi8_atile_at(tile, k, sb);
     const int8_t *aq = (const int8_t *)at.q, *wq = (const int8_t *)pn->q;
     for (int h = 0; h < NR / 8 && 8 * h < nr; h++) {
@@ -206,9 +222,9 @@ I8MM static INLINE void micro(const char *tile, long k, const struct elm_gi8_pan
             }
             UNROLL for (int g = 0; g < groups; g++) {
                 size_t grp = (size_t)(s * groups + g);
-                int8x16_t a0 = vld1q_s8(aq + grp * MR * GB), a1 = vld1q_s8(aq + (grp * MR + 2) * GB);
+                int8x16_t a0 = vld1q_s8(aq + grp * MR * 8), a1 = vld1q_s8(aq + (grp * MR + 2) * 8);
                 UNROLL for (int p = 0; p < 4; p++) {
-                    int8x16_t b = vld1q_s8(wq + (grp * NR + (size_t)(8 * h + 2 * p)) * GB);
+                    int8x16_t b = vld1q_s8(wq + (grp * NR + (size_t)(8 * h + 2 * p)) * 8);
                     acc[0][p] = vmmlaq_s32(acc[0][p], a0, b);
                     acc[1][p] = vmmlaq_s32(acc[1][p], a1, b);
                 }
@@ -234,38 +250,127 @@ I8MM static INLINE void micro(const char *tile, long k, const struct elm_gi8_pan
                 out[2 * tp + 1][2 * p] = vgetq_lane_f32(f[tp][p], 2);
                 out[2 * tp + 1][2 * p + 1] = vgetq_lane_f32(f[tp][p], 3);
             }
-        int left = nr - 8 * h < 8 ? nr - 8 * h : 8;
-        for (int i = 0; i < mt; i++) {
-            float *ct = c + i * ldc + 8 * h;
-            for (int j = 0; j < left; j++)
-                ct[j] = add ? out[i][j] + ct[j] : out[i][j];
-        }
+        store8(c + 8 * h, ldc, out, mt, nr - 8 * h < 8 ? nr - 8 * h : 8, add);
     }
 }
 
-/* One copy per constant combination (sub-block width, mins). */
-#define SPECIALIZE(name, ...)                                                                     \
-    I8MM static void name(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,     \
+#endif
+
+#if ELM_ARM_SDOT
+/* The same with sdot by lane: 4 rows x 4 bytes against token i's 4 bytes
+ * (lane i of the tokens' register) per instruction. */
+DOTPROD static INLINE void micro_sdot(const char *tile, long k, const struct elm_gi8_panel *pn,
+                                      const int sb, const bool mins, float *c, long ldc, int mt,
+                                      int nr, bool add)
+{
+    const long nsb = k / sb;
+    const int groups = sb / 4;
+    const struct elm_gi8_atile at = elm_gi8_atile_at(tile, k, sb);
+    const int8_t *aq = (const int8_t *)at.q, *wq = (const int8_t *)pn->q;
+    for (int h = 0; h < NR / 8 && 8 * h < nr; h++) {
+        float32x4_t f[MR][2];
+        UNROLL for (int i = 0; i < MR; i++)
+            f[i][0] = f[i][1] = vdupq_n_f32(0.0f);
+        for (long s = 0; s < nsb; s++) {
+            int32x4_t acc[MR][2];
+            UNROLL for (int i = 0; i < MR; i++)
+                acc[i][0] = acc[i][1] = vdupq_n_s32(mins ? 0 : at.ci[s * MR + i]);
+            _Pragma("GCC unroll 8") for (int g = 0; g < groups; g++) {
+                size_t grp = (size_t)(s * groups + g);
+                int8x16_t a = vld1q_s8(aq + grp * MR * 4);
+                int8x16_t w0 = vld1q_s8(wq + (grp * NR + (size_t)(8 * h)) * 4);
+                int8x16_t w1 = vld1q_s8(wq + (grp * NR + (size_t)(8 * h + 4)) * 4);
+                acc[0][0] = vdotq_laneq_s32(acc[0][0], w0, a, 0);
+                acc[0][1] = vdotq_laneq_s32(acc[0][1], w1, a, 0);
+                acc[1][0] = vdotq_laneq_s32(acc[1][0], w0, a, 1);
+                acc[1][1] = vdotq_laneq_s32(acc[1][1], w1, a, 1);
+                acc[2][0] = vdotq_laneq_s32(acc[2][0], w0, a, 2);
+                acc[2][1] = vdotq_laneq_s32(acc[2][1], w1, a, 2);
+                acc[3][0] = vdotq_laneq_s32(acc[3][0], w0, a, 3);
+                acc[3][1] = vdotq_laneq_s32(acc[3][1], w1, a, 3);
+            }
+            float32x4_t s0 = vld1q_f32(pn->s + s * NR + 8 * h), s1 = vld1q_f32(pn->s + s * NR + 8 * h + 4);
+            UNROLL for (int i = 0; i < MR; i++) {
+                float32x4_t dx = vdupq_n_f32(at.d[s * MR + i]);
+                f[i][0] = vfmaq_f32(f[i][0], vcvtq_f32_s32(acc[i][0]), vmulq_f32(s0, dx));
+                f[i][1] = vfmaq_f32(f[i][1], vcvtq_f32_s32(acc[i][1]), vmulq_f32(s1, dx));
+            }
+            if (mins) {
+                float32x4_t o0 = vld1q_f32(pn->o + s * NR + 8 * h);
+                float32x4_t o1 = vld1q_f32(pn->o + s * NR + 8 * h + 4);
+                UNROLL for (int i = 0; i < MR; i++) {
+                    float32x4_t t = vdupq_n_f32(at.cf[s * MR + i]);
+                    f[i][0] = vfmaq_f32(f[i][0], o0, t);
+                    f[i][1] = vfmaq_f32(f[i][1], o1, t);
+                }
+            }
+        }
+        float out[MR][8];
+        for (int i = 0; i < MR; i++) {
+            vst1q_f32(out[i], f[i][0]);
+            vst1q_f32(out[i] + 4, f[i][1]);
+        }
+        store8(c + 8 * h, ldc, out, mt, nr - 8 * h < 8 ? nr - 8 * h : 8, add);
+    }
+}
+
+#endif
+
+/* One copy per kernel and constant combination (sub-block width, mins). */
+#define SPECIALIZE(name, attr, kernel, ...)                                                       \
+    attr static void name(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,     \
                           long ldc, int mt, int nr, bool add)                                     \
     {                                                                                             \
-        micro(tile, k, pn, __VA_ARGS__, c, ldc, mt, nr, add);                                     \
+        kernel(tile, k, pn, __VA_ARGS__, c, ldc, mt, nr, add);                                    \
     }
-SPECIALIZE(micro_bias32, 32, false)
-SPECIALIZE(micro_mins32, 32, true)
-SPECIALIZE(micro_bias16, 16, false)
+typedef void (*micro_fn)(const char *tile, long k, const struct elm_gi8_panel *pn, float *c,
+                         long ldc, int mt, int nr, bool add);
 
-void elm_gemm_i8_rows_i8mm(const void *apack, long m, const struct elm_matrix *w,
-                           const struct elm_gi8_kind *kd, long r0, long r1, float *c, long ldc,
-                           bool accumulate, void *wp)
+#if ELM_ARM_SMMLA
+SPECIALIZE(mmla_bias32, I8MM, micro_mmla, 32, false)
+SPECIALIZE(mmla_mins32, I8MM, micro_mmla, 32, true)
+SPECIALIZE(mmla_bias16, I8MM, micro_mmla, 16, false)
+#endif
+#if ELM_ARM_SDOT
+SPECIALIZE(sdot_bias32, DOTPROD, micro_sdot, 32, false)
+SPECIALIZE(sdot_mins32, DOTPROD, micro_sdot, 32, true)
+SPECIALIZE(sdot_bias16, DOTPROD, micro_sdot, 16, false)
+#endif
+
+/* The kernel for the level and the weights' kind, NULL where the compiler
+ * has none. */
+static micro_fn micro_for(bool i8mm, const struct elm_gi8_kind *kd)
+{
+#if ELM_ARM_SMMLA
+    if (i8mm)
+        return kd->sb == 16 ? mmla_bias16 : kd->mins ? mmla_mins32 : mmla_bias32;
+#endif
+#if ELM_ARM_SDOT
+    if (!i8mm)
+        return kd->sb == 16 ? sdot_bias16 : kd->mins ? sdot_mins32 : sdot_bias32;
+#endif
+    (void)i8mm, (void)kd;
+    return NULL;
+}
+
+bool elm_gemm_i8_neon_built(bool i8mm)
+{
+    return i8mm ? ELM_ARM_SMMLA : ELM_ARM_SDOT;
+}
+
+void elm_gemm_i8_rows_neon(const void *apack, long m, const struct elm_matrix *w,
+                           const struct elm_gi8_kind *kd, bool i8mm, long r0, long r1, float *c,
+                           long ldc, bool accumulate, void *wp)
 {
     long k = (long)w->cols;
     size_t tb = elm_gi8_tile_bytes(k, kd->sb);
     struct elm_gi8_panel pn = elm_gi8_panel_at(wp, k, kd->sb);
-    void (*kern)(const char *, long, const struct elm_gi8_panel *, float *, long, int, int, bool) =
-        kd->sb == 16 ? micro_bias16 : kd->mins ? micro_mins32 : micro_bias32;
+    micro_fn kern = micro_for(i8mm, kd);
+    if (!kern)
+        return;
     for (long n0 = r0; n0 < r1; n0 += NR) {
         int nr = r1 - n0 < NR ? (int)(r1 - n0) : NR;
-        pack_w(w, kd, n0, nr, &pn);
+        pack_w(w, kd, n0, nr, &pn, i8mm ? 8 : 4);
         for (long t0 = 0; t0 < m; t0 += MR) {
             int mt = m - t0 < MR ? (int)(m - t0) : MR;
             kern((const char *)apack + (size_t)(t0 / MR) * tb, k, &pn, c + t0 * ldc + n0, ldc, mt,
