@@ -14,7 +14,8 @@ ENGINE_TESTS = \
 	tests/engine/test-kernels \
 	tests/engine/test-load \
 	tests/engine/test-sampler \
-	tests/engine/test-state
+	tests/engine/test-state \
+	tests/engine/test-threadpool
 check_PROGRAMS += $(ENGINE_TESTS)
 TESTS += $(ENGINE_TESTS)
 tests_engine_test_generate_SOURCES = tests/engine/test-generate.c
@@ -35,6 +36,8 @@ tests_engine_test_sampler_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_state_SOURCES = tests/engine/test-state.c $(ENGINE_FIXTURES)
 tests_engine_test_state_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_engine_test_state_LDADD = $(ENGINE_TEST_LDADD)
+tests_engine_test_threadpool_SOURCES = tests/engine/test-threadpool.c
+tests_engine_test_threadpool_LDADD = $(ENGINE_TEST_LDADD)
 
 # The independent float64 reference, the scripts that made the goldens, the
 # goldens (checkpoints regenerated at check time) and copies of the shared
