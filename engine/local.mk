@@ -23,6 +23,7 @@ engine_libelm_a_SOURCES = \
 	engine/inference/stop_strings.c engine/inference/stop_strings.h \
 	engine/base/status.c \
 	engine/base/wait_word.c engine/base/wait_word.h \
+	engine/base/platform.c engine/base/platform.h \
 	engine/inference/sampler.c
 # The tokenizer (SentencePiece BPE; tokenizer.model, tokenizer.json, a
 # GGUF's tokenizer.ggml.* vocabulary).

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/platform.h"
 #include "src/xalloc.h"
 
 static int fail(int e, char *err, size_t err_size, const char *path, const char *what)
@@ -63,7 +64,7 @@ int store_write_atomic(const char *path, const void *data, size_t len, char *err
         p += n;
         left -= (size_t)n;
     }
-    if (fsync(fd) < 0) {
+    if (platform_fsync(fd) < 0) {
         rc = fail(errno, err, err_size, tmp, "fsync");
         goto bad;
     }
@@ -80,7 +81,7 @@ int store_write_atomic(const char *path, const void *data, size_t len, char *err
     /* Make the rename itself durable. */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
-        if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
+        if (platform_fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
             rc = fail(errno, err, err_size, dir, "fsync");
         close(dfd);
     }

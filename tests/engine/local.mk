@@ -157,7 +157,7 @@ tests_engine_test_worker_fake_SOURCES = tests/engine/test-worker.c $(FAKE_ENGINE
 	engine/worker/request_cache.c engine/worker/request_draft.c engine/worker/shared_state.h engine/worker/worker_testing.h \
 	engine/inference/generate.c engine/inference/lookup.c engine/inference/draft.c \
 	engine/inference/stop_strings.c tests/lib/fake-remote.c \
-	engine/base/status.c engine/base/error.c
+	engine/base/status.c engine/base/error.c engine/base/platform.c
 tests_engine_test_worker_fake_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_ENGINE
 tests_engine_test_worker_fake_LDADD = tests/lib/libtap.a $(PTHREAD_LIBS)
 tests_engine_test_worker_SOURCES = tests/engine/test-worker.c
