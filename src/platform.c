@@ -39,7 +39,7 @@ static char *exe_from_argv0(const char *argv0)
         const char *colon = strchr(p, ':');
         size_t len = colon ? (size_t)(colon - p) : strlen(p);
         /* An empty entry is the current folder. */
-        char *cand = x_asprintf("%.*s/%s", (int)len, len ? p : ".", argv0);
+        char *cand = len ? x_asprintf("%.*s/%s", (int)len, p, argv0) : x_asprintf("./%s", argv0);
         struct stat st;
         char *real = NULL;
         if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
