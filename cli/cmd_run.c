@@ -14,6 +14,7 @@
 #include "src/attachment.h"
 #include "src/model_find.h"
 #include "src/pull_on_demand.h"
+#include "src/macros.h"
 #include "src/roles.h"
 #include "src/options.h"
 #include "src/paths.h"
@@ -269,7 +270,7 @@ int cmd_run(int argc, char **argv)
             return EXIT_OK;
         case 'n':
             opt = OPT_MAX_TOKENS;
-            /* fall through */
+            FALLTHROUGH;
         default: {
             int r = cli_common_option(&c, "run", opt, optarg);
             if (r < 0)

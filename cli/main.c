@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "src/options.h"
+#include "src/platform.h"
 #include "ui/tui.h"
 
 static const struct command {
@@ -83,6 +84,7 @@ int main(int argc, char **argv)
 {
     /* Only LC_CTYPE: numbers in files and options always use '.' */
     setlocale(LC_CTYPE, "");
+    platform_set_argv0(argv[0]);
 
     if (argc >= 2 && argv[1][0] != '-') {
         for (size_t i = 0; i < ARRAY_LEN(commands); i++)

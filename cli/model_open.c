@@ -75,8 +75,7 @@ int cmd_parse_tokens(const char *cmd, const char *arg, int32_t **ids, size_t *n)
 
 long cmd_all_cpus(void)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return ncpu > 0 ? ncpu : 1;
+    return elm_cpu_count();
 }
 
 bool cmd_open_draft(const char *arg, const elm_model *target, int n_ctx, int n_threads,

@@ -39,9 +39,12 @@ enum elm_dtype {
     ELM_DTYPE_Q6_K,
 };
 const char *elm_dtype_name(enum elm_dtype dtype); /* "f32", "bf16", ... */
+/* The CPUs this process may run on (Linux: its affinity mask, so taskset
+ * and container cpusets count; elsewhere the online CPUs); at least 1. */
+int elm_cpu_count(void);
 
 struct elm_model_params {
-    int n_threads; /* compute threads; <= 0 means all online cores */
+    int n_threads; /* compute threads; <= 0 means elm_cpu_count() */
     /* Optional progress callback, 0..1, called from the loading thread. */
     void (*progress_cb)(float fraction, void *user);
     void *progress_user;

@@ -22,6 +22,8 @@ engine_libelm_a_SOURCES = \
 	engine/remote/llama_server.c engine/remote/llama_server.h \
 	engine/inference/stop_strings.c engine/inference/stop_strings.h \
 	engine/base/status.c \
+	engine/base/wait_word.c engine/base/wait_word.h \
+	engine/base/platform.c engine/base/platform.h \
 	engine/inference/sampler.c
 # The tokenizer (SentencePiece BPE; tokenizer.model, tokenizer.json, a
 # GGUF's tokenizer.ggml.* vocabulary).

@@ -12,6 +12,7 @@
 
 /* fmt with ap to stderr, control characters escaped (a tab and a message's
  * own line breaks are kept). */
+static void put_clean(const char *fmt, va_list ap) ATTR_FORMAT(1, 0);
 static void put_clean(const char *fmt, va_list ap)
 {
     char buf[4096];

@@ -26,6 +26,7 @@
 #include "src/human_size.h"
 #include "src/hub_cache.h"
 #include "src/paths.h"
+#include "src/platform.h"
 #include "src/store.h"
 #include "src/xalloc.h"
 
@@ -419,7 +420,7 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
             unlink(part);
             p->ev.all_done -= ff.have;
             st = HUB_BAD_ANSWER;
-        } else if (fsync(ff.fd) != 0 || rename(part, blob) != 0) {
+        } else if (platform_fsync(ff.fd) != 0 || rename(part, blob) != 0) {
             snprintf(err, err_size, "%s: %s", blob, strerror(errno));
             st = HUB_BAD_ANSWER;
         }

@@ -9,6 +9,7 @@ src_libcore_a_CPPFLAGS = $(AM_CPPFLAGS) -DELMCHAT_SRCDIR=\"$(abs_top_srcdir)\" \
 src_libcore_a_SOURCES = \
 	src/macros.h \
 	src/diag.c src/diag.h \
+	src/platform.c src/platform.h \
 	src/options.c src/options.h \
 	src/model_find.c src/model_find.h \
 	src/model_convert.c src/model_convert.h \

@@ -8,6 +8,9 @@
 #define ATTR_WUR __attribute__((warn_unused_result))
 #define ATTR_NORETURN __attribute__((noreturn))
 #define ATTR_UNUSED __attribute__((unused))
+/* A switch case that goes on into the next: gcc reads a comment, clang only
+ * the attribute. */
+#define FALLTHROUGH __attribute__((fallthrough))
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -121,7 +121,7 @@ int cli_common_option(struct cli_common *c, const char *cmd, int opt, const char
         return 1;
     case OPT_THREADS: {
         /* more threads than a few per core only queue behind each other */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN), most = cores > 0 ? 4 * cores : 1024;
+        long cores = elm_cpu_count(), most = 4 * cores;
         if (!cli_parse_int(arg, 1, 1024, &l))
             return cli_usage_error(cmd, "invalid --threads '%s'", arg), -1;
         if (l > most)

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "src/platform.h"
 #include "src/xalloc.h"
 
 static const struct {
@@ -84,16 +85,14 @@ int paths_mkdir_p(const char *path)
 
 char *paths_exe_dir(void)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
+    char *exe = platform_exe_path();
+    char *slash = exe ? strrchr(exe, '/') : NULL;
+    if (!slash) {
+        free(exe);
         return NULL;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
+    }
     *slash = '\0';
-    return x_strdup(exe);
+    return exe;
 }
 
 /* The program runs from the build tree (not installed). */

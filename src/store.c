@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "src/platform.h"
 #include "src/xalloc.h"
 
 static int fail(int e, char *err, size_t err_size, const char *path, const char *what)
@@ -62,7 +63,7 @@ static int fill(int fd, const void *data, size_t len, const char **step)
         left -= (size_t)n;
     }
     *step = "fsync";
-    return fsync(fd) < 0 ? -errno : 0;
+    return platform_fsync(fd) < 0 ? -errno : 0;
 }
 
 /* The temporary files of one target: hidden, same folder (so that rename
@@ -80,7 +81,7 @@ static char *temp_template(const char *dir, const char *base)
 static int write_unnamed(const char *dir, const char *base, const char *path, const void *data,
                          size_t len, char **tmp, char *err, size_t err_size)
 {
-#if defined(O_TMPFILE) && defined(AT_EMPTY_PATH)
+#if defined(O_TMPFILE) && defined(AT_EMPTY_PATH) && !ELM_PORTABLE_FALLBACKS
     int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0)
         return errno == ENOENT || errno == ENOTDIR || errno == EACCES || errno == EROFS ||
@@ -174,7 +175,7 @@ int store_write_atomic(const char *path, const void *data, size_t len, char *err
         /* Make the rename itself durable. */
         int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
-            if (fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
+            if (platform_fsync(dfd) < 0 && errno != EINVAL && errno != EROFS)
                 rc = fail_write(errno, err, err_size, path, "fsync of its folder");
             close(dfd);
         }

@@ -15,6 +15,8 @@
 #include "src/xalloc.h"
 
 static void fail_at(struct ydoc *d, size_t line, size_t col, const char *fmt, va_list ap)
+    ATTR_FORMAT(4, 0);
+static void fail_at(struct ydoc *d, size_t line, size_t col, const char *fmt, va_list ap)
 {
     if (!d->err || !d->err_size)
         return;

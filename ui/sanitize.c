@@ -125,8 +125,9 @@ static int last_line_width(const struct sbuf *out)
 {
     if (!out->len)
         return 0;
-    const char *nl = memrchr(out->data, '\n', out->len);
-    size_t start = nl ? (size_t)(nl - out->data) + 1 : 0;
+    size_t start = out->len; /* after the last '\n' (memrchr is a GNU extension) */
+    while (start > 0 && out->data[start - 1] != '\n')
+        start--;
     return u8_width(out->data + start, out->len - start);
 }
 

@@ -630,7 +630,9 @@ int tui_main(int argc, char **argv)
         return rc;
 
     /* Wide-character drawing needs a UTF-8 locale; main() set LC_CTYPE. */
-    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0 && !setlocale(LC_CTYPE, "C.UTF-8")) {
+    /* C.UTF-8 on Linux; macOS and the BSDs call it UTF-8. */
+    if (strcmp(nl_langinfo(CODESET), "UTF-8") != 0 && !setlocale(LC_CTYPE, "C.UTF-8") &&
+        !setlocale(LC_CTYPE, "UTF-8")) {
         cli_error("the chat needs a UTF-8 locale (LANG=C.UTF-8 works)");
         return EXIT_RUNTIME;
     }

@@ -4,7 +4,8 @@
  * generation (high 32 bits), a closed bit, and the number of workers inside
  * the job.  A worker joins with a compare-and-swap while the job is open;
  * the caller, once every range is taken, closes the job and waits only for
- * the workers that joined.  Waiting is a short spin, then a futex sleep. */
+ * the workers that joined.  Waiting is a short spin with a pause, bounded
+ * by the clock, then a sleep (engine/base/wait_word.h). */
 #include "config.h"
 
 #include "engine/kernels/threadpool.h"
@@ -14,25 +15,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
-#ifdef __linux__
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#else
-#include <sched.h>
-#endif
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
+#include "engine/base/wait_word.h"
 
 #define GEN_SHIFT 32
 #define CLOSED ((uint64_t)1 << 31)
 #define ACTIVE_MASK (CLOSED - 1)
-/* About 40 us at 2.5 GHz: longer than the gaps inside a decode step,
- * far shorter than the gap between two tokens. */
-#define SPIN_CYCLES 100000ull
+/* Longer than the gaps inside a decode step, far shorter than the gap
+ * between two tokens.  Measured by the clock, not by iterations: a pause
+ * lasts 10 to 140 cycles on x86, and an emulator runs the loop at any pace. */
+#define SPIN_NS 40000L
+/* Pauses between two looks at the clock. */
+#define SPIN_PAUSES 16
 
 struct worker {
     struct elm_threadpool *pool;
@@ -57,46 +52,36 @@ struct elm_threadpool {
     atomic_bool stop;
 };
 
-static inline void cpu_relax(void)
+static long now_ns(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    _mm_pause();
-#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
-static inline uint64_t ticks(void)
+/* A bounded spin: pauses, with a look at the clock every SPIN_PAUSES. */
+struct spin {
+    long deadline;
+    unsigned n;
+};
+
+static void spin_start(struct spin *sp)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    return __rdtsc();
-#else
-    static _Thread_local uint64_t t;
-    return t += 64; /* a pause-free loop: count iterations */
-#endif
+    sp->deadline = 0;
+    sp->n = 0;
 }
 
-#ifdef __linux__
-static void word_wait(atomic_uint *w, unsigned val)
+/* One more pause; false once the spin's time is up (then sleep). */
+static bool spin_more(struct spin *sp)
 {
-    syscall(SYS_futex, (unsigned *)w, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+    elm_spin_pause();
+    if (++sp->n % SPIN_PAUSES)
+        return true;
+    long t = now_ns();
+    if (!sp->deadline)
+        sp->deadline = t + SPIN_NS;
+    return t < sp->deadline;
 }
-
-static void word_wake(atomic_uint *w, int n)
-{
-    syscall(SYS_futex, (unsigned *)w, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
-#else
-static void word_wait(atomic_uint *w, unsigned val)
-{
-    if (atomic_load(w) == val)
-        sched_yield();
-}
-
-static void word_wake(atomic_uint *w, int n)
-{
-    (void)w;
-    (void)n;
-}
-#endif
 
 static void take_ranges(struct elm_threadpool *pool, int ith)
 {
@@ -117,18 +102,17 @@ static void *worker_main(void *p)
     uint32_t seen = 0;
     for (;;) {
         uint64_t s = atomic_load(&pool->state);
-        uint64_t t0 = ticks();
+        struct spin sp;
+        spin_start(&sp);
         while ((uint32_t)(s >> GEN_SHIFT) == seen && !atomic_load(&pool->stop)) {
-            if (ticks() - t0 < SPIN_CYCLES) {
-                cpu_relax();
-            } else {
+            if (!spin_more(&sp)) {
                 unsigned g = atomic_load(&pool->gen_word);
                 atomic_fetch_add(&pool->sleepers, 1);
                 if ((uint32_t)(atomic_load(&pool->state) >> GEN_SHIFT) == seen &&
                     !atomic_load(&pool->stop))
-                    word_wait(&pool->gen_word, g);
+                    elm_word_wait(&pool->gen_word, g);
                 atomic_fetch_sub(&pool->sleepers, 1);
-                t0 = ticks();
+                spin_start(&sp);
             }
             s = atomic_load(&pool->state);
         }
@@ -149,7 +133,7 @@ static void *worker_main(void *p)
         uint64_t after = atomic_fetch_sub(&pool->state, 1) - 1;
         if ((after & ACTIVE_MASK) == 0 && (after & CLOSED) && atomic_load(&pool->caller_sleeps)) {
             atomic_fetch_add(&pool->done_word, 1);
-            word_wake(&pool->done_word, 1);
+            elm_word_wake(&pool->done_word);
         }
     }
 }
@@ -160,7 +144,7 @@ void elm_threadpool_free(struct elm_threadpool *pool)
         return;
     atomic_store(&pool->stop, true);
     atomic_fetch_add(&pool->gen_word, 1);
-    word_wake(&pool->gen_word, pool->n_threads);
+    elm_word_wake(&pool->gen_word);
     for (int i = 0; i < pool->n_started; i++)
         pthread_join(pool->workers[i].thread, NULL);
     free(pool->workers);
@@ -229,21 +213,20 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
     atomic_store(&pool->state, (gen & 0xffffffffu) << GEN_SHIFT);
     if (atomic_load(&pool->sleepers) > 0) {
         atomic_fetch_add(&pool->gen_word, 1);
-        word_wake(&pool->gen_word, pool->n_threads - 1);
+        elm_word_wake(&pool->gen_word);
     }
 
     take_ranges(pool, 0);
 
     uint64_t s = atomic_fetch_or(&pool->state, CLOSED) | CLOSED;
-    uint64_t t0 = ticks();
+    struct spin sp;
+    spin_start(&sp);
     while (s & ACTIVE_MASK) {
-        if (ticks() - t0 < SPIN_CYCLES) {
-            cpu_relax();
-        } else {
+        if (!spin_more(&sp)) {
             unsigned d = atomic_load(&pool->done_word);
             atomic_store(&pool->caller_sleeps, true);
             if (atomic_load(&pool->state) & ACTIVE_MASK)
-                word_wait(&pool->done_word, d);
+                elm_word_wait(&pool->done_word, d);
             atomic_store(&pool->caller_sleeps, false);
         }
         s = atomic_load(&pool->state);

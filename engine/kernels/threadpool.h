@@ -8,7 +8,7 @@
  * to one elm_ctx.
  *
  * Idle workers spin for a few tens of microseconds (a decode step hands
- * out dozens of small jobs), then sleep in the kernel (futex), so between
+ * out dozens of small jobs), then sleep (a futex on Linux), so between
  * tokens they use no CPU.
  */
 #ifndef ELMCHAT_ENGINE_THREADPOOL_H

@@ -21,8 +21,7 @@
 /* 0 threads asked for: one a CPU. */
 static int n_threads_for(const struct elm_model_params *p)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    return p->n_threads > 0 ? p->n_threads : ncpu > 0 ? (int)ncpu : 1;
+    return p->n_threads > 0 ? p->n_threads : elm_cpu_count();
 }
 
 static bool is_gguf_path(const char *path)

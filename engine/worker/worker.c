@@ -11,29 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#endif
 
+#include "engine/base/platform.h"
 #include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
-/* elm_worker_params.nice: renice this thread (Linux nice is per thread)
- * before it starts any other: the loader and the compute threads inherit
- * it, so they all run behind the UI thread. */
+/* elm_worker_params.nice: renice this thread before it starts any other:
+ * the loader and the compute threads inherit it, so they all run behind the
+ * UI thread (Linux only: engine/base/platform.h says why). */
 static void apply_nice(const elm_worker *w)
 {
-#ifdef __linux__
-    if (w->nice_inc <= 0)
-        return;
-    errno = 0;
-    int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
-    int v = (errno ? 0 : base) + w->nice_inc;
-    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), v > 19 ? 19 : v);
-#else
-    (void)w;
-#endif
+    elm_thread_lower_priority(w->nice_inc);
 }
 
 static void *worker_main(void *arg)

@@ -5,7 +5,8 @@
 # by tools/demo-model/goldens.py, where torch and the engine agreed), with
 # the sampling defaults the model brings (no options given: the template's
 # repeat_penalty 1.2 would change the replies).  And the default model is
-# the small one: no -m and no $ELMCHAT_MODEL opens it.
+# the small one: no -m and no $ELMCHAT_MODEL opens it, also when the program
+# was started by its bare name from $PATH.
 set -u
 
 ELMCHAT=${ELMCHAT:-./elmchat}
@@ -55,6 +56,13 @@ grep -q '^sampling defaults: *temperature 0 repeat-penalty 1$' "$tmp/info"
 ok $? "it brings its sampling defaults (greedy, repetition penalty 1)"
 grep '^kernels: *cpu: [a-z0-9-]* ([a-z ]*):' "$tmp/info" | grep -q 'matvec/small batches: [a-z0-9]* '
 ok $? "info names what the CPU probe found and the kernels that run"
+# Uninstalled, started by its bare name from $PATH in another folder: it
+# finds its own path (/proc/self/exe; macOS's fallback and the BSDs':
+# argv[0] through $PATH, .ci/stage-portable) and so the shipped model.
+(cd "$tmp" && PATH="$(cd "$(dirname "$ELMCHAT")" && pwd):$PATH" && export PATH &&
+    "$(basename "$ELMCHAT")" info) >"$tmp/info2" 2>&1
+grep -q '^name: *guide-small-instruct$' "$tmp/info2"
+ok $? "started by its bare name from \$PATH elsewhere, the uninstalled program finds its shipped model"
 
 first=$(sed -n '2p' "$top_srcdir/tests/data/guide/small.tsv" | cut -f1)
 "$ELMCHAT" run -p "$first" -n 200 --threads 1 >"$tmp/a" 2>&1 &&

@@ -48,7 +48,7 @@ ok $? "elmchat pull tester/tiny"
 commit=$(cat "$tmp/ours/models--tester--tiny/refs/main")
 interop scan "$tmp/ours" >"$tmp/scan" 2>&1
 ok $? "scanCacheDir reads elmchat's cache"
-size=$(stat -c %s "$HUB_ROOT/tester/tiny/model.safetensors")
+size=$(file_size "$HUB_ROOT/tester/tiny/model.safetensors")
 grep -q "^tester/tiny $commit refs=main .*model.safetensors:$size" "$tmp/scan" &&
     grep -q " config.json:" "$tmp/scan" &&
     grep -q " tokenizer.model:" "$tmp/scan"

@@ -56,7 +56,7 @@ small="$tmp/root/tester/tiny"
 mkdir -p "$small/extra" && printf 'nested\n' > "$small/extra/notes.txt"
 printf 'not for elmchat\n' > "$small/pytorch_model.bin"
 repo="$HF_HUB_CACHE/models--apple--OpenELM-270M-Instruct"
-sha=$(sha256sum "$big/model.safetensors" | cut -d' ' -f1)
+sha=$(sha256_of "$big/model.safetensors")
 
 start_hub
 "$ELMCHAT" pull 270M-instruct >"$tmp/out" 2>"$tmp/err"
@@ -231,7 +231,7 @@ ok $? "HF_HUB_OFFLINE=1: refuses to download"
 
 # a full disk: the partial file is /dev/full
 rm -rf "$HF_HUB_CACHE/models--tester--tiny"
-tsha=$(sha256sum "$small/model.safetensors" | cut -d' ' -f1)
+tsha=$(sha256_of "$small/model.safetensors")
 mkdir -p "$HF_HUB_CACHE/models--tester--tiny/blobs"
 ln -s /dev/full "$HF_HUB_CACHE/models--tester--tiny/blobs/$tsha.incomplete"
 "$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err"
@@ -247,13 +247,13 @@ start_hub --rate 400000
 pull_pid=$!
 part="$HF_HUB_CACHE/models--tester--tiny/blobs/$tsha.incomplete"
 i=0
-while [ "$(stat -c %s "$part" 2>/dev/null || echo 0)" -lt 100000 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ "$(file_size "$part" 2>/dev/null || echo 0)" -lt 100000 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 kill -INT "$pull_pid"
 wait "$pull_pid"
 rc=$?
 [ $rc -eq 130 ] && grep -q "interrupted: .* of model.safetensors kept in .*$tsha.incomplete; elmchat pull tester/tiny resumes it" "$tmp/err"
 ok $? "Ctrl-C: exit 130, the partial file kept and named (rc $rc)"
-kept=$(stat -c %s "$part" 2>/dev/null || echo 0)
+kept=$(file_size "$part" 2>/dev/null || echo 0)
 [ "$kept" -gt 0 ] && [ ! -e "$HF_HUB_CACHE/models--tester--tiny/blobs/$tsha" ] &&
     [ ! -d "$HF_HUB_CACHE/models--tester--tiny/snapshots" ]
 ok $? "... $kept bytes in the partial file, none under the final name, no snapshot yet"

@@ -14,7 +14,8 @@ ENGINE_TESTS = \
 	tests/engine/test-kernels \
 	tests/engine/test-load \
 	tests/engine/test-sampler \
-	tests/engine/test-state
+	tests/engine/test-state \
+	tests/engine/test-threadpool
 check_PROGRAMS += $(ENGINE_TESTS)
 TESTS += $(ENGINE_TESTS)
 tests_engine_test_generate_SOURCES = tests/engine/test-generate.c
@@ -35,6 +36,8 @@ tests_engine_test_sampler_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_state_SOURCES = tests/engine/test-state.c $(ENGINE_FIXTURES)
 tests_engine_test_state_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_engine_test_state_LDADD = $(ENGINE_TEST_LDADD)
+tests_engine_test_threadpool_SOURCES = tests/engine/test-threadpool.c
+tests_engine_test_threadpool_LDADD = $(ENGINE_TEST_LDADD)
 
 # The independent float64 reference, the scripts that made the goldens, the
 # goldens (checkpoints regenerated at check time) and copies of the shared
@@ -154,7 +157,7 @@ tests_engine_test_worker_fake_SOURCES = tests/engine/test-worker.c $(FAKE_ENGINE
 	engine/worker/request_cache.c engine/worker/request_draft.c engine/worker/shared_state.h engine/worker/worker_testing.h \
 	engine/inference/generate.c engine/inference/lookup.c engine/inference/draft.c \
 	engine/inference/stop_strings.c tests/lib/fake-remote.c \
-	engine/base/status.c engine/base/error.c
+	engine/base/status.c engine/base/error.c engine/base/platform.c
 tests_engine_test_worker_fake_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_ENGINE
 tests_engine_test_worker_fake_LDADD = tests/lib/libtap.a $(PTHREAD_LIBS)
 tests_engine_test_worker_SOURCES = tests/engine/test-worker.c

@@ -974,8 +974,8 @@ static bool pump(struct run *r, double timeout_ms)
     struct pollfd p = {.fd = r->master, .events = POLLIN};
     if (timeout_ms < 0)
         timeout_ms = 0;
-    struct timespec ts = {(time_t)(timeout_ms / 1000), (long)(fmod(timeout_ms, 1000.0) * 1e6)};
-    int k = ppoll(&p, 1, &ts, NULL);
+    /* poll, not ppoll (Linux and the BSDs only): whole milliseconds, up. */
+    int k = poll(&p, 1, (int)ceil(timeout_ms));
     if (k <= 0)
         return true;
     unsigned char buf[65536];

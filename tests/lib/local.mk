@@ -10,7 +10,7 @@ check_PROGRAMS += tests/lib/test-tap
 tests_lib_test_tap_SOURCES = tests/lib/test-tap.c
 tests_lib_test_tap_LDADD = tests/lib/libtap.a -lm
 TESTS += tests/lib/test-tap
-EXTRA_DIST += tests/data/README.md tests/lib/tap.sh
+EXTRA_DIST += tests/data/README.md tests/lib/tap.sh tests/lib/portable.sh
 
 # Engine-test fixtures (checkpoints from gen-checkpoint, JSON and f32 files,
 # model and ctx setup); linked into the engine tests that use them.

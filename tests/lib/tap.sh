@@ -2,6 +2,7 @@
 # ok STATUS DESCRIPTION counts one test; end with: echo "1..$n"; [ "$failed" -eq 0 ]
 n=0
 failed=0
+. "${top_srcdir:-${srcdir:-$(dirname "$0")/../..}}/tests/lib/portable.sh"
 
 ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
     n=$((n + 1))

@@ -24,6 +24,8 @@
 
 n=0
 failed=0
+. "${srcdir:-$(dirname "$0")/../..}/tests/lib/portable.sh"
+
 ok() {  # ok "shell condition" "description"
     n=$((n + 1))
     if eval "$1"; then

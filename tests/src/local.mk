@@ -5,7 +5,7 @@ SRC_TESTS = tests/src/test-template tests/src/test-session tests/src/test-sessio
 	tests/src/test-prompts \
 	tests/src/test-attachment \
 	tests/src/test-conversation \
-	tests/src/test-slash-commands tests/src/test-options tests/src/test-controller \
+	tests/src/test-slash-commands tests/src/test-options tests/src/test-platform tests/src/test-controller \
 	tests/src/test-kill
 check_PROGRAMS += $(SRC_TESTS)
 TESTS += $(SRC_TESTS)
@@ -40,6 +40,8 @@ tests_src_test_slash_commands_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 tests_src_test_options_SOURCES = tests/src/test-options.c
 tests_src_test_options_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
+tests_src_test_platform_SOURCES = tests/src/test-platform.c
+tests_src_test_platform_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 # The chat controller on the real worker and two generated checkpoints.
 tests_src_test_controller_SOURCES = tests/src/test-controller.c

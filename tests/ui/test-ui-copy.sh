@@ -27,7 +27,7 @@ ui_keys 'give me code' Enter
 ok 'ui_wait "[2] sh" 20 && ui_wait "idle" 10' "the reply with two code blocks"
 ui_keys '/copy 2' Enter
 ok 'ui_wait "copied code block 2 sh (2 lines, 15 bytes)" 5' "/copy 2 says what it copied and how long"
-b64=$(printf 'echo two\nls -l\n' | base64 -w0)
+b64=$(printf 'echo two\nls -l\n' | base64_line)
 ok 'ui_until "grep -q \"]52;c;$b64\" \"$UI_DIR/pty.out\"" 5' "the pty got the OSC 52 sequence of block 2"
 ok '[ "$(ui_tmux show-buffer)" = "$(printf "echo two\nls -l")" ]' "tmux took it as its paste buffer"
 ui_keys '/copy' Enter

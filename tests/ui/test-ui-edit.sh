@@ -66,7 +66,7 @@ ok 'ui_exited 10' "Ctrl-D quits"
 ok 'ui_tty_sane' "terminal sane after exit"
 hist="$UI_DIR/state/elmchat/history"
 ok '[ -f "$hist" ] && grep -q "你好世中" "$hist"' "history saved in XDG_STATE_HOME/elmchat/history"
-ok '[ "$(stat -c %a "$hist")" = 600 ]' "history is mode 0600"
+ok '[ "$(file_mode "$hist")" = 600 ]' "history is mode 0600"
 ok 'grep -q "pasted line 1\\\\npasted line 2\\\\n" "$hist"' "a multi-line entry is one history line"
 
 # The history comes back, and $if elmchat in the inputrc applies.

@@ -9,7 +9,7 @@ cat > "$UI_DIR/ed.sh" <<'EOS'
 #!/bin/sh
 # rewrites the file it is given, records that it ran on a real terminal
 [ -t 0 ] && [ -t 1 ] && echo tty > "${1%/*}/../editor-ran" 2>/dev/null
-sed -i 's/draft/final text/' "$1"
+sed 's/draft/final text/' "$1" > "$1.new" && mv "$1.new" "$1"
 printf 'second line\n' >> "$1"
 EOS
 cat > "$UI_DIR/fail.sh" <<'EOS'

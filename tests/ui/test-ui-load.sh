@@ -7,8 +7,6 @@
 ui_init
 sessions="$UI_DIR/data/elmchat/sessions"
 
-now_ms() { date +%s%3N; }
-
 # ------------------------------------------------ quit during a slow load
 ui_start 80 24 -s keep -n 4
 ok 'ui_wait "idle" 20' "a first run loads the model"

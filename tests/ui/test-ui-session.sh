@@ -13,7 +13,7 @@ ok 'ui_wait "[interrupted]" 15' "a reply (cut at 8 tokens)"
 ui_keys '/save fruit' Enter
 ok 'ui_wait "saved '"'"'fruit'"'"'" 5' "/save NAME says so"
 ok '[ -f "$sessions/fruit.yaml" ]' "fruit.yaml written"
-ok '[ "$(stat -c %a "$sessions/fruit.yaml")" = 600 ]' "mode 0600"
+ok '[ "$(file_mode "$sessions/fruit.yaml")" = 600 ]' "mode 0600"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "/quit exits 0"
 ok 'ui_tty_sane' "terminal sane after /quit"

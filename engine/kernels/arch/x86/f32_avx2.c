@@ -17,13 +17,13 @@ AVX2 static INLINE __m256 w8_f32(const void *p, long i)
 
 AVX2 static INLINE __m256 w8_bf16(const void *p, long i)
 {
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const void *)((const uint16_t *)p + i)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
 AVX2 static INLINE __m256 w8_f16(const void *p, long i)
 {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const void *)((const uint16_t *)p + i)));
 }
 
 static INLINE float w1_f32(const void *p, long i)

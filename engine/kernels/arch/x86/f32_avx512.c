@@ -30,7 +30,7 @@ AVX512 static INLINE __m512 widen_bf16(__m256i h)
 
 AVX512 static INLINE __m512 w16_bf16(const void *p, long i)
 {
-    return widen_bf16(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+    return widen_bf16(_mm256_loadu_si256((const void *)((const uint16_t *)p + i)));
 }
 
 AVX512 static INLINE __m512 w16m_bf16(const void *p, long i, __mmask16 m)
@@ -40,7 +40,7 @@ AVX512 static INLINE __m512 w16m_bf16(const void *p, long i, __mmask16 m)
 
 AVX512 static INLINE __m512 w16_f16(const void *p, long i)
 {
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i)));
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const void *)((const uint16_t *)p + i)));
 }
 
 AVX512 static INLINE __m512 w16m_f16(const void *p, long i, __mmask16 m)

@@ -104,7 +104,7 @@ AVX512BF16 static void pack_w(const struct elm_matrix *w, long r0, long nr, long
     if (whole) {
         /* 16 x 16 word transposes straight from the rows (k even: a row is
          * k / 2 words) */
-        const float *src = (const float *)((const char *)w->data + (size_t)r0 * row_bytes) + p0;
+        const float *src = (const float *)(const void *)((const char *)w->data + (size_t)r0 * row_bytes) + p0;
         long ld = (long)(row_bytes / 4), p = 0;
         if (row_bytes % 4 == 0) {
             for (; p + 16 <= np; p += 16) {
@@ -128,7 +128,7 @@ AVX512BF16 static void pack_w(const struct elm_matrix *w, long r0, long nr, long
             uint32_t v = 0;
             if (r < nr) {
                 const uint16_t *row =
-                    (const uint16_t *)((const char *)w->data + (size_t)(r0 + r) * row_bytes);
+                    (const uint16_t *)(const void *)((const char *)w->data + (size_t)(r0 + r) * row_bytes);
                 uint16_t lo, hi = 0;
                 memcpy(&lo, row + col, 2);
                 if (col + 1 < k)

@@ -60,7 +60,7 @@ AVX512 static void pack_w(const struct elm_matrix *w, long r0, long nr, long k0,
         }
         const char *p = (const char *)w->data + (size_t)(r0 + r) * row_bytes + skip;
         if (w->dtype == ELM_DTYPE_F32 && nr == ELM_GEMM512_NR) {
-            src[r] = (const float *)p;
+            src[r] = (const float *)(const void *)p;
         } else {
             elm_to_f32(p, w->dtype, dst, (size_t)kc);
             src[r] = dst;
