@@ -132,11 +132,17 @@ static void draw(struct tui *t)
     double now = chat_now();
     struct chat_status st;
     chat_get_status(&t->chat, &st, now);
-    char state[160];
-    if (input_vi_mode()) {
-        snprintf(state, sizeof state, "%s · %s", st.state ? st.state : "idle", input_vi_mode());
-        st.state = state;
-    }
+    /* The keys named are the ones that do it in this input mode: in vi
+     * mode Esc is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
+    const char *vi = input_vi_mode();
+    const char *hint = st.hint == CHAT_HINT_STOP      ? vi ? " · Ctrl-C stops" : " · Esc stops"
+                       : st.hint == CHAT_HINT_UNQUEUE ? vi ? " (Ctrl-G takes it back)"
+                                                           : " (Esc takes it back)"
+                                                      : "";
+    char state[200];
+    snprintf(state, sizeof state, "%s%s%s%s", st.state ? st.state : "idle", hint, vi ? " · " : "",
+             vi ? vi : "");
+    st.state = state;
     /* The input may have grown or shrunk. */
     int want = input_rows_wanted(COLS);
     int clamped = want > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : want;
@@ -398,7 +404,7 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
                 *resize = true;
                 break;
             case SIGINT:
-                if (chat_generating(&t->chat))
+                if (chat_generating(&t->chat) || chat_pull_active(&t->chat))
                     chat_cancel(&t->chat);
                 else if (!input_line_empty())
                     input_clear_line();
@@ -421,9 +427,6 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
     }
 }
 
-/* A lone ESC at the end of what was read (nothing follows within a
- * moment) stops a reply.  Otherwise ESC belongs to readline (Alt keys,
- * arrows, vi mode). */
 /* The bytes of the first key in buf: a CSI or SS3 sequence, an Alt-key,
  * a UTF-8 character or one byte. */
 static size_t key_length(const char *buf, size_t n)
@@ -443,6 +446,9 @@ static size_t key_length(const char *buf, size_t n)
     return k <= n ? k : n;
 }
 
+/* A lone ESC at the end of what was read: nothing follows within 30 ms
+ * (the man page's Alt-prefix timeout).  Otherwise ESC is the start of a
+ * key (Alt keys, arrows) and belongs to readline. */
 static bool trailing_escape(const char *buf, size_t n, int fd)
 {
     if (n == 0 || buf[n - 1] != '\033' || (n >= 2 && buf[n - 2] == '\033'))
@@ -591,12 +597,13 @@ static int run(struct tui *t)
                     memmove(buf, buf + off, len - off);
                     len -= off;
                 }
-                /* In vi mode Esc is readline's (to command mode): Ctrl-C
-                 * stops the reply there. */
-                bool esc = len > 0 &&
-                           (chat_generating(&t->chat) || t->view.tr.search ||
-                            chat_pull_active(&t->chat)) &&
-                           !input_vi_mode() && trailing_escape(buf, len, tty);
+                /* Esc alone (nothing after it within the Alt-prefix
+                 * timeout) is the Esc key, busy or idle: given to readline
+                 * it would wait as a prefix for the next key (Esc, then
+                 * "/retry" sent "retry", Alt-/ having eaten the slash).
+                 * Readline keeps it where it is readline's: vi mode (Ctrl-C
+                 * stops the reply there), a history search. */
+                bool esc = len > 0 && !input_wants_esc() && trailing_escape(buf, len, tty);
                 if (esc)
                     len--;
                 if (len)
