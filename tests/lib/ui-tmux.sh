@@ -20,6 +20,9 @@
 #   ui_until COND [SECS]    until the shell condition COND holds
 #   ui_wait_generated N [SECS]  until the status bar says "generating K", K >= N
 #
+# Deadlines: every SECS above is multiplied by $UI_WAIT_SCALE (default 3), so
+# that a loaded machine (make -j, other jobs on two cores) passes too; a
+# wait ends as soon as its condition holds, so a pass costs no more time.
 # Timing: replies are paced with ELM_WORKER_TEST_TOKEN_INTERVAL_MS (default 20 ms a
 # token, UI_TOKEN_DELAY_MS overrides), so that a reply is still streaming when
 # a test presses Esc or resizes, on a fast machine as on a loaded one; and
@@ -85,6 +88,7 @@ ui_new_socket() {
 }
 
 UI_SIZES=${UI_SIZES:-100x30 132x43 80x24}
+UI_WAIT_SCALE=${UI_WAIT_SCALE:-3}
 
 # SIZE at the start of "$@": sets ui_w, ui_h and ui_size_args (how many
 # arguments it took: 0, 1 or 2).
@@ -170,7 +174,7 @@ ui_stop() {
 }
 
 ui_wait() {  # TEXT [SECS]: true once the screen shows TEXT
-    limit=$(( ${2:-10} * 20 ))
+    limit=$(( ${2:-10} * 20 * UI_WAIT_SCALE ))
     i=0
     while [ $i -lt $limit ]; do
         ui_screen | grep -qF -- "$1" && return 0
@@ -181,7 +185,7 @@ ui_wait() {  # TEXT [SECS]: true once the screen shows TEXT
 }
 
 ui_until() {  # COND [SECS]: true once the shell condition COND holds
-    limit=$(( ${2:-10} * 20 ))
+    limit=$(( ${2:-10} * 20 * UI_WAIT_SCALE ))
     i=0
     while [ $i -lt $limit ]; do
         eval "$1" && return 0
@@ -202,7 +206,7 @@ ui_wait_generated() {  # N [SECS]: the reply has at least N tokens
 }
 
 ui_wait_gone() {  # TEXT [SECS]: true once the screen no longer shows TEXT
-    limit=$(( ${2:-10} * 20 ))
+    limit=$(( ${2:-10} * 20 * UI_WAIT_SCALE ))
     i=0
     while [ $i -lt $limit ]; do
         ui_screen | grep -qF -- "$1" || return 0
@@ -213,7 +217,7 @@ ui_wait_gone() {  # TEXT [SECS]: true once the screen no longer shows TEXT
 }
 
 ui_exited() {  # [SECS]: true once elmchat has exited; sets UI_EXIT
-    limit=$(( ${1:-10} * 20 ))
+    limit=$(( ${1:-10} * 20 * UI_WAIT_SCALE ))
     i=0
     while [ $i -lt $limit ]; do
         if [ -f "$UI_DIR/exit" ]; then

@@ -43,8 +43,7 @@ ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ok '[ "$(grep -c "second question" "$sessions/queue.yaml")" = 1 ] && ! grep -q "third one" "$sessions/queue.yaml"' \
    "the session holds the queued message once, the refused one not at all"
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 
 # A message typed while the model loads waits for it.
 UI_ENV="ELM_WORKER_TEST_LOAD_DELAY_MS=3000"

@@ -30,13 +30,13 @@ ui_keys / g a m Enter
 ok 'ui_wait "sessions /gam" 5' "/ filters by name"
 ok '! ui_screen | grep -q "beta"' "... beta is filtered out"
 ui_keys Escape
-sleep 0.3
+ok 'ui_wait_gone "↑↓ Enter r d / Esc" 10' "Esc leaves the list"
 ui_keys F2 F2
 ui_keys / f r o m ' ' b e t Enter
 ok 'ui_wait "sessions /from bet" 5 && ui_screen | grep -q "│ beta" && ! ui_screen | grep -q "│ gamma"' \
    "/ filters by content too (beta said \"hello from beta\")"
 ui_keys Escape
-sleep 0.3
+ok 'ui_wait_gone "↑↓ Enter r d / Esc" 10' "Esc leaves the list"
 ui_keys F2 F2 Down d # one write: the keys after F2 go to the list it opened
 ok 'ui_wait "delete session '"'"'beta'"'"'" 5' "d asks first"
 ui_keys n
