@@ -424,9 +424,21 @@ void draw_sessions(void *vwin, char *const *names, size_t n, const char *current
             a = A_REVERSE | A_BOLD;
         wattrset(w, a);
         wmove(w, (int)(k - top) + 1, 2);
+        /* the name, cut with "…" where the list is narrower than it (the
+         * status bar shows it whole when chosen), and its date at the right */
+        char when[32], row[600];
+        session_list_when(name, when, sizeof when);
+        int room = wd - 3, ww = u8_width(when, strlen(when));
+        bool dated = room >= ww + 2 + 4;
         char *t = sanitize_dup(name, strlen(name), NULL);
-        put_text(w, t, strlen(t), wd - 3);
+        snprintf(row, sizeof row, "%s", t);
         free(t);
+        cut_cols(row, sizeof row, dated ? room - ww - 1 : room);
+        put_text(w, row, strlen(row), room);
+        if (dated) {
+            wmove(w, (int)(k - top) + 1, wd - 1 - ww);
+            put_text(w, when, strlen(when), ww);
+        }
         wattrset(w, A_NORMAL);
     }
     if (l->focused && h > 2) {

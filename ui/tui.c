@@ -78,6 +78,7 @@ struct tui {
     WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
     struct ui_layout layout;
     int input_rows;
+    int list_want; /* the columns the session list wanted at the last layout */
     bool full_redraw;
     FILE *latency_log;
     double key_time; /* when the last keystroke was read (latency log) */
@@ -110,7 +111,13 @@ static void relayout(struct tui *t)
 {
     int want = input_rows_wanted(COLS);
     t->input_rows = want;
-    layout_compute(LINES, COLS, want, t->view.show_sessions, &t->layout);
+    int list_w = t->view.show_sessions
+                     ? session_list_width(t->view.session_list, t->view.n_session_list)
+                     : 0;
+    t->list_want = list_w;
+    if (t->view.show_sessions && list_w == 0)
+        list_w = LAYOUT_SESSIONS_W;
+    layout_compute_list(LINES, COLS, want, list_w, &t->layout);
     del_windows(t);
     t->w_transcript = make_win(t->layout.transcript);
     t->w_status = make_win(t->layout.status);
@@ -147,7 +154,10 @@ static void draw(struct tui *t)
     int want = input_rows_wanted(COLS);
     int clamped = want > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : want;
     int cur = t->input_rows > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : t->input_rows;
-    if (clamped != cur)
+    /* ... and the session list may have a longer name */
+    if (clamped != cur ||
+        (t->view.show_sessions &&
+         session_list_width(t->view.session_list, t->view.n_session_list) != t->list_want))
         relayout(t);
     if (t->full_redraw) {
         wnoutrefresh(stdscr);

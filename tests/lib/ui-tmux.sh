@@ -14,6 +14,11 @@
 #   ui_start_shell [SIZE]   an interactive shell in the pane instead, with
 #                           the same settings; ui_shell_run ARGS starts
 #                           elmchat in it (job control: Ctrl-Z, fg)
+#   ui_long_reply           a reply text of thousands of tokens; with
+#                           UI_ENV="ELM_WORKER_TEST_REPLY_FILE=$UI_LONG_REPLY"
+#                           every reply streams it (no EOS: the random
+#                           model's own replies end after a few hundred
+#                           tokens, under load before a test presses Esc)
 #   ui_stop                 end the pane (kill-server) and wait until its
 #                           processes (elmchat saving after SIGHUP) are gone
 #   ui_wait TEXT [SECS]     until the pane shows TEXT (fixed string)
@@ -160,6 +165,12 @@ ui_screen() { "$TMUX_CMD" -S "$UI_SOCK" capture-pane -p 2>/dev/null; }
 ui_row() { ui_screen | sed -n "${1}p"; }
 ui_keys() { "$TMUX_CMD" -S "$UI_SOCK" send-keys "$@"; }
 ui_tmux() { "$TMUX_CMD" -S "$UI_SOCK" "$@"; }
+
+ui_long_reply() {
+    UI_LONG_REPLY="$UI_DIR/long-reply.txt"
+    awk 'BEGIN { for (i = 1; i <= 1500; i++) printf "word%d%s", i, (i % 12 ? " " : "\n") }' \
+        > "$UI_LONG_REPLY"
+}
 
 # The pane's server ends (SIGHUP), and every process of the pane with it:
 # the next ui_start may open the same session only once this one has saved.

@@ -6,6 +6,8 @@
 # (-n 2000): they are always still streaming when the test stops them.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
+ui_long_reply
+UI_ENV="ELM_WORKER_TEST_REPLY_FILE=$UI_LONG_REPLY"
 
 ui_start 80 12 -s chat -n 2000
 ok 'ui_wait "Type a message" 10' "starts, and the transcript says how to begin"

@@ -8,6 +8,8 @@
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 sessions="$UI_DIR/data/elmchat/sessions"
+ui_long_reply
+UI_ENV="ELM_WORKER_TEST_REPLY_FILE=$UI_LONG_REPLY"
 
 ui_start 100 20 -s queue -n 2000
 ok 'ui_wait "idle" 20' "the model loads"
