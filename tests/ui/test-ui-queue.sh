@@ -34,12 +34,12 @@ ok 'ui_screen | grep -q "generating"' "and does not stop the reply"
 ui_keys Enter
 ok 'ui_wait "1 queued" 5' "queued again"
 ui_keys C-c
-ok 'ui_wait "[interrupted]" 10' "Ctrl-C ends the reply"
+ok 'ui_until "grep -q \"interrupted: true\" \"$sessions/queue.yaml\"" 30' "Ctrl-C ends the reply (saved, marked interrupted)"
 ok 'ui_until "[ \$(ui_screen | grep -c \"second question\") -ge 1 ] && ! ui_screen | grep -q \"1 queued\"" 10' \
    "the queued message is sent once the reply ends"
 ok 'ui_wait_generated 2 10' "and answered"
 ui_keys Escape
-ok 'ui_until "[ \$(ui_screen | grep -c \"\[interrupted\]\") -ge 2 ]" 10 && ui_wait "idle" 10' \
+ok 'ui_until "[ \$(grep -c \"interrupted: true\" \"$sessions/queue.yaml\") -ge 2 ]" 30 && ui_wait "idle" 10' \
    "with nothing queued, Esc stops the reply"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
