@@ -549,18 +549,21 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
                  c->reply_n_ids, c->load_name, (int)(c->load_progress * 100));
         st->busy = true;
     } else if (c->generating && !c->got_token) {
-        snprintf(c->state_text, sizeof c->state_text, "prefill %d%% · Esc stops",
+        snprintf(c->state_text, sizeof c->state_text, "prefill %d%%",
                  (int)(c->prefill_progress * 100));
+        st->hint = CHAT_HINT_STOP;
         st->busy = true;
     } else if (c->generating && c->queued) {
-        snprintf(c->state_text, sizeof c->state_text, "generating %zu · 1 queued (Esc takes it back)",
+        snprintf(c->state_text, sizeof c->state_text, "generating %zu · 1 queued",
                  c->reply_n_ids);
+        st->hint = CHAT_HINT_UNQUEUE;
         st->busy = true;
     } else if (c->generating) {
-        snprintf(c->state_text, sizeof c->state_text, "generating %zu · Esc stops",
-                 c->reply_n_ids);
+        snprintf(c->state_text, sizeof c->state_text, "generating %zu", c->reply_n_ids);
+        st->hint = CHAT_HINT_STOP;
         st->busy = true;
     } else if (chat_pull_status(c, c->state_text, sizeof c->state_text)) {
+        st->hint = CHAT_HINT_STOP;
         st->busy = true;
     } else if (!c->model_ready) {
         snprintf(c->state_text, sizeof c->state_text, "no model");
@@ -570,6 +573,10 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
         snprintf(c->state_text, sizeof c->state_text, "idle");
     }
     st->state = c->state_text;
+    if (v && !st->busy) {
+        st->reused = v->n_reused;
+        st->computed = v->n_computed;
+    }
     int pct;
     if (v && c->model_ready && near_full(c, v, &pct)) {
         snprintf(c->warn_text, sizeof c->warn_text, "ctx %d%%: %s", pct,

@@ -258,7 +258,7 @@ bool chat_pull_status(struct chat *c, char *buf, size_t size)
         long s = (long)((double)(total - done) / rate);
         snprintf(eta, sizeof eta, " ETA %ld:%02ld", s / 60 % 10000, s % 60);
     }
-    snprintf(buf, size, "downloading %.40s %d%% %s/%s %s/s%s · Esc stops", p->id,
+    snprintf(buf, size, "downloading %.40s %d%% %s/%s %s/s%s", p->id,
              total > 0 ? (int)(100.0 * (double)done / (double)total) : 0,
              human_size(done, a, sizeof a), human_size(total, b, sizeof b),
              human_size((long long)rate, r, sizeof r), eta);

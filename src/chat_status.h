@@ -5,6 +5,14 @@
 
 #include <stdbool.h>
 
+/* A key the status bar names after the state.  Which key it is depends on
+ * the input's mode (vi's Esc is readline's), so the UI names it. */
+enum chat_hint {
+    CHAT_HINT_NONE,
+    CHAT_HINT_STOP,     /* the key that stops the reply or the download */
+    CHAT_HINT_UNQUEUE,  /* the key that takes the queued message back */
+};
+
 struct chat_status {
     const char *model;         /* name shown */
     const char *template_name;
@@ -13,7 +21,11 @@ struct chat_status {
     int n_past, n_ctx;         /* context gauge; n_ctx 0: unknown */
     double prefill_tps, decode_tps;
     const char *state;         /* "idle", "generating", "loading 40%", ... */
+    enum chat_hint hint;       /* the key to name after the state */
     bool busy;
+    /* The conversation's last request, shown once it is done: tokens the
+     * KV cache had (reused) and tokens prefilled (computed); both 0: none. */
+    int reused, computed;
     const char *warning;       /* e.g. the context nearly full: highlighted, or NULL */
     const char *notice;        /* transient one-line message, or NULL */
     bool notice_error;

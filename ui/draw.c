@@ -244,6 +244,9 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
 {
     char parts[8][160];
     int np = 0;
+    /* where each part went (-1: not shown), for the order they give way */
+    int at_template = -1, at_session = -1, at_attached = -1, at_ctx = -1, at_reuse = -1,
+        at_speed = -1;
     buf[0] = '\0';
     if (size == 0)
         return -1;
@@ -252,19 +255,23 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
     } else {
         snprintf(parts[np++], sizeof parts[0], "%s", s->model ? s->model : "no model");
         if (s->template_name)
-            snprintf(parts[np++], sizeof parts[0], "%s", s->template_name);
+            snprintf(parts[at_template = np++], sizeof parts[0], "%s", s->template_name);
         if (s->session)
-            snprintf(parts[np++], sizeof parts[0], "%s", s->session);
+            snprintf(parts[at_session = np++], sizeof parts[0], "%s", s->session);
         if (s->attached)
-            snprintf(parts[np++], sizeof parts[0], "+ %s", s->attached);
+            snprintf(parts[at_attached = np++], sizeof parts[0], "+ %s", s->attached);
     }
     if (s->n_ctx > 0)
-        snprintf(parts[np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);
+        snprintf(parts[at_ctx = np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);
+    /* what the KV cache saved on the last turn (the words of /info) */
+    if (!s->notice && s->reused + s->computed > 0)
+        snprintf(parts[at_reuse = np++], sizeof parts[0], "reused %d, computed %d", s->reused,
+                 s->computed);
     if (!s->notice && s->decode_tps > 0 && s->prefill_tps > 0)
-        snprintf(parts[np++], sizeof parts[0], "pp %.0f t/s  tg %.1f t/s", s->prefill_tps,
-                 s->decode_tps);
+        snprintf(parts[at_speed = np++], sizeof parts[0], "pp %.0f t/s  tg %.1f t/s",
+                 s->prefill_tps, s->decode_tps);
     else if (!s->notice && s->decode_tps > 0)
-        snprintf(parts[np++], sizeof parts[0], "tg %.1f t/s", s->decode_tps);
+        snprintf(parts[at_speed = np++], sizeof parts[0], "tg %.1f t/s", s->decode_tps);
     snprintf(parts[np++], sizeof parts[0], "%s", s->state ? s->state : "idle");
     /* The highlighted tail: a warning about the context. */
     const char *warning = s->warning;
@@ -318,12 +325,13 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
                     return warn_at;
             }
         }
-        /* drop from the right of the middle: speeds, then template, ... */
+        /* the middle gives way: template, session, speeds, reuse, ctx, the
+         * attachment, then the model (or the notice) */
         int victim = -1;
-        static const int order[] = {1, 2, 4, 3, 0};
+        const int order[] = {at_template, at_session, at_speed, at_reuse, at_ctx, at_attached, 0};
         for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
             int v = order[k];
-            if (v < np - 1 && keep[v]) {
+            if (v >= 0 && v < np - 1 && keep[v]) {
                 victim = v;
                 break;
             }
@@ -416,9 +424,21 @@ void draw_sessions(void *vwin, char *const *names, size_t n, const char *current
             a = A_REVERSE | A_BOLD;
         wattrset(w, a);
         wmove(w, (int)(k - top) + 1, 2);
+        /* the name, cut with "…" where the list is narrower than it (the
+         * status bar shows it whole when chosen), and its date at the right */
+        char when[32], row[600];
+        session_list_when(name, when, sizeof when);
+        int room = wd - 3, ww = u8_width(when, strlen(when));
+        bool dated = room >= ww + 2 + 4;
         char *t = sanitize_dup(name, strlen(name), NULL);
-        put_text(w, t, strlen(t), wd - 3);
+        snprintf(row, sizeof row, "%s", t);
         free(t);
+        cut_cols(row, sizeof row, dated ? room - ww - 1 : room);
+        put_text(w, row, strlen(row), room);
+        if (dated) {
+            wmove(w, (int)(k - top) + 1, wd - 1 - ww);
+            put_text(w, when, strlen(when), ww);
+        }
         wattrset(w, A_NORMAL);
     }
     if (l->focused && h > 2) {

@@ -560,6 +560,12 @@ const char *input_vi_mode(void)
     return rl_get_keymap() == vi_insertion_keymap ? "vi insert" : "vi command";
 }
 
+bool input_wants_esc(void)
+{
+    /* vi's mode switch; Esc ends an incremental or non-incremental search */
+    return rl_editing_mode == 0 || RL_ISSTATE(RL_STATE_ISEARCH | RL_STATE_NSEARCH);
+}
+
 char *input_text(void)
 {
     return x_strdup(rl_line_buffer ? rl_line_buffer : "");

@@ -73,6 +73,10 @@ char *input_text(void);
 /* readline's vi mode (set editing-mode vi in ~/.inputrc): "vi insert" or
  * "vi command"; NULL in emacs mode. */
 const char *input_vi_mode(void);
+/* A lone Esc is readline's own key now (vi mode, a history search);
+ * otherwise it is the chat's Esc and must not reach readline, where it
+ * would wait as the Alt prefix of the next key. */
+bool input_wants_esc(void);
 /* Add to the history (not empty, not a repeat of the last entry). */
 void input_history_add(const char *line);
 

@@ -16,6 +16,12 @@ static struct ui_rect rect(int y, int x, int h, int w)
 void layout_compute(int rows, int cols, int want_input_rows, bool show_sessions,
                     struct ui_layout *out)
 {
+    layout_compute_list(rows, cols, want_input_rows, show_sessions ? LAYOUT_SESSIONS_W : 0, out);
+}
+
+void layout_compute_list(int rows, int cols, int want_input_rows, int sessions_w,
+                         struct ui_layout *out)
+{
     memset(out, 0, sizeof *out);
     if (rows <= 0 || cols <= 0)
         return;
@@ -38,8 +44,9 @@ void layout_compute(int rows, int cols, int want_input_rows, bool show_sessions,
     out->status = rect(top, 0, status, cols);
 
     int list_w = 0;
-    if (show_sessions && cols >= LAYOUT_SESSIONS_MIN_COLS && top > 0) {
-        list_w = LAYOUT_SESSIONS_W;
+    if (sessions_w > 0 && cols >= LAYOUT_SESSIONS_MIN_COLS && top > 0) {
+        /* as wide as its names and dates want, within a third of the screen */
+        list_w = sessions_w > LAYOUT_SESSIONS_W ? sessions_w : LAYOUT_SESSIONS_W;
         if (list_w > cols / 3)
             list_w = cols / 3;
     }

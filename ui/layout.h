@@ -30,5 +30,9 @@ struct ui_layout {
  * stay inside the screen, and their rows add up to the screen. */
 void layout_compute(int rows, int cols, int want_input_rows, bool show_sessions,
                     struct ui_layout *out);
+/* The same with the session list sessions_w columns wide if it fits (0:
+ * not shown): at least LAYOUT_SESSIONS_W, at most a third of the screen. */
+void layout_compute_list(int rows, int cols, int want_input_rows, int sessions_w,
+                         struct ui_layout *out);
 
 #endif

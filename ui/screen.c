@@ -168,6 +168,26 @@ static void setup_attrs(void)
     attrs[SA_MD_DIM] = A_DIM;
 }
 
+/* The size comes from the tty (TIOCGWINSZ) from the start, never from
+ * terminfo's "lines" (24 in most entries): newterm sets the terminal's
+ * scroll region to the size it starts with, and resizeterm() afterwards
+ * does not set it again, so a 30-row terminal would keep scrolling rows
+ * 1-24 and the input would be drawn over the status bar.  LINES and
+ * COLUMNS in the environment are ignored too: the size is ours to track
+ * (SIGWINCH via the self-pipe), and they would freeze it. */
+static void tty_size_from_ioctl(void)
+{
+#if defined(NCURSES_VERSION_PATCH) && NCURSES_VERSION_PATCH >= 20120707
+    use_env(FALSE);   /* not $LINES / $COLUMNS ... */
+    use_tioctl(TRUE); /* ... but the tty's size, over terminfo's */
+#else
+    /* Other curses: with no LINES / COLUMNS set, use_env's default asks
+     * the tty. */
+    unsetenv("LINES");
+    unsetenv("COLUMNS");
+#endif
+}
+
 bool screen_init(char *err, size_t err_size)
 {
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
@@ -180,9 +200,7 @@ bool screen_init(char *err, size_t err_size)
                  term && *term ? "dumb" : "not set");
         return false;
     }
-    /* The tty size is ours to track (SIGWINCH via the self-pipe): LINES
-     * and COLUMNS in the environment would freeze it. */
-    use_env(FALSE);
+    tty_size_from_ioctl();
     have_tty_before = tcgetattr(STDIN_FILENO, &tty_before) == 0;
     scr = newterm(NULL, stdout, stdin);
     if (!scr) {

@@ -8,9 +8,53 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
+#include "src/session.h"
 #include "src/xalloc.h"
 #include "ui/input.h"
+#include "ui/sanitize.h"
+
+void session_list_when(const char *name, char *buf, size_t size)
+{
+    /* the file is written after every reply: its time is the last turn's */
+    char *path = session_path_for(name);
+    struct stat st;
+    struct tm tm, now_tm;
+    time_t now = time(NULL);
+    if (!path || stat(path, &st) != 0 || !localtime_r(&st.st_mtime, &tm) ||
+        !localtime_r(&now, &now_tm)) {
+        snprintf(buf, size, "new");
+    } else if (tm.tm_year == now_tm.tm_year && tm.tm_yday == now_tm.tm_yday) {
+        strftime(buf, size, "%H:%M", &tm);
+    } else {
+        strftime(buf, size, "%Y-%m-%d", &tm);
+    }
+    free(path);
+}
+
+int session_list_width(char *const *names, size_t n)
+{
+    int w = 0;
+    for (size_t i = 0; i < n; i++) {
+        int nw = u8_width(names[i], strlen(names[i]));
+        if (nw > w)
+            w = nw;
+    }
+    /* the border and a space, the name, a space, "2026-12-01", a space */
+    return w ? 2 + w + 1 + 10 + 1 : 0;
+}
+
+/* The chosen session whole, with its date, on the status bar: the list
+ * may be narrower than its name. */
+static void say_chosen(struct chat *c, const char *name)
+{
+    char when[32];
+    session_list_when(name, when, sizeof when);
+    chat_notice(c, false, "%s · %s%s · Enter opens it", name,
+                strcmp(when, "new") == 0 ? "" : "saved ", when);
+}
 
 static bool keeps(const char *filter, const char *name)
 {
@@ -89,9 +133,13 @@ bool session_list_key(struct session_list *l, struct chat *c, char *const *names
     } else if (len == 3 && (memcmp(buf, "\033[A", 3) == 0 || memcmp(buf, "\033OA", 3) == 0)) {
         if (l->sel > 0)
             l->sel--;
+        if (m)
+            say_chosen(c, names[kept[l->sel]]);
     } else if (len == 3 && (memcmp(buf, "\033[B", 3) == 0 || memcmp(buf, "\033OB", 3) == 0)) {
         if (l->sel + 1 < m)
             l->sel++;
+        if (m)
+            say_chosen(c, names[kept[l->sel]]);
     } else if (len == 1 && (buf[0] == '\r' || buf[0] == '\n')) {
         if (name)
             command(c, "/switch", name);

@@ -30,5 +30,10 @@ void session_list_focus(struct session_list *l, char *const *names, size_t n,
 bool session_list_key(struct session_list *l, struct chat *c, char *const *names, size_t n,
                       const char *buf, size_t len);
 void session_list_fini(struct session_list *l);
+/* When session NAME was last saved, for the list: "14:05" today, else
+ * "2026-12-01"; "new" before its first save. */
+void session_list_when(const char *name, char *buf, size_t size);
+/* The columns the list wants to show names[] (n) whole with their dates. */
+int session_list_width(char *const *names, size_t n);
 
 #endif

@@ -78,6 +78,7 @@ struct tui {
     WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
     struct ui_layout layout;
     int input_rows;
+    int list_want; /* the columns the session list wanted at the last layout */
     bool full_redraw;
     FILE *latency_log;
     double key_time; /* when the last keystroke was read (latency log) */
@@ -110,7 +111,13 @@ static void relayout(struct tui *t)
 {
     int want = input_rows_wanted(COLS);
     t->input_rows = want;
-    layout_compute(LINES, COLS, want, t->view.show_sessions, &t->layout);
+    int list_w = t->view.show_sessions
+                     ? session_list_width(t->view.session_list, t->view.n_session_list)
+                     : 0;
+    t->list_want = list_w;
+    if (t->view.show_sessions && list_w == 0)
+        list_w = LAYOUT_SESSIONS_W;
+    layout_compute_list(LINES, COLS, want, list_w, &t->layout);
     del_windows(t);
     t->w_transcript = make_win(t->layout.transcript);
     t->w_status = make_win(t->layout.status);
@@ -132,16 +139,25 @@ static void draw(struct tui *t)
     double now = chat_now();
     struct chat_status st;
     chat_get_status(&t->chat, &st, now);
-    char state[160];
-    if (input_vi_mode()) {
-        snprintf(state, sizeof state, "%s · %s", st.state ? st.state : "idle", input_vi_mode());
-        st.state = state;
-    }
+    /* The keys named are the ones that do it in this input mode: in vi
+     * mode Esc is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
+    const char *vi = input_vi_mode();
+    const char *hint = st.hint == CHAT_HINT_STOP      ? vi ? " · Ctrl-C stops" : " · Esc stops"
+                       : st.hint == CHAT_HINT_UNQUEUE ? vi ? " (Ctrl-G takes it back)"
+                                                           : " (Esc takes it back)"
+                                                      : "";
+    char state[200];
+    snprintf(state, sizeof state, "%s%s%s%s", st.state ? st.state : "idle", hint, vi ? " · " : "",
+             vi ? vi : "");
+    st.state = state;
     /* The input may have grown or shrunk. */
     int want = input_rows_wanted(COLS);
     int clamped = want > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : want;
     int cur = t->input_rows > LAYOUT_INPUT_MAX ? LAYOUT_INPUT_MAX : t->input_rows;
-    if (clamped != cur)
+    /* ... and the session list may have a longer name */
+    if (clamped != cur ||
+        (t->view.show_sessions &&
+         session_list_width(t->view.session_list, t->view.n_session_list) != t->list_want))
         relayout(t);
     if (t->full_redraw) {
         wnoutrefresh(stdscr);
@@ -405,7 +421,7 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
                 *resize = true;
                 break;
             case SIGINT:
-                if (chat_generating(&t->chat))
+                if (chat_generating(&t->chat) || chat_pull_active(&t->chat))
                     chat_cancel(&t->chat);
                 else if (!input_line_empty())
                     input_clear_line();
@@ -428,9 +444,6 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
     }
 }
 
-/* A lone ESC at the end of what was read (nothing follows within a
- * moment) stops a reply.  Otherwise ESC belongs to readline (Alt keys,
- * arrows, vi mode). */
 /* The bytes of the first key in buf: a CSI or SS3 sequence, an Alt-key,
  * a UTF-8 character or one byte. */
 static size_t key_length(const char *buf, size_t n)
@@ -450,6 +463,9 @@ static size_t key_length(const char *buf, size_t n)
     return k <= n ? k : n;
 }
 
+/* A lone ESC at the end of what was read: nothing follows within 30 ms
+ * (the man page's Alt-prefix timeout).  Otherwise ESC is the start of a
+ * key (Alt keys, arrows) and belongs to readline. */
 static bool trailing_escape(const char *buf, size_t n, int fd)
 {
     if (n == 0 || buf[n - 1] != '\033' || (n >= 2 && buf[n - 2] == '\033'))
@@ -598,12 +614,13 @@ static int run(struct tui *t)
                     memmove(buf, buf + off, len - off);
                     len -= off;
                 }
-                /* In vi mode Esc is readline's (to command mode): Ctrl-C
-                 * stops the reply there. */
-                bool esc = len > 0 &&
-                           (chat_generating(&t->chat) || t->view.tr.search ||
-                            chat_pull_active(&t->chat)) &&
-                           !input_vi_mode() && trailing_escape(buf, len, tty);
+                /* Esc alone (nothing after it within the Alt-prefix
+                 * timeout) is the Esc key, busy or idle: given to readline
+                 * it would wait as a prefix for the next key (Esc, then
+                 * "/retry" sent "retry", Alt-/ having eaten the slash).
+                 * Readline keeps it where it is readline's: vi mode (Ctrl-C
+                 * stops the reply there), a history search. */
+                bool esc = len > 0 && !input_wants_esc() && trailing_escape(buf, len, tty);
                 if (esc)
                     len--;
                 if (len)

@@ -6,6 +6,8 @@
 # (-n 2000): they are always still streaming when the test stops them.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
+ui_long_reply
+UI_ENV="ELM_WORKER_TEST_REPLY_FILE=$UI_LONG_REPLY"
 
 ui_start 80 12 -s chat -n 2000
 ok 'ui_wait "Type a message" 10' "starts, and the transcript says how to begin"
@@ -29,9 +31,14 @@ ok 'ui_wait_gone "more (End)" 3' "PgDn returns to the end"
 ok 'ui_screen | grep -q "generating"' "still generating"
 
 # Esc stops the reply and keeps it, marked.
+# (The mark is on the reply's header, scrolled off a 12-row screen by a
+# long reply: Ctrl-Home shows it.)
 ui_keys Escape
-ok 'ui_wait "[interrupted]" 5' "Esc stops the reply, marked interrupted"
-ok 'ui_wait "idle" 5' "idle again"
+ok 'ui_wait "idle" 60' "Esc stops the reply"
+ui_keys C-Home
+ok 'ui_wait "[interrupted]" 30' "... kept, marked interrupted"
+ui_keys C-End
+ok 'ui_wait_gone "more (End)" 30' "idle again, at the end"
 ok 'ui_screen | grep -q "> typed meanwhile"' "the typed line survived the reply"
 
 # Ctrl-C on an idle non-empty line clears it.
@@ -54,8 +61,9 @@ ok 'ui_screen | grep -q "generating"' "still generating after the resizes"
 
 # Ctrl-C stops a reply too.
 ui_keys C-c
-ok 'ui_wait "idle" 5' "Ctrl-C stops the reply"
-ok 'ui_until "[ \"\$(ui_screen | grep -c \"\[interrupted\]\")\" -ge 2 ]" 5' "both replies are marked interrupted"
+ok 'ui_wait "idle" 60' "Ctrl-C stops the reply"
+ok 'ui_until "[ \$(grep -c \"interrupted: true\" \"$UI_DIR/data/elmchat/sessions/chat.yaml\") -ge 2 ]" 30' \
+   "both replies are saved marked interrupted"
 
 # An unknown command: a hint, nothing sent.
 n_you=$(ui_screen | grep -c '^you')

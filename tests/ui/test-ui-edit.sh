@@ -71,8 +71,7 @@ ok 'grep -q "pasted line 1\\\\npasted line 2\\\\n" "$hist"' "a multi-line entry 
 
 # The history comes back, and $if elmchat in the inputrc applies.
 printf '$if elmchat\n"\\C-xh": "/help"\n$endif\n' > "$UI_DIR/inputrc"
-ui_tmux kill-server
-sleep 0.5
+ui_stop
 ui_start 40 12 -s edit2 -n 4
 ok 'ui_wait "idle" 20' "restarts"
 ui_keys Up

@@ -36,8 +36,7 @@ ui_keys Enter
 ok 'ui_wait "[interrupted]" 10 && ui_wait "idle" 5' "Enter sends the edited message"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && grep -q "my final text" "$UI_DIR/data/elmchat/sessions/edit.yaml"' "sent as edited"
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 
 UI_ENV="VISUAL=$UI_DIR/fail.sh TMPDIR=$UI_DIR/tmp"
 ui_start 80 20 -s fail -n 4

@@ -79,6 +79,12 @@ int main(void)
        "session list on the right, %d columns", LAYOUT_SESSIONS_W);
     ok(l.transcript.w == 80 - LAYOUT_SESSIONS_W, "transcript narrows beside the list");
 
+    layout_compute_list(50, 200, 1, 60, &l);
+    ok(l.sessions.w == 60 && l.transcript.w == 140, "a list that wants 60 columns gets them at 200");
+    layout_compute_list(24, 80, 1, 60, &l);
+    ok(l.sessions.w == 26, "at 80 columns a third of the screen (26), got %d", l.sessions.w);
+    layout_compute_list(24, 80, 1, 5, &l);
+    ok(l.sessions.w == LAYOUT_SESSIONS_W, "never narrower than %d", LAYOUT_SESSIONS_W);
     layout_compute(24, 80, 40, false, &l);
     is_int(l.input.h, LAYOUT_INPUT_MAX, "input stops growing at %d rows", LAYOUT_INPUT_MAX);
 

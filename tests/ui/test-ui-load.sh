@@ -14,8 +14,7 @@ ui_keys 'hello there' Enter
 ok 'ui_wait "[interrupted]" 15' "one exchange (cut at 4 tokens)"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
-ui_tmux kill-server
-sleep 0.3 # the server must be gone before the next one starts
+ui_stop
 
 UI_ENV="ELM_WORKER_TEST_LOAD_DELAY_MS=10000"
 ui_start 80 24 -s keep -n 4
@@ -34,8 +33,7 @@ ok 'grep -q "be brief" "$sessions/keep.yaml" && grep -q "hello there" "$sessions
    "the session was saved (the new system prompt, the old exchange)"
 ok 'tail -1 "$sessions/keep.yaml" | grep -q "end: true"' "the file is complete"
 ok '! grep -qi -e "error" -e "sanitizer" "$UI_DIR/stderr"' "nothing on stderr"
-ui_tmux kill-server
-sleep 0.3 # the server must be gone before the next one starts
+ui_stop
 
 # SIGTERM during the load: the same, through the signal path.
 ui_start 80 24 -s keep -n 4
@@ -49,8 +47,7 @@ ok '[ -n "$UI_EXIT" ] && [ $((t1 - t0)) -lt 2000 ] && ui_tty_sane' \
    "SIGTERM during the load: out within 2 s ($((t1 - t0)) ms), terminal sane"
 ok 'grep -q "be brief" "$sessions/keep.yaml" && tail -1 "$sessions/keep.yaml" | grep -q "end: true"' \
    "... session intact"
-ui_tmux kill-server
-sleep 0.3 # the server must be gone before the next one starts
+ui_stop
 UI_ENV=
 
 # ------------------------------------------- a cache dropped under the budget

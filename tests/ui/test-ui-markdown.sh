@@ -54,15 +54,13 @@ ok 'ui_wait "[1] python" 5' "/set markdown on renders again"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ok 'grep -q "\*\*bold\*\*" "$UI_DIR/data/elmchat/sessions/md.yaml"' "the session keeps the markdown source"
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 
 ui_start 80 40 -s md --raw
 ok 'ui_wait "idle" 20 && ui_wait "# Plan" 5' "--raw: the saved reply shows as written"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 
 UI_ENV="NO_COLOR=1"
 ui_start 80 40 -s md

@@ -63,12 +63,13 @@ ui_keys "/model tester/tiny" Enter
 ok 'ui_until "ui_screen | grep -q \"Download tester/tiny ([0-9.]* MB) into $cache? y/n\"" 10' \
    "/model REPO not here: a confirm line with the size"
 ui_keys y Enter
-ok 'ui_until "ui_screen | grep -q \"downloading tester/tiny [0-9]*% .* · Esc stops\"" 10' \
+ok 'ui_until "ui_screen | grep -q \"downloading tester/tiny [0-9]*% .* · Esc stops\"" 60' \
    "y: the download's progress in the status bar"
 # Esc once the weights have begun (so that there is a part to resume)
-ui_until "[ -n \"\$(find '$cache/models--tester--tiny/blobs' -name '*.incomplete' -size +4k 2>/dev/null)\" ]" 20 >/dev/null
+ok 'ui_until "[ -n \"\$(find '"'$cache'"'/models--tester--tiny/blobs -name \"*.incomplete\" -size +4k 2>/dev/null)\" ]" 60' \
+   "the weights have begun to come"
 ui_keys Escape
-ok 'ui_wait "download stopped: " 10 && ui_screen | grep -q "kept; /model tester/tiny resumes it"' "Esc stops it and says what is kept"
+ok 'ui_wait "download stopped: " 60 && ui_screen | grep -q "kept; /model tester/tiny resumes it"' "Esc stops it and says what is kept"
 ui_keys "/model tester/tiny" Enter
 ui_until "ui_screen | grep -q \"Download tester/tiny\"" 10 >/dev/null
 ui_keys Enter

@@ -8,6 +8,8 @@
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 sessions="$UI_DIR/data/elmchat/sessions"
+ui_long_reply
+UI_ENV="ELM_WORKER_TEST_REPLY_FILE=$UI_LONG_REPLY"
 
 ui_start 100 20 -s queue -n 2000
 ok 'ui_wait "idle" 20' "the model loads"
@@ -32,19 +34,18 @@ ok 'ui_screen | grep -q "generating"' "and does not stop the reply"
 ui_keys Enter
 ok 'ui_wait "1 queued" 5' "queued again"
 ui_keys C-c
-ok 'ui_wait "[interrupted]" 10' "Ctrl-C ends the reply"
+ok 'ui_until "grep -q \"interrupted: true\" \"$sessions/queue.yaml\"" 30' "Ctrl-C ends the reply (saved, marked interrupted)"
 ok 'ui_until "[ \$(ui_screen | grep -c \"second question\") -ge 1 ] && ! ui_screen | grep -q \"1 queued\"" 10' \
    "the queued message is sent once the reply ends"
 ok 'ui_wait_generated 2 10' "and answered"
 ui_keys Escape
-ok 'ui_until "[ \$(ui_screen | grep -c \"\[interrupted\]\") -ge 2 ]" 10 && ui_wait "idle" 10' \
+ok 'ui_until "[ \$(grep -c \"interrupted: true\" \"$sessions/queue.yaml\") -ge 2 ]" 30 && ui_wait "idle" 10' \
    "with nothing queued, Esc stops the reply"
 ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ok '[ "$(grep -c "second question" "$sessions/queue.yaml")" = 1 ] && ! grep -q "third one" "$sessions/queue.yaml"' \
    "the session holds the queued message once, the refused one not at all"
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 
 # A message typed while the model loads waits for it.
 UI_ENV="ELM_WORKER_TEST_LOAD_DELAY_MS=3000"

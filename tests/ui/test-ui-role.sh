@@ -37,8 +37,7 @@ ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "quits"
 ok '! grep -q "^role:" "$sessions/roles.yaml" && grep -q "be brief" "$sessions/roles.yaml"' \
    "a prompt of one's own drops the role from the session"
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 
 ui_start 100 30 -s teach --role teacher -n 4
 ok 'ui_wait "idle" 20 && ui_wait "patient teacher" 5' "--role starts with the preset's system prompt"

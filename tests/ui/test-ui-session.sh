@@ -18,8 +18,7 @@ ui_keys '/quit' Enter
 ok 'ui_exited 10 && [ "$UI_EXIT" = 0 ]' "/quit exits 0"
 ok 'ui_tty_sane' "terminal sane after /quit"
 
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 ui_start 80 24 -s fruit -n 8
 ok 'ui_wait "remember the word pineapple" 10' "-s fruit shows the conversation again"
 ok 'ui_screen | grep -q "\[interrupted\]"' "the interrupted mark survived"
@@ -41,8 +40,7 @@ ok '[ "$(grep -c "interrupted: true" "$sessions/fruit.yaml")" = 2 ]' "the partia
 ok 'tail -1 "$sessions/fruit.yaml" | grep -q "end: true"' "the file is complete"
 
 # SIGHUP (terminal closed) saves too.
-ui_tmux kill-server
-sleep 0.3
+ui_stop
 ui_start 80 24 -s fruit -n 2000
 ok 'ui_wait "a long answer please" 10 && ui_wait "idle" 30' "restarted"
 ui_keys 'one more' Enter

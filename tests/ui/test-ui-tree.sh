@@ -45,7 +45,8 @@ ok '! ui_screen | grep -q generating' "nothing was generated"
 ui_keys M-Right
 ok 'ui_wait "you #2 < 2/2 >" 5' "Alt-Right: version 2 again"
 ui_keys Escape
-sleep 0.5 # Esc then / would be Alt-/
+# (then the next key is a key of its own, not Alt-/)
+ok 'ui_wait "selection off" 10' "Esc ends the selection"
 
 # /retry: a second reply to version 2; /branch N reply K switches replies.
 ui_keys '/retry' Enter
@@ -91,7 +92,7 @@ ok 'ui_wait "attached notes.txt (16 B" 5' "a text file is attached, its tokens c
 ui_keys 'what is in it?' Enter
 ok 'ui_wait "[file notes.txt · 16 B · 3 lines]" 10' "sent with the message, shown collapsed"
 ui_wait idle 10 >/dev/null
-ok 'grep -q "<file name=\"notes.txt\">" "$sessions/tree.yaml" || { sleep 1; grep -q "<file name=\"notes.txt\">" "$sessions/tree.yaml"; }' \
+ok 'ui_until "grep -q \"<file name=.notes.txt.>\" \"$sessions/tree.yaml\"" 20' \
    "the session keeps the file's text as the model saw it"
 
 # Quit, start again: the tree is there.

@@ -19,12 +19,13 @@ ui_keys i
 ok 'ui_wait "vi insert" 5' "i: insert mode again"
 ui_keys Enter
 ok 'ui_wait_generated 2 10' "the message is sent, a reply streams"
+ok 'ui_wait "Ctrl-C stops · vi insert" 10 && ! ui_screen | grep -q "Esc stops"' \
+   "the status bar names the key that stops it here: Ctrl-C, not Esc"
 ui_keys Escape
-sleep 0.5
-ok 'ui_screen | grep -q "generating" && ui_screen | grep -q "vi command"' \
+ok 'ui_wait "vi command" 10 && ui_screen | grep -q "generating" && ui_screen | grep -q "vi command"' \
    "in vi mode Esc does not stop the reply"
 ui_keys i 'next one' Enter
-ok 'ui_wait "1 queued" 5' "a message typed meanwhile is queued"
+ok 'ui_wait "1 queued (Ctrl-G takes it back)" 10' "a message typed meanwhile is queued; Ctrl-G takes it back, it says"
 ui_keys C-g
 ok 'ui_wait "unqueued" 5 && ui_screen | grep -q "> next one"' "Ctrl-G takes it back"
 ui_keys C-c
