@@ -24,8 +24,9 @@ void elm_pages_free(void *p, size_t bytes);
 void elm_pages_prefault(const void *p, size_t bytes, bool write);
 /* Read one byte of every page of [p, p + bytes) through this mapping.  In
  * a VM that shadows the guest's page tables (this machine's), the first
- * read of each page through a mapping costs ~2-4 us even when the kernel
- * has already made it present (elm_pages_prefault does not help), and it
+ * read of each page through a mapping costs ~2-4 us of user time even
+ * when the kernel has already made it present (elm_pages_prefault does
+ * not help: measured), and it
  * is charged to whatever instruction reads first: a model's first forward
  * pass paid ~0.5 s for the 270M shape's 543 MB.  The model load reads them
  * instead (elm_model_load). */

@@ -43,7 +43,7 @@ void elm_load_progress(const struct elm_model *m, float fraction)
         p->progress_cb(fraction, p->progress_user);
 }
 
-/* One matrix's pages, slice by slice, a cancel point before each. */
+/* One matrix's pages read, slice by slice, a cancel point before each. */
 static elm_status touch_matrix(const struct elm_model *m, const struct elm_matrix *w,
                                char *err, size_t err_size)
 {
@@ -54,8 +54,7 @@ static elm_status touch_matrix(const struct elm_model *m, const struct elm_matri
         if (st)
             return st;
         size_t len = n - off < LOAD_COPY_SLICE ? n - off : LOAD_COPY_SLICE;
-        elm_pages_prefault(p + off, len, false); /* the faults in one call */
-        elm_pages_touch(p + off, len);           /* then the VM's first read */
+        elm_pages_touch(p + off, len);
     }
     return ELM_OK;
 }
