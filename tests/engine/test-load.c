@@ -4,7 +4,8 @@
  * checkpoint: truncation, header length past EOF, malformed header,
  * overlapping and out-of-range offsets, size != shape x dtype, wrong and
  * unknown dtypes, missing tensor, wrong shape, overflowing numbers, bad
- * config values, bad shard indexes. */
+ * config values, bad shard indexes.  And that the load reads every weight
+ * page (its mapping's Rss after elm_model_load). */
 #include "config.h"
 
 #include <stdio.h>
