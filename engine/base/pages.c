@@ -31,6 +31,17 @@ void elm_pages_prefault(const void *p, size_t bytes, bool write)
 #endif
 }
 
+void elm_pages_touch(const void *p, size_t bytes)
+{
+    const volatile unsigned char *c = p;
+    if (!c || bytes == 0)
+        return;
+    size_t page = 4096; /* the smallest page anywhere: never one skipped */
+    for (size_t off = 0; off < bytes; off += page)
+        (void)c[off];
+    (void)c[bytes - 1];
+}
+
 #if defined(MAP_ANONYMOUS) || defined(MAP_ANON)
 #ifndef MAP_ANONYMOUS
 #define MAP_ANONYMOUS MAP_ANON

@@ -22,5 +22,14 @@ void elm_pages_free(void *p, size_t bytes);
  * elm_pages_zalloc or the heap); else for a mapped file about to be read.
  * Only a hint: nothing happens where the system cannot do it. */
 void elm_pages_prefault(const void *p, size_t bytes, bool write);
+/* Read one byte of every page of [p, p + bytes) through this mapping.  In
+ * a VM that shadows the guest's page tables (this machine's), the first
+ * read of each page through a mapping costs ~2-4 us of user time even
+ * when the kernel has already made it present (elm_pages_prefault does
+ * not help: measured), and it
+ * is charged to whatever instruction reads first: a model's first forward
+ * pass paid ~0.5 s for the 270M shape's 543 MB.  The model load reads them
+ * instead (elm_model_load). */
+void elm_pages_touch(const void *p, size_t bytes);
 
 #endif

@@ -57,6 +57,8 @@ elm_status elm_model_load(const char *path, const struct elm_model_params *param
         st = is_gguf_path(path) ? elm_gguf_model_load(m, path, err, err_size)
                                 : elm_hf_model_load(m, path, err, err_size);
     }
+    if (!st)
+        st = elm_load_touch_weights(m, err, err_size);
     if (st) {
         elm_model_free(m);
         return st;

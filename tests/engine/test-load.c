@@ -4,7 +4,8 @@
  * checkpoint: truncation, header length past EOF, malformed header,
  * overlapping and out-of-range offsets, size != shape x dtype, wrong and
  * unknown dtypes, missing tensor, wrong shape, overflowing numbers, bad
- * config values, bad shard indexes. */
+ * config values, bad shard indexes.  And that the load reads every weight
+ * page (its mapping's Rss after elm_model_load). */
 #include "config.h"
 
 #include <stdio.h>
@@ -410,6 +411,55 @@ static void index_cases(void)
     json_object_put(idx);
 }
 
+/* The bytes of path's mappings present in this process (the Rss lines of
+ * /proc/self/smaps); -1 where there is no smaps. */
+static long long mapped_bytes(const char *path)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[8192];
+    long long kb, sum = 0;
+    bool ours = false;
+    size_t n = strlen(path);
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        if (line[0] != ' ' && strchr(line, '-') && strchr(line, ' ') < line + len) {
+            /* a mapping's first line: "start-end perms offset dev inode path" */
+            ours = len >= n && memcmp(line + len - n, path, n) == 0;
+        } else if (ours && sscanf(line, "Rss: %lld kB", &kb) == 1) {
+            sum += kb * 1024;
+        }
+    }
+    fclose(f);
+    return sum;
+}
+
+/* The load reads every weight page (load_steps.c, elm_load_touch_weights):
+ * the model's first forward pass must not pay for them (in a VM with
+ * shadow page tables a fresh mapping's first read of a page costs
+ * microseconds; a resumed chat's first reply paid ~0.5 s of them on the
+ * 270M shape).  The hash's samples alone leave most pages unmapped. */
+static void weights_present_after_load(void)
+{
+    char dir[4096], file[8192];
+    te_dir("touched", dir, sizeof dir);
+    if (!te_gen("--preset varied --dtype f32", dir))
+        bail_out("tests/lib/gen-checkpoint failed");
+    snprintf(file, sizeof file, "%s/model.safetensors", dir);
+    size_t size = 0;
+    free(te_read(file, &size));
+    elm_model *m = te_load(dir, 1);
+    long long present = m ? mapped_bytes(file) : -1;
+    if (!m || present < 0) {
+        skip(1, m ? "no /proc/self/smaps" : "the checkpoint did not load");
+    } else if (!ok(present + 65536 >= (long long)size,
+                   "after the load every weight page is present in the mapping")) {
+        diag("%lld of %zu bytes present", present, size);
+    }
+    elm_model_free(m);
+}
+
 int main(void)
 {
     plan_lazy();
@@ -440,6 +490,7 @@ int main(void)
     elm_model_free(m);
     elm_model_free(NULL);
 
+    weights_present_after_load();
     header_cases();
     config_cases();
     index_cases();
