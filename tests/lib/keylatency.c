@@ -53,7 +53,7 @@ static double now_sec(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void die(const char *fmt, ...)
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -163,7 +163,7 @@ static void scroll_down(struct term *t, int top, int bot, int n)
         clear_cells(t, y, 0, t->cols);
 }
 
-static void unknown(struct term *t, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void unknown(struct term *t, const char *fmt, ...)
 {
     if (t->unknown < 4) {
         va_list ap;
@@ -891,7 +891,7 @@ struct run {
     bool failed;
 };
 
-static void fail(struct run *r, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void fail(struct run *r, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

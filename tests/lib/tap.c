@@ -47,7 +47,7 @@ int done_testing(void)
     return (n_failed == 0 && (n_planned < 0 || n_planned == n_run)) ? 0 : 1;
 }
 
-static bool report(bool cond, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static bool report(bool cond, const char *fmt, va_list ap)
 {
     n_run++;
     if (!cond)
