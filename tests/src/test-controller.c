@@ -37,6 +37,7 @@
 #include "src/strbuf.h"
 #include "src/template.h"
 #include "src/xalloc.h"
+#include "src/platform.h"
 #include "tests/lib/tap.h"
 
 /* ------------------------------------------------------ the recording view */
@@ -1030,8 +1031,12 @@ static void test_second_opener(void)
     free(path);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    /* The uninstalled program finds the shipped prompts from its own path
+     * (src/platform.c: argv[0] with --enable-portable-fallbacks). */
+    platform_set_argv0(argv[0]);
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a,
                             sizeof model_a, "a") ||
         !tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 2", model_b,

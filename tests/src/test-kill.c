@@ -19,6 +19,7 @@
 #include "src/session.h"
 #include "src/store.h"
 #include "src/xalloc.h"
+#include "src/platform.h"
 #include "tests/lib/tap.h"
 
 enum { KILLS = 100 };
@@ -64,8 +65,12 @@ static int count_temps(const char *dir)
     return n;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    /* The uninstalled program finds the shipped prompts from its own path
+     * (src/platform.c: argv[0] with --enable-portable-fallbacks). */
+    platform_set_argv0(argv[0]);
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model, sizeof model,
                             "m"))
         skip_all("tests/lib/gen-checkpoint is not built");

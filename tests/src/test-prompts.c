@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/platform.h"
 #include "src/roles.h"
 #include "src/template.h"
 #include "src/xalloc.h"
@@ -86,8 +87,12 @@ static char *joined(char **v)
     return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    /* the shipped prompts are found from the program's own path (argv[0]
+     * with --enable-portable-fallbacks) */
+    platform_set_argv0(argv[0]);
     plan_lazy();
     tap_private_xdg(); /* no user's folder in the way */
     const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : "..";

@@ -16,6 +16,7 @@
 #include "src/paths.h"
 #include "src/template.h"
 #include "src/xalloc.h"
+#include "src/platform.h"
 #include "tests/lib/tap.h"
 
 static char err[1024];
@@ -807,8 +808,12 @@ static void test_sampled_reply(void)
     template_free(t);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    /* The uninstalled program finds the shipped prompts from its own path
+     * (src/platform.c: argv[0] with --enable-portable-fallbacks). */
+    platform_set_argv0(argv[0]);
     plan_lazy();
     char *prompts = x_asprintf("%s/prompts", getenv("top_srcdir") ? getenv("top_srcdir") : "..");
     setenv("ELMCHAT_PROMPTS_DIR", prompts, 1);
