@@ -180,10 +180,15 @@ export HF_ENDPOINT=$port_main
 # a Hub that accepts and then says nothing: Ctrl-C and SIGTERM end the wait
 # (pull, and -m NAME before the chat) within 3 s, whatever libcurl waits for
 start_hub --stall
-for sig in INT TERM; do
-    "$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err" &
+# SIG, the request line the hub logs first, then the command: started with
+# its stderr in $tmp/err, sent SIG once the hub has its request; sets gone
+# (0: ended within 3 s), rc and dt (ms from the signal)
+stop_stalled() {
+    sig=$1 request=$2
+    shift 2
+    "$@" >/dev/null 2>"$tmp/err" &
     pid=$!
-    wait_for_file_line "$tmp/log" "^GET /api/models/tester/tiny/revision/main" 100
+    wait_for_file_line "$tmp/log" "$request" 100
     t0=$(now_ms)
     kill -$sig $pid
     gone_within $pid 3000
@@ -191,25 +196,19 @@ for sig in INT TERM; do
     wait $pid
     rc=$?
     dt=$(($(now_ms) - t0))
+    : >"$tmp/log"
+}
+for sig in INT TERM; do
+    stop_stalled $sig "^GET /api/models/tester/tiny/revision/main" "$ELMCHAT" pull tester/tiny
     want=$([ $sig = INT ] && echo 130 || echo 143)
     [ $gone -eq 0 ] && [ $rc -eq "$want" ] &&
         grep -q "tester/tiny: stopped while asking the Hub for the revision" "$tmp/err"
     ok $? "a stalled Hub: pull ends $dt ms after SIG$sig (rc $rc, want $want)"
-    : >"$tmp/log"
-    "$ELMCHAT" run -m tester/elsewhere -n 2 -p hi >/dev/null 2>"$tmp/err" &
-    pid=$!
-    wait_for_file_line "$tmp/log" "^GET /api/models/tester/elsewhere/revision/main" 100
-    t0=$(now_ms)
-    kill -$sig $pid
-    gone_within $pid 3000
-    gone=$?
-    wait $pid
-    rc=$?
-    dt=$(($(now_ms) - t0))
+    stop_stalled $sig "^GET /api/models/tester/elsewhere/revision/main" \
+        "$ELMCHAT" run -m tester/elsewhere -n 2 -p hi
     [ $gone -eq 0 ] && [ $rc -ne 0 ] && grep -q "asking the Hub (.*) for its size" "$tmp/err" &&
         grep -q "stopped while asking the Hub" "$tmp/err"
     ok $? "a stalled Hub: run -m NAME ends $dt ms after SIG$sig (rc $rc), said what it waited for"
-    : >"$tmp/log"
 done
 
 # a hostile listing: two LFS files of 2^62 bytes each (their sum overflows
