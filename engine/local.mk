@@ -76,6 +76,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/arch/x86/gemm_bf16_avx512.c engine/kernels/arch/x86/gemm_bf16_avx512.h \
 	engine/kernels/gemm_int8.c engine/kernels/gemm_int8.h engine/kernels/gemm_int8_tiles.h \
 	engine/kernels/arch/arm/gemm_int8_neon.c \
+	engine/kernels/arch/arm/gemm_bf16_neon.c engine/kernels/arch/arm/gemm_bf16_neon.h \
 	engine/inference/ctx.c engine/inference/ctx.h engine/inference/ctx_accessors.inc \
 	engine/inference/forward.c \
 	engine/inference/generate.c engine/inference/generate_testing.h \

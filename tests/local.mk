@@ -4,4 +4,10 @@
 # the layers (tests/check-layering.sh).
 dist_check_SCRIPTS += tests/check-layering.sh
 TESTS += tests/check-layering.sh
+# configure finds upstream BLIS's include/blis/blis.h (two configure runs)
+dist_check_SCRIPTS += tests/check-configure-blis.sh
+TESTS += tests/check-configure-blis.sh
+# the Homebrew formula's dependencies are configure's and the README's
+dist_check_SCRIPTS += tests/check-homebrew-formula.sh
+TESTS += tests/check-homebrew-formula.sh
 EXTRA_DIST += tests/README.md

@@ -86,13 +86,13 @@ typedef void (*elm_qrows_multi_fn)(const uint8_t *w, size_t ldw, int64_t cols,
                                    long nrows, bool accumulate);
 
 /* The Q8_0 / Q4_0 kernels of a set (q8q4*.c); NULL for other types or
- * when this CPU cannot run the set.  The several-token ones exist for AVX2
- * and for AVX-512 VNNI with rows of up to 16,384 weights (NULL: the
- * one-token kernel per token). */
+ * when this CPU cannot run the set.  The several-token ones exist for AVX2,
+ * for AVX-512 VNNI with rows of up to 16,384 weights, and for every AArch64
+ * set (NULL: the one-token kernel per token). */
 elm_qrows_fn elm_q80_q40_rows(enum elm_dtype dtype, enum elm_isa isa);
 elm_qrows_multi_fn elm_q80_q40_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols);
 /* The same for Q4_K, Q5_K, Q6_K (kquant*.c); several tokens: AVX-512
- * (with VNNI or not) and rows of up to 16,384 weights. */
+ * (with VNNI or not) and rows of up to 16,384 weights, and every AArch64 set. */
 elm_qrows_fn elm_kquant_rows(enum elm_dtype dtype, enum elm_isa isa);
 elm_qrows_multi_fn elm_kquant_rows_multi(enum elm_dtype dtype, enum elm_isa isa, int64_t cols);
 

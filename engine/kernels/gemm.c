@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "engine/kernels/cpu.h"
+#include "engine/kernels/arch/arm/gemm_bf16_neon.h"
 #include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
 #include "engine/kernels/arch/x86/gemm_f32_avx512.h"
 #include "engine/kernels/gemm_int8.h"
@@ -327,6 +328,29 @@ static void bf16_task(void *arg, long b, long e, int ith)
                            j->accumulate, (uint32_t *)wp);
 }
 
+/* BF16 weights by bfmmla (arch/arm/gemm_bf16_neon.c): the same two steps. */
+static void pack_bf16n_task(void *arg, long b, long e, int ith)
+{
+    (void)ith;
+    const struct gemm_job *j = arg;
+    for (long blk = b; blk < e; blk++)
+        elm_gemm_bf16_neon_pack_a(j->a, j->lda, j->m, (long)j->w->cols, blk * ELM_GBF16N_MR,
+                                  (uint16_t *)j->tile->apack);
+}
+
+_Static_assert(ELM_GBF16N_KC / 4 * ELM_GBF16N_NR * 4 * 2 <=
+                   2 * ELM_GEMM512_KC * ELM_GEMM512_NR * sizeof(float),
+               "the bfmmla W panel fits in the f32 one");
+
+static void bf16n_task(void *arg, long b, long e, int ith)
+{
+    const struct gemm_job *j = arg;
+    float *wp = wpack_or_rows(j, b, e, ith);
+    if (wp)
+        elm_gemm_bf16_neon_rows((const uint16_t *)j->tile->apack, j->m, j->w, b, e, j->c, j->ldc,
+                                j->accumulate, (uint16_t *)wp);
+}
+
 /* A packed (apack_bytes) by the pool in blocks of mr tokens, then the
  * rows in ranges of nr by the micro-kernel's task; false if no memory. */
 static bool packed_gemm(struct gemm_job *job, struct elm_threadpool *pool, size_t apack_bytes,
@@ -342,13 +366,21 @@ static bool packed_gemm(struct gemm_job *job, struct elm_threadpool *pool, size_
     return true;
 }
 
-/* Our GEMMs: BF16 weights by bf16 pairs where that pays, else f32. */
+/* Our GEMMs: BF16 weights by bf16 pairs where that pays (x86) or by
+ * bfmmla (AArch64), else f32 with AVX-512; false (BLIS runs) where none
+ * fits. */
 static bool own_gemm(struct gemm_job *job, struct elm_threadpool *pool)
 {
     long k = (long)job->w->cols;
-    if (job->w->dtype == ELM_DTYPE_BF16 && !job->tile->exact && elm_gemm_bf16_available())
+    bool bf16 = job->w->dtype == ELM_DTYPE_BF16 && !job->tile->exact;
+    if (bf16 && elm_gemm_bf16_available())
         return packed_gemm(job, pool, elm_gemm_bf16_apack_words(job->m, k) * sizeof(uint32_t),
                            ELM_GBF16_MR, ELM_GBF16_NR, pack_bf16_task, bf16_task);
+    if (bf16 && elm_gemm_bf16_neon_available())
+        return packed_gemm(job, pool, elm_gemm_bf16_neon_apack_halves(job->m, k) * sizeof(uint16_t),
+                           ELM_GBF16N_MR, ELM_GBF16N_NR, pack_bf16n_task, bf16n_task);
+    if (!elm_gemm512_available())
+        return false;
     return packed_gemm(job, pool, elm_gemm512_apack_floats(job->m, k) * sizeof(float),
                        ELM_GEMM512_MR, ELM_GEMM512_NR, pack_a_task, own_task);
 }
@@ -364,11 +396,17 @@ static void choose_large(void)
 
 static pthread_once_t large_once = PTHREAD_ONCE_INIT;
 
+/* ELM_GEMM is not "blis" (our GEMMs run where they fit the CPU). */
+static bool own_wanted_now(void)
+{
+    pthread_once(&large_once, choose_large);
+    return own_wanted;
+}
+
 /* Checked per call: the tests switch kernel sets at run time. */
 const char *elm_gemm_large_name(void)
 {
-    pthread_once(&large_once, choose_large);
-    return own_wanted && elm_gemm512_available() ? "own" : "blis";
+    return own_wanted_now() && elm_gemm512_available() ? "own" : "blis";
 }
 
 /* Crossovers measured on Zen 5 (CPU time per flop, weights 26 MB, one
@@ -467,7 +505,7 @@ void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, floa
         /* Ranges of 16 rows keep each thread's outputs on its own cache lines. */
         long chunk = elm_threadpool_chunk(pool, rows, 4, 16, 64);
         elm_threadpool_for(pool, rows, chunk, rows_task, &job);
-    } else if (elm_gemm_large_name()[0] == 'o' && own_gemm(&job, pool)) {
+    } else if (own_wanted_now() && own_gemm(&job, pool)) {
         return;
     } else if (!elm_gemm_blis_ok()) { /* BLIS failed its check: the row kernels */
         elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, 16, 64), rows_task,

@@ -41,7 +41,7 @@ struct elm_gemm_tile {
     void *i8a;
     size_t i8a_bytes;
     /* BF16 weights keep f32 activations (elm_ctx_params.exact): not the
-     * bf16 dot products of gemm_bf16_avx512.c */
+     * bf16 dot products of gemm_bf16_avx512.c and gemm_bf16_neon.c */
     bool exact;
 };
 
@@ -60,7 +60,9 @@ void elm_gemm_tile_free(struct elm_gemm_tile *tile);
 
 /* C[m, W.rows] (+)= A[m, W.cols] x W^T, row strides lda and ldc (floats):
  * the row kernels for small m, else our packed AVX-512 GEMM
- * (gemm_f32_avx512.c) or, without AVX-512 or with ELM_GEMM=blis, BLIS. */
+ * (gemm_f32_avx512.c; BF16 weights: gemm_bf16_avx512.c, or on AArch64
+ * with FEAT_BF16 arch/arm/gemm_bf16_neon.c) or, where none fits or with
+ * ELM_GEMM=blis, BLIS. */
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
               bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile);
 

@@ -233,6 +233,10 @@ elm_qrows_multi_fn elm_kquant_rows_multi(enum elm_dtype dtype, enum elm_isa isa,
     if (isa == ELM_ISA_AVX512 || isa == ELM_ISA_AVX512_VNNI)
         return elm_kquant_rows_multi_avx512(dtype, isa == ELM_ISA_AVX512_VNNI, cols);
 #endif
+#ifdef ELM_KQUANT_ARM
+    if (elm_isa_arm(isa, ELM_ISA_NEON))
+        return elm_kquant_rows_multi_neon(dtype, isa >= ELM_ISA_NEON_DOTPROD);
+#endif
     (void)cols;
     return NULL;
 }

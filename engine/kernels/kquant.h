@@ -62,6 +62,8 @@ elm_qrows_multi_fn elm_kquant_rows_multi_avx512(enum elm_dtype dtype, bool vnni,
 /* The AArch64 kernels (arch/arm/kquant_neon.c): sdot (dotprod true, the
  * CPU must have FEAT_DotProd) or plain NEON; the same bits. */
 elm_qrows_fn elm_kquant_rows_neon(enum elm_dtype dtype, bool dotprod);
+/* Their several-token versions (any width). */
+elm_qrows_multi_fn elm_kquant_rows_multi_neon(enum elm_dtype dtype, bool dotprod);
 #endif
 
 #endif

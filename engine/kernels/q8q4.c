@@ -75,6 +75,9 @@ elm_qrows_multi_fn elm_q80_q40_rows_multi(enum elm_dtype dtype, enum elm_isa isa
     switch (isa) {
     case ELM_ISA_AVX2: return elm_q80_q40_rows_multi_avx2(dtype);
     case ELM_ISA_AVX512_VNNI: return elm_q80_q40_rows_multi_avx512(dtype, cols);
+    case ELM_ISA_NEON: return elm_q80_q40_rows_multi_neon(dtype, false);
+    case ELM_ISA_NEON_DOTPROD:
+    case ELM_ISA_NEON_I8MM: return elm_q80_q40_rows_multi_neon(dtype, true);
     default: return NULL; /* AVX-512BW without VNNI: the one-token kernel per token */
     }
 }

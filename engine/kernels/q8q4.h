@@ -33,6 +33,8 @@ elm_qrows_multi_fn elm_q80_q40_rows_multi_avx512(enum elm_dtype dtype, int64_t c
  * both give the same bits.  Elsewhere: the reference rounding and NULL. */
 void elm_quantize_act_neon(const float *x, struct elm_qact *a);
 elm_qrows_fn elm_q80_q40_rows_neon(enum elm_dtype dtype, bool dotprod);
+/* Their several-token versions (any width). */
+elm_qrows_multi_fn elm_q80_q40_rows_multi_neon(enum elm_dtype dtype, bool dotprod);
 
 /* Widen n weights (a multiple of 32) of a Q8_0 / Q4_0 row with AVX-512. */
 void elm_quant_widen_avx512(const void *src, enum elm_dtype dtype, float *dst, size_t n);

@@ -9,6 +9,7 @@
 #include "engine/elm.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/cpu.h"
+#include "engine/kernels/arch/arm/gemm_bf16_neon.h"
 #include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
 #include "engine/kernels/gemm_int8.h"
 #include "engine/kernels/act_int8.h"
@@ -27,9 +28,14 @@ const char *elm_system_info(void)
     const char *i8 = elm_gemm_i8_name();
     char bf16[120];
     double ratio = elm_gemm_bf16_measured_ratio();
-    if (ratio == 0.0)
+    if (elm_gemm_bf16_neon_available())
+        snprintf(bf16, sizeof bf16, "bfmmla 8x8, activations rounded to bf16");
+    else if (ratio == 0.0)
         snprintf(bf16, sizeof bf16, "widened to f32%s",
-                 elm_isa_x86(elm_cpu()->isa, ELM_ISA_AVX2) ? " (no AVX512_BF16)" : "");
+                 elm_isa_x86(elm_cpu()->isa, ELM_ISA_AVX2) ? " (no AVX512_BF16)"
+                 : !elm_isa_arm(elm_cpu()->isa, ELM_ISA_NEON) ? ""
+                 : elm_cpu()->arm_bf16 ? " (FEAT_BF16 unused: ELM_GEMM_BF16=off or the generic set)"
+                                       : " (no FEAT_BF16)");
     else if (ratio < 0.0)
         snprintf(bf16, sizeof bf16, "%s (ELM_GEMM_BF16)",
                  elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"

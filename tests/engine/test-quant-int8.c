@@ -442,6 +442,12 @@ static void test_rows(void)
                !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_GENERIC, 4096),
            "AVX-512 VNNI and AVX2 have several-token Q8_0/Q4_0 kernels (the dispatch tests "
            "below use them), AVX-512BW and the generic set none");
+    else if (elm_isa_arm(elm_cpu()->isa, ELM_ISA_NEON))
+        ok(elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_NEON, 65536) &&
+               elm_q80_q40_rows_multi(ELM_DTYPE_Q4_0, elm_cpu()->isa, 65536) &&
+               !elm_q80_q40_rows_multi(ELM_DTYPE_Q8_0, ELM_ISA_GENERIC, 4096),
+           "every AArch64 set has several-token Q8_0/Q4_0 kernels, at any width (the dispatch "
+           "tests below use them), the generic set none");
     else
         diag("no AVX-512 VNNI: the several-token kernels are not tested here");
     long checked[NK] = {0};

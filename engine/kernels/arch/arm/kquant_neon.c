@@ -10,7 +10,9 @@
  * FMA per four sub-blocks with d * dx (and dmin * dx for the mins).  The
  * two levels differ only in how the int32 sums are formed: the same bits
  * (the tests compare them).  Each row is computed alone, in a fixed order:
- * any row range gives the same bits. */
+ * any row range gives the same bits.  Several tokens (verifying drafts):
+ * each super-block unpacked once, then every token's steps as for one, so
+ * each token gets the one-token bits. */
 #include "config.h"
 
 #include "engine/kernels/kquant.h"
@@ -53,6 +55,16 @@ elm_qrows_fn elm_kquant_rows_neon(enum elm_dtype dtype, bool dotprod)
     case ELM_DTYPE_Q4_K: return dotprod ? rows_q4_k_sdot : rows_q4_k_neon;
     case ELM_DTYPE_Q5_K: return dotprod ? rows_q5_k_sdot : rows_q5_k_neon;
     case ELM_DTYPE_Q6_K: return dotprod ? rows_q6_k_sdot : rows_q6_k_neon;
+    default: return NULL;
+    }
+}
+
+elm_qrows_multi_fn elm_kquant_rows_multi_neon(enum elm_dtype dtype, bool dotprod)
+{
+    switch (dtype) {
+    case ELM_DTYPE_Q4_K: return dotprod ? multi_q4_k_sdot : multi_q4_k_neon;
+    case ELM_DTYPE_Q5_K: return dotprod ? multi_q5_k_sdot : multi_q5_k_neon;
+    case ELM_DTYPE_Q6_K: return dotprod ? multi_q6_k_sdot : multi_q6_k_neon;
     default: return NULL;
     }
 }

@@ -6,7 +6,9 @@
  * into one int32 (sum4x4), one lane a block; the four f16 scales d_w
  * converted at once and multiplied by the activations' d_x; one FMA into
  * the row's four-lane accumulator; the lanes summed in a fixed order at the
- * end.  Q4_0's nibbles become signed weights (n - 8) first.  The two levels
+ * end.  Q4_0's nibbles become signed weights (n - 8) first.  Several
+ * tokens (verifying drafts): each group of blocks unpacked once, then every
+ * token's steps as above, so each token gets the one-token bits.  The two levels
  * differ only in how the int32 block sums are formed, so they give the same
  * bits (the tests compare them); a row's value depends only on cols, not on
  * the row range. */
@@ -83,6 +85,15 @@ elm_qrows_fn elm_q80_q40_rows_neon(enum elm_dtype dtype, bool dotprod)
     }
 }
 
+elm_qrows_multi_fn elm_q80_q40_rows_multi_neon(enum elm_dtype dtype, bool dotprod)
+{
+    switch (dtype) {
+    case ELM_DTYPE_Q8_0: return dotprod ? q8_0_multi_sdot : q8_0_multi_neon;
+    case ELM_DTYPE_Q4_0: return dotprod ? q4_0_multi_sdot : q4_0_multi_neon;
+    default: return NULL;
+    }
+}
+
 #else /* not AArch64 GCC/Clang */
 
 void elm_quantize_act_neon(const float *x, struct elm_qact *a)
@@ -91,6 +102,12 @@ void elm_quantize_act_neon(const float *x, struct elm_qact *a)
 }
 
 elm_qrows_fn elm_q80_q40_rows_neon(enum elm_dtype dtype, bool dotprod)
+{
+    (void)dtype, (void)dotprod;
+    return NULL;
+}
+
+elm_qrows_multi_fn elm_q80_q40_rows_multi_neon(enum elm_dtype dtype, bool dotprod)
 {
     (void)dtype, (void)dotprod;
     return NULL;
