@@ -1,4 +1,4 @@
-/* request_remote.c: the requests on a llama-server (remote_model.h):
+/* request_remote.c: the requests on a llama-server (model_remote.h):
  * GENERATE as one streamed /completion on the server slot the worker slot
  * owns (the server keeps the common prefix itself, cache_prompt, so the
  * whole sequence is sent and its counts are what DONE reports), and the
@@ -12,7 +12,7 @@
 
 #include "engine/elm_tokenizer.h"
 #include "engine/inference/stop_strings.h"
-#include "engine/worker/remote_model.h"
+#include "engine/worker/model_remote.h"
 
 /* --------------------------------------------------------------- GENERATE */
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/base/platform.h"
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
@@ -76,23 +77,14 @@ static void *worker_main(void *arg)
             wk_next_load(w);
             continue;
         case ELM_REQ_GENERATE:
-            if (w->cur && w->cur->remote)
-                wk_remote_generate(w);
-            else
-                wk_do_generate(w);
+            wk_current_kind(w)->generate(w);
             break;
         case ELM_REQ_TRUNCATE:
-            if (w->cur && w->cur->remote)
-                wk_remote_truncate(w);
-            else
-                wk_do_truncate(w);
+            wk_current_kind(w)->truncate(w);
             break;
         case ELM_REQ_SAVE_STATE:
         case ELM_REQ_LOAD_STATE:
-            if (w->cur && w->cur->remote)
-                wk_remote_state(w, n->req.type == ELM_REQ_SAVE_STATE);
-            else
-                wk_do_state(w, n->req.type == ELM_REQ_SAVE_STATE);
+            wk_current_kind(w)->state(w, n->req.type == ELM_REQ_SAVE_STATE);
             break;
         case ELM_REQ_FREE_CTX:
             wk_do_free_ctx(w);
@@ -117,8 +109,7 @@ static void *worker_main(void *arg)
     if (w->ld_running) {
         pthread_join(w->ld_thread, NULL);
         w->ld_running = false;
-        elm_model_free(w->ld_rec->model);
-        wk_remote_free(w->ld_rec->remote);
+        w->ld_rec->kind->unload(w->ld_rec);
         free(w->ld_rec->path);
         free(w->ld_rec);
         wk_req_free(w->ld_node);

@@ -155,6 +155,7 @@ tests_engine_test_worker_fake_SOURCES = tests/engine/test-worker.c $(FAKE_ENGINE
 	engine/worker/worker.c engine/worker/events.c engine/worker/queue.c \
 	engine/worker/residency.c engine/worker/loader.c engine/worker/request_generate.c \
 	engine/worker/request_cache.c engine/worker/request_draft.c engine/worker/shared_state.h engine/worker/worker_testing.h \
+	engine/worker/model_kind.c engine/worker/model_kind.h engine/worker/model_local.c \
 	engine/inference/generate.c engine/inference/lookup.c engine/inference/draft.c \
 	engine/inference/stop_strings.c tests/lib/fake-remote.c \
 	engine/base/status.c engine/base/error.c engine/base/platform.c

@@ -1,8 +1,8 @@
-/* remote_model.h: a llama-server as the worker's model (request_remote.c,
- * remote_model.c): what the worker knows of the server and its slots.
+/* model_remote.h: a llama-server as the worker's model (request_remote.c,
+ * model_remote.c): what the worker knows of the server and its slots.
  * Engine-internal, the worker thread only (the loader thread makes it). */
-#ifndef ELMCHAT_ENGINE_WORKER_REMOTE_MODEL_H
-#define ELMCHAT_ENGINE_WORKER_REMOTE_MODEL_H
+#ifndef ELMCHAT_ENGINE_WORKER_MODEL_REMOTE_H
+#define ELMCHAT_ENGINE_WORKER_MODEL_REMOTE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,6 +10,7 @@
 #include "engine/elm_tokenizer.h"
 #include "engine/remote/http_client.h"
 #include "engine/remote/llama_server.h"
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 
 /* What one server slot holds, as far as the replies told us. */
@@ -33,6 +34,11 @@ struct remote_model {
     int n_ctx_asked;      /* LOAD_MODEL's n_ctx (<= 0: the server's) */
     int32_t byte_id[256]; /* the <0xXX> pieces: ids the stream skipped are bytes */
 };
+
+/* request_remote.c: the remote kind's requests (model_kind.h). */
+void wk_remote_generate(elm_worker *w);
+void wk_remote_state(elm_worker *w, bool save);
+void wk_remote_truncate(elm_worker *w);
 
 /* The worker slot owner's server slot, NULL: none. */
 struct remote_slot *remote_slot_owned(struct remote_model *r, int owner);
