@@ -18,7 +18,7 @@ engine_libelm_a_SOURCES = \
 	engine/worker/request_cache.c \
 	engine/worker/request_draft.c \
 	engine/worker/model_kind.c engine/worker/model_kind.h engine/worker/model_local.c \
-	engine/worker/request_remote.c engine/worker/model_remote.c engine/worker/model_remote.h \
+	engine/worker/model_remote.c engine/worker/remote_server.c engine/worker/remote_server.h \
 	engine/remote/http_client.c engine/remote/http_client.h \
 	engine/remote/llama_server.c engine/remote/llama_server.h \
 	engine/inference/stop_strings.c engine/inference/stop_strings.h \

@@ -56,7 +56,7 @@ struct slot_ctx {
     uint64_t last_used;
 };
 
-struct remote_model; /* model_remote.h */
+struct remote_model; /* remote_server.h */
 struct model_kind;   /* model_kind.h */
 
 struct model_rec {

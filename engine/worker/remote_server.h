@@ -1,8 +1,8 @@
-/* model_remote.h: a llama-server as the worker's model (request_remote.c,
- * model_remote.c): what the worker knows of the server and its slots.
+/* remote_server.h: a llama-server as the worker knows it (remote_server.c;
+ * used by model_remote.c, the remote kind of model): the server, its slots.
  * Engine-internal, the worker thread only (the loader thread makes it). */
-#ifndef ELMCHAT_ENGINE_WORKER_MODEL_REMOTE_H
-#define ELMCHAT_ENGINE_WORKER_MODEL_REMOTE_H
+#ifndef ELMCHAT_ENGINE_WORKER_REMOTE_SERVER_H
+#define ELMCHAT_ENGINE_WORKER_REMOTE_SERVER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,7 +10,6 @@
 #include "engine/elm_tokenizer.h"
 #include "engine/remote/http_client.h"
 #include "engine/remote/llama_server.h"
-#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 
 /* What one server slot holds, as far as the replies told us. */
@@ -35,10 +34,19 @@ struct remote_model {
     int32_t byte_id[256]; /* the <0xXX> pieces: ids the stream skipped are bytes */
 };
 
-/* request_remote.c: the remote kind's requests (model_kind.h). */
-void wk_remote_generate(elm_worker *w);
-void wk_remote_state(elm_worker *w, bool save);
-void wk_remote_truncate(elm_worker *w);
+/* The remote kind's entries (model_kind.h) that concern the server
+ * itself; its requests are model_remote.c's. */
+bool remote_claims(const char *path); /* "server:URL" */
+/* Loader thread: connect to rq->path's server and check it against
+ * rq->tokenizer (a connect has no progress to report). */
+elm_status remote_load(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
+                       void (*progress)(float, void *), bool (*should_abort)(void *), char *err,
+                       size_t err_size);
+void remote_unload(struct model_rec *m);
+/* A kept server is checked again before its next use. */
+void remote_adopted(struct model_rec *m);
+/* FREE_CTX: the slot's server slot is erased (where slot actions work). */
+void remote_free_slot(struct model_rec *m, int slot);
 
 /* The worker slot owner's server slot, NULL: none. */
 struct remote_slot *remote_slot_owned(struct remote_model *r, int owner);
