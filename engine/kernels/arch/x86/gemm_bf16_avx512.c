@@ -39,11 +39,6 @@ size_t elm_gemm_bf16_apack_words(long m, long k)
     return (size_t)((m + ELM_GBF16_MR - 1) / ELM_GBF16_MR) * ELM_GBF16_MR * (size_t)pairs_of(k);
 }
 
-size_t elm_gemm_bf16_wpack_words(void)
-{
-    return (size_t)(ELM_GBF16_KC / 2) * ELM_GBF16_NR;
-}
-
 static uint32_t pair(float lo, float hi)
 {
     return (uint32_t)elm_f32_to_bf16(lo) | (uint32_t)elm_f32_to_bf16(hi) << 16;
