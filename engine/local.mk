@@ -23,6 +23,7 @@ engine_libelm_a_SOURCES = \
 	engine/remote/llama_server.c engine/remote/llama_server.h \
 	engine/inference/stop_strings.c engine/inference/stop_strings.h \
 	engine/base/status.c \
+	engine/base/test_hooks.c engine/base/test_hooks.h \
 	engine/base/wait_word.c engine/base/wait_word.h \
 	engine/base/platform.c engine/base/platform.h \
 	engine/inference/sampler.c
@@ -79,7 +80,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/arch/arm/gemm_int8_neon.c \
 	engine/inference/ctx.c engine/inference/ctx.h engine/inference/ctx_accessors.inc \
 	engine/inference/forward.c \
-	engine/inference/generate.c engine/inference/generate_testing.h \
+	engine/inference/generate.c \
 	engine/inference/lookup.c engine/inference/lookup.h \
 	engine/inference/draft.c engine/inference/draft.h \
 	engine/inference/state.c engine/inference/state.h

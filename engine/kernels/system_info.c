@@ -31,7 +31,7 @@ const char *elm_system_info(void)
         snprintf(bf16, sizeof bf16, "widened to f32%s",
                  elm_isa_x86(elm_cpu()->isa, ELM_ISA_AVX2) ? " (no AVX512_BF16)" : "");
     else if (ratio < 0.0)
-        snprintf(bf16, sizeof bf16, "%s (ELM_GEMM_BF16)",
+        snprintf(bf16, sizeof bf16, "%s (set by a test hook)",
                  elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"
                                            : "widened to f32");
     else

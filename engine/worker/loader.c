@@ -60,7 +60,7 @@ static void *loader_main(void *arg)
 {
     elm_worker *w = arg;
     const struct elm_request *rq = &w->ld_node->req;
-    w->ld_delay_until = now_sec() + atomic_load(&w->load_delay_ms) * 1e-3;
+    w->ld_delay_until = now_sec() + w->load_delay_ms * 1e-3;
     w->ld_err[0] = '\0';
     w->ld_status = w->ld_rec->kind->load(w, rq, w->ld_rec, load_progress, load_should_abort,
                                          w->ld_err, sizeof w->ld_err);

@@ -90,12 +90,12 @@ struct elm_worker {
     struct req_node stop_node; /* elm_worker_free's SHUTDOWN: cannot fail */
 
     int nice_inc;        /* elm_worker_params.nice, read-only */
-    /* test hooks (engine/worker/worker_testing.h) */
+    /* test hooks (engine/base/test_hooks.h, worker_testing.h); 0: none */
     atomic_int token_interval_ms;
-    int test_draft_k; /* ELM_WORKER_TEST_DRAFT_K, read-only: elm_generate_params.draft_k */
+    int test_draft_k; /* read-only: elm_generate_params.draft_k */
 
     bool ld_done;      /* the loader thread has finished */
-    atomic_int load_delay_ms;
+    int load_delay_ms;     /* test hook, read-only */
     double ld_delay_until; /* loader thread only: the hook's slow disk ends then */
 
     /* the loader: started and joined by the worker thread, which owns these

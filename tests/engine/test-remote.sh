@@ -19,7 +19,7 @@
 set -u
 top_srcdir=${top_srcdir:-.}
 builddir=${builddir:-.}
-ELMCHAT=${ELMCHAT:-./elmchat}
+ELMCHAT=${ELMCHAT:-./elmchat-testing}
 GEN=${GEN_CHECKPOINT:-$builddir/tests/lib/gen-checkpoint}
 DRIVE=$builddir/tests/engine/remote-drive
 . "$top_srcdir/tests/lib/tap.sh"
