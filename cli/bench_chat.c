@@ -1,6 +1,6 @@
 /* bench_chat.c: `elmchat bench --chat` (bench_chat.h).
  *
- * The conversation runs on the chat controller (src/chat_controller.h),
+ * The conversation runs on the chat controller (src/chat/chat_controller.h),
  * the code the TUI runs: each message goes in as a submitted line and the
  * reply comes back through the worker, so the figures are those of the
  * app (rendering, the ELM_GEN_SYNC prefix reuse, autosave and snapshots
@@ -31,13 +31,13 @@
 #include "cli/model_open.h"
 #include "cli/option_loop.h"
 #include "cli/stopwatch.h"
-#include "src/chat_controller.h"
-#include "src/kvcache_store.h"
-#include "src/model_find.h"
-#include "src/options.h"
-#include "src/paths.h"
-#include "src/store.h"
-#include "src/xalloc.h"
+#include "src/chat/chat_controller.h"
+#include "src/conversation/kvcache_store.h"
+#include "src/models/model_find.h"
+#include "src/base/options.h"
+#include "src/store/paths.h"
+#include "src/store/store.h"
+#include "src/base/xalloc.h"
 
 static void help(void)
 {

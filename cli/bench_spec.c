@@ -22,11 +22,11 @@
 #include "cli/json_print.h"
 #include "cli/option_loop.h"
 #include "cli/stopwatch.h"
-#include "src/idvec.h"
-#include "src/model_find.h"
-#include "src/options.h"
-#include "src/template.h"
-#include "src/xalloc.h"
+#include "src/base/idvec.h"
+#include "src/models/model_find.h"
+#include "src/base/options.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
 
 static void help(void)
 {

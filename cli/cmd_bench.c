@@ -21,10 +21,10 @@
 #include "cli/option_loop.h"
 #include "engine/elm_bench.h"
 #include "cli/commands.h"
-#include "src/options.h"
+#include "src/base/options.h"
 #include "cli/model_open.h"
 #include "cli/stopwatch.h"
-#include "src/xalloc.h"
+#include "src/base/xalloc.h"
 
 static void help(void)
 {
@@ -145,7 +145,7 @@ static bool paired_replies(elm_ctx *ctx, const int32_t *ids, int n_prompt, int n
         double a = reply_with(ctx, ids, n_prompt, n_gen, logits, false, NULL, first, res, temp,
                               NULL);
         struct collect src = {NULL, 0, 0};
-        if (retry_source) { /* src/conversation.c, remember_reply */
+        if (retry_source) { /* src/conversation/conversation.c, remember_reply */
             src.ids = x_reallocarray(NULL, (size_t)n_gen + 8, sizeof(int32_t));
             memcpy(src.ids, ids + n_prompt - 8, 8 * sizeof(int32_t));
             memcpy(src.ids + 8, first->ids, (size_t)first->n * sizeof(int32_t));

@@ -10,9 +10,9 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/options.h"
+#include "src/base/options.h"
 #include "cli/model_open.h"
-#include "src/xalloc.h"
+#include "src/base/xalloc.h"
 
 #define DEFAULT_N 16
 

@@ -11,11 +11,11 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/hub_cache.h"
-#include "src/options.h"
+#include "src/models/hub_cache.h"
+#include "src/base/options.h"
 #include "cli/model_open.h"
-#include "src/model_find.h"
-#include "src/template.h"
+#include "src/models/model_find.h"
+#include "src/template/template.h"
 
 static void help(void)
 {

@@ -19,12 +19,12 @@
 #include "cli/commands.h"
 #include "cli/option_loop.h"
 #include "engine/elm.h"
-#include "src/human_size.h"
-#include "src/hub_cache.h"
-#include "src/model_find.h"
-#include "src/paths.h"
-#include "src/session.h"
-#include "src/xalloc.h"
+#include "src/base/human_size.h"
+#include "src/models/hub_cache.h"
+#include "src/models/model_find.h"
+#include "src/store/paths.h"
+#include "src/conversation/session.h"
+#include "src/base/xalloc.h"
 
 static void help(void)
 {

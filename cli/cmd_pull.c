@@ -15,14 +15,14 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/pull_progress.h"
-#include "src/config_file.h"
-#include "src/http_fetch.h"
-#include "src/hub_cache.h"
-#include "src/hub_pull.h"
-#include "src/model_find.h"
-#include "src/options.h"
-#include "src/xalloc.h"
+#include "src/models/pull_progress.h"
+#include "src/config/config_file.h"
+#include "src/models/http_fetch.h"
+#include "src/models/hub_cache.h"
+#include "src/models/hub_pull.h"
+#include "src/models/model_find.h"
+#include "src/base/options.h"
+#include "src/base/xalloc.h"
 
 static volatile sig_atomic_t interrupted;
 

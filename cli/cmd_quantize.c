@@ -12,9 +12,9 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/model_convert.h"
-#include "src/model_find.h"
-#include "src/options.h"
+#include "src/models/model_convert.h"
+#include "src/models/model_find.h"
+#include "src/base/options.h"
 
 static void help(void)
 {

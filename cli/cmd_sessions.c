@@ -14,10 +14,10 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/paths.h"
-#include "src/session.h"
-#include "src/template.h"
-#include "src/xalloc.h"
+#include "src/store/paths.h"
+#include "src/conversation/session.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
 
 static void help(void)
 {

@@ -12,9 +12,9 @@
 #include "engine/elm_tokenizer.h"
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/model_find.h"
-#include "src/options.h"
-#include "src/xalloc.h"
+#include "src/models/model_find.h"
+#include "src/base/options.h"
+#include "src/base/xalloc.h"
 
 static const struct option long_opts[] = {
     {"model", 1, NULL, 'm'},

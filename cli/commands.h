@@ -1,13 +1,13 @@
 /* commands.h: the subcommands.  Every one is `int cmd_NAME(int argc, char
  * **argv)` with argv[0] = "NAME"; it returns the process exit code
- * (src/diag.h: 0 ok, 1 runtime error, 2 usage error). */
+ * (src/base/diag.h: 0 ok, 1 runtime error, 2 usage error). */
 #ifndef ELMCHAT_CLI_COMMANDS_H
 #define ELMCHAT_CLI_COMMANDS_H
 
 #include <stdbool.h>
 
 #include "engine/elm.h"
-#include "src/diag.h"
+#include "src/base/diag.h"
 
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "src/options.h"
-#include "src/platform.h"
+#include "src/base/options.h"
+#include "src/base/platform.h"
 #include "ui/tui.h"
 
 static const struct command {

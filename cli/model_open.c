@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "src/model_find.h"
-#include "src/options.h"
+#include "src/models/model_find.h"
+#include "src/base/options.h"
 
 elm_model *cmd_load_model(const char *arg, int n_threads)
 {

@@ -5,7 +5,7 @@
 
 #include <getopt.h>
 
-#include "src/diag.h"
+#include "src/base/diag.h"
 
 void option_loop_begin(void)
 {

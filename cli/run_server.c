@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "engine/elm_worker.h"
-#include "src/diag.h"
-#include "src/xalloc.h"
+#include "src/base/diag.h"
+#include "src/base/xalloc.h"
 
 /* A failure in the worker's words, with the server's URL unless they name it. */
 static void say_failed(const char *url, const char *text)

@@ -6,8 +6,8 @@
 
 #include "engine/elm.h"
 #include "engine/elm_tokenizer.h"
-#include "src/idvec.h"
-#include "src/template.h"
+#include "src/base/idvec.h"
+#include "src/template/template.h"
 
 /* Connect to url ("server:URL", checked against tok), send prompt's ids,
  * print the reply to stdout as it streams (ending at EOS or a stop string

@@ -5,6 +5,9 @@
 #  - above the engine, only its public headers (engine/elm*.h) are included;
 #  - only ui/ includes curses or readline; the engine no YAML either, and it
 #    never prints or exits;
+#  - inside src/, the folders are layers too, bottom to top:
+#    base store models template config conversation chat;
+#    a folder includes only its own and lower ones, and every file is in one;
 #  - inside engine/, a sub-folder includes only those on a lower floor
 #    (docs/DESIGN.md, "engine/ inside");
 #  - no circles between files: of includes anywhere, and in engine/ also of
@@ -37,6 +40,23 @@ ui_up() { includes ui 'cli/'; }
 private_engine() {
     src_files src ui cli | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*"engine/' |
         grep -vE '"engine/elm[a-z_]*\.h"'
+}
+src_levels="base store models template config conversation chat"
+src_level() { i=0; for l in $src_levels; do [ "$l" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo 99; }
+src_folder_up() {
+    src_files src | while read -r f; do
+        from=$(echo "$f" | cut -d/ -f2)
+        lf=$(src_level "$from")
+        grep -noE '#[[:space:]]*include[[:space:]]*"src/[a-z_]+/' "$f" | while IFS=: read -r line inc; do
+            to=$(echo "$inc" | sed -E 's|.*"src/([a-z_]+)/|\1|')
+            [ "$(src_level "$to")" -gt "$lf" ] && echo "$f:$line: $from/ includes $to/"
+        done
+    done
+}
+src_unfiled() {
+    src_files src | while read -r f; do
+        [ "$(src_level "$(echo "$f" | cut -d/ -f2)")" = 99 ] && echo "$f: not in a folder of src/ ($src_levels)"
+    done
 }
 engine_term() { src_files engine | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+|yaml)\.h>'; }
 engine_print() { src_files engine | xargs -r grep -nE '\b(printf|puts|exit|abort)[[:space:]]*\(|\b(stdout|stderr)\b' | grep -v 'snprintf\|vsnprintf'; }
@@ -113,6 +133,8 @@ engine_call_circles() { { include_edges files engine; call_edges engine; } | cir
 check "engine/ includes nothing from src/, ui/ or cli/" engine_up
 check "src/ includes nothing from ui/ or cli/" src_up
 check "ui/ includes nothing from cli/" ui_up
+check "src/'s folders include only their own and lower ones" src_folder_up
+check "every file of src/ is in one of its folders" src_unfiled
 check "above the engine, only its public headers (engine/elm*.h)" private_engine
 check "engine/ includes no terminal or YAML headers" engine_term
 check "engine/ never prints or exits" engine_print

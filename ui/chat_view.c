@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/attachment.h"
-#include "src/template.h"
-#include "src/xalloc.h"
+#include "src/conversation/attachment.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
 #include "ui/input.h"
 #include "ui/screen.h"
 

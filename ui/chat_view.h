@@ -1,5 +1,5 @@
 /* chat_view.h: the TUI's side of the chat controller's notifications
- * (src/chat_controller.h): the transcript they build, the session list
+ * (src/chat/chat_controller.h): the transcript they build, the session list
  * window's names, the input line and its history, and whether anything
  * needs drawing.  No drawing here: tui.c draws what this holds.  UI thread
  * only. */
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/chat_controller.h"
+#include "src/chat/chat_controller.h"
 #include "ui/session_list.h"
 #include "ui/transcript.h"
 #include "ui/tree_view.h"

@@ -12,7 +12,7 @@
 #include "ui/screen.h"
 #include "ui/session_list.h"
 #include "ui/tree_view.h"
-#include "src/session_tree.h"
+#include "src/conversation/session_tree.h"
 
 /* Draw n bytes of sanitized UTF-8 at the cursor, at most max_cols columns. */
 static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)

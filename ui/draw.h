@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/chat_status.h"
+#include "src/chat/chat_status.h"
 #include "ui/transcript.h"
 
 /* win: the curses WINDOW (void * keeps curses out of this header). */

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "src/store.h"
-#include "src/xalloc.h"
+#include "src/store/store.h"
+#include "src/base/xalloc.h"
 #include "ui/screen.h"
 
 #define EDIT_MAX_SIZE (8u << 20)

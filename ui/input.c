@@ -15,8 +15,8 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "src/store.h"
-#include "src/xalloc.h"
+#include "src/store/store.h"
+#include "src/base/xalloc.h"
 #include "ui/sanitize.h"
 #include "ui/screen.h"
 

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/slash_commands.h"
+#include "src/chat/slash_commands.h"
 
 
 /* Actions of the named functions (rebindable in ~/.inputrc under $if elmchat). */

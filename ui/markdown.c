@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/xalloc.h"
+#include "src/base/xalloc.h"
 #include "ui/sanitize.h"
 
 #define MAX_DEPTH 32

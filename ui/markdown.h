@@ -2,7 +2,7 @@
  * width: display lines joined by '\n', each at most width columns, with
  * attribute spans over them.  Headings, emphasis, inline code, nested and
  * numbered lists, block quotes, links (text, then the URL dimmed), rules,
- * fenced code blocks (numbered "[N] lang" as src/code_blocks.c counts them,
+ * fenced code blocks (numbered "[N] lang" as src/conversation/code_blocks.c counts them,
  * framed, long lines broken, never re-flowed), GFM tables (aligned, or one "header: value" line per cell
  * when too wide).  Pure: no curses.  Any thread. */
 #ifndef ELMCHAT_UI_MARKDOWN_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/strbuf.h"
+#include "src/base/strbuf.h"
 
 enum md_attr {
     MD_A_BOLD = 1u << 0,
@@ -35,7 +35,7 @@ struct md_out {
     struct sbuf text;
     struct md_span *spans;
     size_t n_spans, cap_spans;
-    size_t n_code; /* code blocks laid out ("[N]"; /copy N finds them: src/code_blocks.h) */
+    size_t n_code; /* code blocks laid out ("[N]"; /copy N finds them: src/conversation/code_blocks.h) */
 };
 
 void md_out_init(struct md_out *o);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/xalloc.h"
+#include "src/base/xalloc.h"
 #include "ui/input.h"
 #include "ui/screen.h"
 

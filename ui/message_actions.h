@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/chat_controller.h"
+#include "src/chat/chat_controller.h"
 #include "ui/transcript.h"
 
 /* Say in the status bar what is selected and which keys apply. */

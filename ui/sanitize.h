@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/strbuf.h" /* struct sbuf */
+#include "src/base/strbuf.h" /* struct sbuf */
 
 #define U8_REPLACEMENT 0xFFFDu
 

@@ -15,7 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "src/strbuf.h"
+#include "src/base/strbuf.h"
 
 static SCREEN *scr;
 static bool visual;       /* between newterm and endwin (ulfalizer's rule) */

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "src/session.h"
-#include "src/xalloc.h"
+#include "src/conversation/session.h"
+#include "src/base/xalloc.h"
 #include "ui/input.h"
 #include "ui/sanitize.h"
 

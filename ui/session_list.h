@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "src/chat_controller.h"
+#include "src/chat/chat_controller.h"
 
 struct session_list {
     bool focused;

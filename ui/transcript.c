@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/xalloc.h"
+#include "src/base/xalloc.h"
 
 void wrap_init(struct wrap_iter *it, const char *s, size_t n, int width)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/session_tree.h"
+#include "src/conversation/session_tree.h"
 
 size_t tree_view_chosen(const struct tree_view *tv, const struct session_tree_row *rows,
                         size_t n)

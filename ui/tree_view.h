@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "src/chat_controller.h"
+#include "src/chat/chat_controller.h"
 
 struct session_tree_row;
 

@@ -24,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/options.h"
-#include "src/paths.h"
-#include "src/xalloc.h"
-#include "src/chat_controller.h"
+#include "src/base/options.h"
+#include "src/store/paths.h"
+#include "src/base/xalloc.h"
+#include "src/chat/chat_controller.h"
 #include "ui/chat_view.h"
 #include "ui/draw.h"
 #include "ui/external_editor.h"

@@ -97,7 +97,7 @@ elm_status elm_state_save(const elm_ctx *ctx, const char *path, char *err, size_
         return elm_set_error(err, err_size, ELM_E_INVALID, "elm_state_save: no ctx or path");
     const struct elm_model_info *in = &ctx->model->info;
     char tmp[PATH_MAX];
-    /* the pid: a later start can tell a dead writer's file (src/store.c) */
+    /* the pid: a later start can tell a dead writer's file (src/store/store.c) */
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.XXXXXX", path, (long)getpid()) >= sizeof tmp)
         return elm_set_error(err, err_size, ELM_E_INVALID, "%s: path too long", path);
     int fd = mkstemp(tmp);

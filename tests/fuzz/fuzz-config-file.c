@@ -1,9 +1,9 @@
-/* fuzz-config-file.c: config.yaml (src/config_file.c on src/yamldoc.c). */
+/* fuzz-config-file.c: config.yaml (src/config/config_file.c on src/store/yamldoc.c). */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
 
-#include "src/config_file.h"
+#include "src/config/config_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

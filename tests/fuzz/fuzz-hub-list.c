@@ -1,5 +1,5 @@
 /* fuzz-hub-list.c: a page of the Hub's file list (GET
- * /api/models/ID/tree/COMMIT, src/hub_api.c's hub_parse_file_list): what a
+ * /api/models/ID/tree/COMMIT, src/models/hub_api.c's hub_parse_file_list): what a
  * server answers elmchat pull.  Every entry kept must be a path that stays
  * inside the snapshot folder, with a git id or an LFS sha256 in hex and a
  * size that is not negative; the bytes a pull needs (hub_pull_select, what
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/hub_api.h"
-#include "src/hub_pull.h"
+#include "src/models/hub_api.h"
+#include "src/models/hub_pull.h"
 
 static bool hex(const char *s, size_t n)
 {

@@ -1,4 +1,4 @@
-/* fuzz-kvmeta.c: the KV snapshot sidecar NAME.kv.meta (src/kvcache_store.c's
+/* fuzz-kvmeta.c: the KV snapshot sidecar NAME.kv.meta (src/conversation/kvcache_store.c's
  * kvcache_adopt) against a freshly loaded conversation.
  *
  * The file ends in an FNV-1a checksum of everything before it; random bytes
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/conversation.h"
-#include "src/kvcache_store.h"
+#include "src/conversation/conversation.h"
+#include "src/conversation/kvcache_store.h"
 
 #define FINGERPRINT 42
 

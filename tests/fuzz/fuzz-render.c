@@ -1,5 +1,5 @@
-/* fuzz-render.c: a session file through to token ids (src/session.c, the
- * tree, src/conversation.c, the renderer, the tokenizer): the path where a
+/* fuzz-render.c: a session file through to token ids (src/conversation/session.c, the
+ * tree, src/conversation/conversation.c, the renderer, the tokenizer): the path where a
  * long session once took quadratic memory.  What loads is rendered with a
  * template built in (no special id between turns, like plain: the case
  * that grew), then the tree is walked: every version of every message is
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/conversation.h"
-#include "src/session.h"
-#include "src/session_tree.h"
-#include "src/template.h"
+#include "src/conversation/conversation.h"
+#include "src/conversation/session.h"
+#include "src/conversation/session_tree.h"
+#include "src/template/template.h"
 
 static const char plain_yaml[] =
     "name: fuzzplain\nprefix: \"{bos}\"\nroles:\n"

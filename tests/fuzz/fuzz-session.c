@@ -1,4 +1,4 @@
-/* fuzz-session.c: session files (src/session.c on src/yamldoc.c).  What
+/* fuzz-session.c: session files (src/conversation/session.c on src/store/yamldoc.c).  What
  * loads must save and load again to the same thing (session.h: unknown
  * keys are kept, invalid UTF-8 is written as U+FFFD). */
 #include "config.h"
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/session.h"
+#include "src/conversation/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

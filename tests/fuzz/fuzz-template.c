@@ -1,4 +1,4 @@
-/* fuzz-template.c: chat templates (src/template.c on src/yamldoc.c), then
+/* fuzz-template.c: chat templates (src/template/template.c on src/store/yamldoc.c), then
  * rendering a short conversation with the loaded template: incrementally and
  * all at once (template.h promises both give the same ids), and as text. */
 #include "config.h"
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/template.h"
+#include "src/template/template.h"
 
 static const struct template_msg msgs[] = {
     {ROLE_USER, "Hi abc"},

@@ -1,4 +1,4 @@
-/* test-attachment.c: files brought into a message (src/attachment.h): text
+/* test-attachment.c: files brought into a message (src/conversation/attachment.h): text
  * read whole or cut to its first lines; binary, non-UTF-8, empty, folder
  * and missing files refused with the file named; the composed message and
  * its collapsed display. */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/attachment.h"
-#include "src/xalloc.h"
+#include "src/conversation/attachment.h"
+#include "src/base/xalloc.h"
 #include "tests/lib/tap.h"
 
 static char err[1024];

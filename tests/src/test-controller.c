@@ -1,4 +1,4 @@
-/* test-controller.c: the chat controller (src/chat_controller.h) without a
+/* test-controller.c: the chat controller (src/chat/chat_controller.h) without a
  * terminal: lines in, the worker's events in, notifications and state out.
  *
  * The real worker and engine on two small generated checkpoints (micro
@@ -29,15 +29,15 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "src/chat_controller.h"
-#include "src/paths.h"
-#include "src/session.h"
-#include "src/session_tree.h"
-#include "src/store.h"
-#include "src/strbuf.h"
-#include "src/template.h"
-#include "src/xalloc.h"
-#include "src/platform.h"
+#include "src/chat/chat_controller.h"
+#include "src/store/paths.h"
+#include "src/conversation/session.h"
+#include "src/conversation/session_tree.h"
+#include "src/store/store.h"
+#include "src/base/strbuf.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
+#include "src/base/platform.h"
 #include "tests/lib/tap.h"
 
 /* ------------------------------------------------------ the recording view */
@@ -1035,7 +1035,7 @@ int main(int argc, char **argv)
 {
     (void)argc;
     /* The uninstalled program finds the shipped prompts from its own path
-     * (src/platform.c: argv[0] with --enable-portable-fallbacks). */
+     * (src/base/platform.c: argv[0] with --enable-portable-fallbacks). */
     platform_set_argv0(argv[0]);
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model_a,
                             sizeof model_a, "a") ||

@@ -28,13 +28,13 @@
 #include <unistd.h>
 
 #include "engine/elm.h"
-#include "src/conversation.h"
-#include "src/kvcache_store.h"
-#include "src/macros.h"
-#include "src/session.h"
-#include "src/session_tree.h"
-#include "src/template.h"
-#include "src/xalloc.h"
+#include "src/conversation/conversation.h"
+#include "src/conversation/kvcache_store.h"
+#include "src/base/macros.h"
+#include "src/conversation/session.h"
+#include "src/conversation/session_tree.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
 #include "tests/lib/tap.h"
 
 static char err[1024];

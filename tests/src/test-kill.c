@@ -13,13 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/chat_controller.h"
-#include "src/options.h"
-#include "src/paths.h"
-#include "src/session.h"
-#include "src/store.h"
-#include "src/xalloc.h"
-#include "src/platform.h"
+#include "src/chat/chat_controller.h"
+#include "src/base/options.h"
+#include "src/store/paths.h"
+#include "src/conversation/session.h"
+#include "src/store/store.h"
+#include "src/base/xalloc.h"
+#include "src/base/platform.h"
 #include "tests/lib/tap.h"
 
 enum { KILLS = 100 };
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 {
     (void)argc;
     /* The uninstalled program finds the shipped prompts from its own path
-     * (src/platform.c: argv[0] with --enable-portable-fallbacks). */
+     * (src/base/platform.c: argv[0] with --enable-portable-fallbacks). */
     platform_set_argv0(argv[0]);
     if (!tap_gen_checkpoint("--preset micro --synthetic-tokenizer --seed 1", model, sizeof model,
                             "m"))

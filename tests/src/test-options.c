@@ -1,10 +1,10 @@
 /* test-options.c: the strict option-value parsing every front end shares
- * (src/options.c): id lists and bounded integers. */
+ * (src/base/options.c): id lists and bounded integers. */
 #include "config.h"
 
 #include <stdlib.h>
 
-#include "src/options.h"
+#include "src/base/options.h"
 #include "tests/lib/tap.h"
 
 int main(void)

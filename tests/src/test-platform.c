@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "src/platform.h"
+#include "src/base/platform.h"
 #include "tests/lib/tap.h"
 
 static bool same_path(char *got, const char *want)

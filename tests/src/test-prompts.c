@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/platform.h"
-#include "src/roles.h"
-#include "src/template.h"
-#include "src/xalloc.h"
+#include "src/base/platform.h"
+#include "src/template/roles.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
 #include "tests/lib/tap.h"
 
 static int cmp_str(const void *a, const void *b)

@@ -1,4 +1,4 @@
-/* test-session-tree.c: a session as a tree of messages (src/session_tree.h):
+/* test-session-tree.c: a session as a tree of messages (src/conversation/session_tree.h):
  * stash (edit, retry, fork), switching, selecting, deleting, the rows of
  * /tree, and the file format 2 (round trip, format 1 lists, damaged trees
  * with each error message). */
@@ -10,10 +10,10 @@
 
 #include <json-c/json.h>
 
-#include "src/session.h"
-#include "src/session_json.h"
-#include "src/session_tree.h"
-#include "src/xalloc.h"
+#include "src/conversation/session.h"
+#include "src/conversation/session_json.h"
+#include "src/conversation/session_tree.h"
+#include "src/base/xalloc.h"
 #include "tests/lib/tap.h"
 
 static char err[1024];

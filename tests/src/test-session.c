@@ -14,12 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "src/config_file.h"
-#include "src/macros.h"
-#include "src/session.h"
-#include "src/store.h"
-#include "src/strbuf.h"
-#include "src/xalloc.h"
+#include "src/config/config_file.h"
+#include "src/base/macros.h"
+#include "src/conversation/session.h"
+#include "src/store/store.h"
+#include "src/base/strbuf.h"
+#include "src/base/xalloc.h"
 #include "tests/lib/tap.h"
 
 static char err[1024];

@@ -1,5 +1,5 @@
 /* test-slash-commands.c: slash command parsing, validation and completion
- * (src/slash_commands.c). */
+ * (src/chat/slash_commands.c). */
 #include "config.h"
 
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tests/lib/tap.h"
-#include "src/slash_commands.h"
+#include "src/chat/slash_commands.h"
 
 static enum cmd_parse_result parse(const char *line, struct cmd *c, size_t *start, char *err)
 {

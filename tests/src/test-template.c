@@ -12,11 +12,11 @@
 #include <json-c/json.h>
 
 #include "engine/elm_tokenizer.h"
-#include "src/macros.h"
-#include "src/paths.h"
-#include "src/template.h"
-#include "src/xalloc.h"
-#include "src/platform.h"
+#include "src/base/macros.h"
+#include "src/store/paths.h"
+#include "src/template/template.h"
+#include "src/base/xalloc.h"
+#include "src/base/platform.h"
 #include "tests/lib/tap.h"
 
 static char err[1024];
@@ -812,7 +812,7 @@ int main(int argc, char **argv)
 {
     (void)argc;
     /* The uninstalled program finds the shipped prompts from its own path
-     * (src/platform.c: argv[0] with --enable-portable-fallbacks). */
+     * (src/base/platform.c: argv[0] with --enable-portable-fallbacks). */
     platform_set_argv0(argv[0]);
     plan_lazy();
     char *prompts = x_asprintf("%s/prompts", getenv("top_srcdir") ? getenv("top_srcdir") : "..");

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "src/strbuf.h"
+#include "src/base/strbuf.h"
 #include "ui/markdown.h"
 
 static double now(void)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/code_blocks.h"
+#include "src/conversation/code_blocks.h"
 #include "tests/lib/tap.h"
 #include "ui/markdown.h"
 #include "ui/sanitize.h"
@@ -36,7 +36,7 @@ static unsigned attr_of(const char *what)
     return 0;
 }
 
-/* What /copy takes from src (src/code_blocks.c): block k (from 1), its
+/* What /copy takes from src (src/conversation/code_blocks.c): block k (from 1), its
  * language and text against want; the count must be n_want too. */
 static bool copy_block(const char *src, size_t n_want, size_t k, const char *lang,
                        const char *text)

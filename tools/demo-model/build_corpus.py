@@ -595,7 +595,7 @@ def make_dialogues(lex, unknown, seed):
     return D
 
 
-# ------------------------------------------------------------------ rendering (src/template.c)
+# ------------------------------------------------------------------ rendering (src/template/template.c)
 
 class Renderer:
     """openelm-instruct exactly as elmchat renders it: one SentencePiece encode

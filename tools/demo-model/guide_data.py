@@ -1,6 +1,6 @@
 """elmchat's guide: facts with one canonical answer each, and the topics that
 ask for them.  Written from `elmchat --help`, man/elmchat.1,
-man/elmchat-templates.5, README.md, src/slash_commands.c and ui/input.c.
+man/elmchat-templates.5, README.md, src/chat/slash_commands.c and ui/input.c.
 
 Each fact: (key, answer, topics).  A topic is a verb phrase ("save the
 conversation") or a noun phrase marked with "N:" ("N:the session list").

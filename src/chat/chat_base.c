@@ -1,0 +1,331 @@
+/* chat_base.c: what every part of the chat controller uses (commands,
+ * sessions, model switches, the events): the one way to the worker
+ * (chat_post), the view's notifications and notices, the sampling in
+ * effect, and starting a reply.  It calls none of those parts. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "src/chat/chat_controller.h"
+#include "src/chat/chat_internal.h"
+#include "src/conversation/session_tree.h"
+#include "src/base/xalloc.h"
+
+/* ------------------------------------------------------------ the worker */
+
+uint64_t chat_post(struct chat *c, const struct elm_request *req)
+{
+    return elm_worker_post(c->worker, req);
+}
+
+double chat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void chat_notice(struct chat *c, bool error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->notice, sizeof c->notice, fmt, ap);
+    va_end(ap);
+    /* one line */
+    for (char *p = c->notice; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+    c->notice_error = error;
+    c->notice_until = chat_now() + (error ? 8.0 : 5.0);
+    chat_changed(c);
+}
+
+/* ------------------------------------------------------------- the view */
+
+void chat_changed(struct chat *c)
+{
+    if (c->view.changed)
+        c->view.changed(c->view.user);
+}
+
+void chat_add_message(struct chat *c, const struct chat_message *m)
+{
+    if (c->view.message_added)
+        c->view.message_added(c->view.user, m);
+}
+
+void chat_info_msg(struct chat *c, bool error, const char *text)
+{
+    chat_add_message(c, &(struct chat_message){
+                       .role = error ? CHAT_ERROR : CHAT_INFO, .text = text, .ref = -1});
+    chat_changed(c);
+}
+
+void chat_put_input(struct chat *c, const char *text)
+{
+    if (c->view.input_replaced)
+        c->view.input_replaced(c->view.user, text);
+}
+
+void chat_session_list_changed(struct chat *c)
+{
+    if (c->view.session_list_changed)
+        c->view.session_list_changed(c->view.user);
+    chat_changed(c);
+}
+
+
+bool chat_busy_refuse(struct chat *c)
+{
+    if (c->generating) {
+        chat_notice(c, true, "a reply is being generated: Esc or Ctrl-C stops it");
+        return true;
+    }
+    return false;
+}
+
+size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
+                          const char *verb)
+{
+    size_t want = 0;
+    if (arg) {
+        char *end;
+        errno = 0;
+        long k = strtol(arg, &end, 10);
+        if (errno || *end || k < 1) {
+            chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
+            return SIZE_MAX;
+        }
+        want = (size_t)k;
+    }
+    size_t last = 0, idx = SIZE_MAX;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        if (s->msgs[i].role != ROLE_USER)
+            continue;
+        last++;
+        if (last == want || want == 0)
+            idx = i;
+    }
+    if (idx == SIZE_MAX) {
+        if (last)
+            chat_notice(c, true, "there is no exchange %zu (1 to %zu)", want, last);
+        else
+            chat_notice(c, true, "nothing to %s yet", verb);
+    }
+    return idx;
+}
+
+/* Exchange numbers (for /pin N): the k-th user message is exchange k. */
+size_t chat_exchange_of(const struct session *s, size_t i)
+{
+    size_t k = 0;
+    for (size_t j = 0; j <= i && j < s->n_msgs; j++)
+        k += s->msgs[j].role == ROLE_USER;
+    return k;
+}
+
+/* Session message i as the view gets it. */
+struct chat_message chat_session_message(const struct session *s, size_t i)
+{
+    return chat_session_message_numbered(s, i, chat_exchange_of(s, i), NULL);
+}
+
+struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
+                                                  size_t exchange,
+                                                  const struct session_sibling_index *siblings)
+{
+    const struct message *m = &s->msgs[i];
+    size_t k, n;
+    if (siblings)
+        session_siblings_indexed(siblings, s, i, &k, &n);
+    else
+        session_siblings(s, i, &k, &n);
+    return (struct chat_message){
+        .version = (int)k,
+        .n_versions = (int)n,
+        .role = m->role == ROLE_USER        ? CHAT_USER
+                : m->role == ROLE_ASSISTANT ? CHAT_ASSISTANT
+                                            : CHAT_SYSTEM,
+        .text = m->content,
+        .ref = (int)i,
+        .exchange = m->role == ROLE_USER ? (int)exchange : 0,
+        .interrupted = m->interrupted,
+        .out_of_context = m->out_of_context,
+        .pinned = m->pinned,
+        .model = m->model,
+    };
+}
+
+/* The view starts over from the current conversation (after anything that
+ * changes more than the last message: load, eviction, undo...). */
+void chat_show_conv(struct chat *c)
+{
+    if (c->view.cleared)
+        c->view.cleared(c->view.user);
+    struct session *s = c->cur->s;
+    const char *sys = s->system ? s->system : c->cur->tpl->default_system;
+    if (sys && *sys)
+        chat_add_message(c, &(struct chat_message){.role = CHAT_SYSTEM, .text = sys, .ref = -1});
+    /* exchange numbers counted on the way and siblings from one index:
+     * linear in the messages */
+    struct session_sibling_index *siblings = session_sibling_index_new(s);
+    size_t exchange = 0;
+    for (size_t i = 0; i < s->n_msgs; i++) {
+        exchange += s->msgs[i].role == ROLE_USER;
+        struct chat_message m = chat_session_message_numbered(s, i, exchange, siblings);
+        chat_add_message(c, &m);
+    }
+    session_sibling_index_free(siblings);
+    if (c->cur->read_only)
+        chat_read_only_note(c, c->cur);
+    chat_changed(c);
+}
+
+/* A branch switch still computing would end with a note about the path
+ * that is gone, so the note goes with it; an /edit in progress names a
+ * message by its place on the old path, so it ends too (else it would
+ * edit whatever took that place, or refuse the next message). */
+void chat_path_replaced(struct chat *c, struct conv *v)
+{
+    v->dirty = true;
+    v->branch_note[0] = '\0';
+    if (c->edit_conv == v)
+        c->edit_conv = NULL;
+    chat_show_conv(c);
+}
+
+/* --------------------------------------------------------------- sampling */
+
+/* Each layer's values over the ones below, and who set each field (the
+ * field's bit number: SAMPLING_*). */
+static void apply_layer(const struct sampling *layer, enum sampling_origin origin,
+                        struct elm_sampler_params *p, int *max_tokens, enum sampling_origin *from)
+{
+    sampling_apply(layer, p, max_tokens);
+    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
+        if (layer->set & (1u << bit))
+            from[bit] = origin;
+}
+
+void chat_sampling_sources(const struct chat *c, struct elm_sampler_params *p, int *max_tokens,
+                           enum sampling_origin from[SAMPLING_N_FIELDS])
+{
+    *p = elm_sampler_default_params();
+    *max_tokens = CHAT_DEFAULT_MAX_TOKENS;
+    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
+        from[bit] = ORIGIN_DEFAULT;
+    if (c->cur)
+        apply_layer(&c->cur->tpl->sampling, ORIGIN_TEMPLATE, p, max_tokens, from);
+    if (c->info) {
+        struct sampling model = sampling_from_model(&c->info->sampling);
+        apply_layer(&model, ORIGIN_MODEL, p, max_tokens, from);
+    }
+    apply_layer(&c->cfg.sampling, ORIGIN_CONFIG, p, max_tokens, from);
+    if (!c->cur)
+        return;
+    /* the session's own values: saved with it, or given in this run by the
+     * command line or /set (which are saved with it too) */
+    const struct conv *v = c->cur;
+    apply_layer(&v->s->sampling, ORIGIN_SESSION, p, max_tokens, from);
+    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++) {
+        if (v->sampling_by_set & (1u << bit))
+            from[bit] = ORIGIN_SET;
+        else if (v->sampling_by_cli & (1u << bit))
+            from[bit] = ORIGIN_COMMAND_LINE;
+    }
+}
+
+void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens)
+{
+    chat_sampling_sources(c, p, max_tokens, NULL);
+}
+
+unsigned chat_cli_sampling(const struct chat *c, struct sampling *out)
+{
+    const struct elm_sampler_params d = elm_sampler_default_params();
+    const struct elm_sampler_params *o = &c->opt.common.sampler;
+    struct sampling sp = {0};
+    if (o->temperature != d.temperature)
+        sp.set |= SAMPLING_TEMPERATURE, sp.p.temperature = o->temperature;
+    if (o->top_k != d.top_k)
+        sp.set |= SAMPLING_TOP_K, sp.p.top_k = o->top_k;
+    if (o->top_p != d.top_p)
+        sp.set |= SAMPLING_TOP_P, sp.p.top_p = o->top_p;
+    if (o->min_p != d.min_p)
+        sp.set |= SAMPLING_MIN_P, sp.p.min_p = o->min_p;
+    if (o->repeat_penalty != d.repeat_penalty)
+        sp.set |= SAMPLING_REPEAT_PENALTY, sp.p.repeat_penalty = o->repeat_penalty;
+    if (o->seed != d.seed)
+        sp.set |= SAMPLING_SEED, sp.p.seed = o->seed;
+    if (c->opt.common.max_tokens >= 0)
+        sp.set |= SAMPLING_MAX_TOKENS, sp.max_tokens = c->opt.common.max_tokens;
+    if (out)
+        *out = sp;
+    return sp.set;
+}
+
+/* Command-line sampling options become the session's (and are saved). */
+void chat_apply_cli_sampling(struct chat *c, struct session *s)
+{
+    struct sampling cli;
+    chat_cli_sampling(c, &cli);
+    struct sampling *sp = &s->sampling;
+    sampling_apply(&cli, &sp->p, &sp->max_tokens);
+    sp->set |= cli.set;
+}
+
+/* Tokens kept free for the reply: max-tokens (conversation.c caps it at a
+ * quarter of the context). */
+int chat_reply_reserve(const struct chat *c)
+{
+    struct elm_sampler_params p;
+    int max_tokens;
+    chat_effective_sampling(c, &p, &max_tokens);
+    return max_tokens;
+}
+
+/* ---------------------------------------------------------------- replies */
+
+static void post_generate(struct chat *c, struct conv *v)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
+    req.slot = v->slot;
+    int max_tokens;
+    chat_effective_sampling(c, &req.sampler, &max_tokens);
+    req.max_tokens = max_tokens;
+    /* the engine holds back what may begin a stop string, and ends there */
+    req.stop_strings = v->tpl->stop;
+    req.n_stop_strings = (int)v->tpl->n_stop;
+    conversation_request(&v->cv, &req);
+    if (c->lookup_off)
+        req.flags |= ELM_GEN_NO_LOOKUP;
+    c->gen_req = chat_post(c, &req);
+}
+
+/* The conversation stands after a generation prompt: ask for the reply. */
+void chat_start_reply(struct chat *c)
+{
+    struct conv *v = c->cur;
+    c->reply_n_ids = 0;
+    sbuf_fini(&c->reply_text);
+    sbuf_add(&c->reply_text, "", 0);
+    c->got_token = false;
+    c->reply_t0 = chat_now();
+    c->prefill_progress = 0;
+    c->generating = true;
+    c->gen_conv = v;
+    if (c->view.reply_started) {
+        /* a retry: the reply is the newest of the versions after the path */
+        int n = (int)session_children_after_path(v->s) + 1;
+        struct chat_message m = {.role = CHAT_ASSISTANT, .text = "", .ref = (int)v->s->n_msgs,
+                                 .version = n, .n_versions = n, .model = c->model_name};
+        c->view.reply_started(c->view.user, &m);
+    }
+    post_generate(c, v);
+    chat_changed(c);
+}

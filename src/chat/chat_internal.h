@@ -1,0 +1,176 @@
+/* chat_internal.h: what the chat controller's files share (not for its
+ * callers: they use chat_controller.h; each of those files includes both).
+ *   chat_controller.c  life cycle, worker events, replies, submitted lines,
+ *                      the status, the notifications
+ *   chat_sessions.c    open conversations (one worker slot each), saving,
+ *                      KV snapshots, session switches, name lists
+ *   chat_model.c       model names, tokenizers, background loads, switches
+ *   chat_commands.c    running the slash commands
+ *   chat_branches.c    the conversation's tree: /fork, /branch, /tree, picks
+ *   chat_attach.c      /read: a file attached to the next message
+ *   chat_pull.c        /model of a model not downloaded: ask, pull, load */
+#ifndef ELMCHAT_SRC_CHAT_INTERNAL_H
+#define ELMCHAT_SRC_CHAT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "src/conversation/conversation.h"
+#include "src/conversation/session.h"
+#include "src/template/template.h"
+
+/* Not chat_controller.h: that one's implementation includes this file. */
+struct chat;
+struct cmd;
+
+struct conv {
+    struct session *s;          /* owned */
+    struct conversation cv;     /* borrows s, tpl and the chat's tokenizer */
+    struct template *tpl;       /* owned */
+    int slot;                   /* the worker's cache slot */
+    bool dirty;                 /* unsaved: only a changed session is written */
+    int lock;                   /* session_lock.h: held while open (< 0: none) */
+    char *lock_name;            /* the name the lock was taken for (owned) */
+    bool read_only;             /* open in another elmchat: never written under its name */
+    long lock_holder;           /* that one's pid (0: unknown) */
+    bool kv_try;                /* opened from a file: adopt its snapshot when a model is ready */
+    bool kv_loaded;             /* a snapshot was loaded: say what it saved */
+    bool warned;                /* the context warning was shown in the transcript */
+    int n_reused, n_computed;   /* the last request's cache use */
+    int n_dropped_note;         /* messages evicted by the turn being answered */
+    int edited_exchange;        /* the reply answers an /edit of this exchange */
+    char branch_note[96];       /* a branch switch's prefill is under way: what to say at its end */
+    unsigned sampling_by_cli;   /* SAMPLING_* bits the command line gave this session */
+    unsigned sampling_by_set;   /* ... and /set, in this run (both are saved with it) */
+};
+
+/* chat_base.c: the worker (every request goes through here), the view,
+ * sampling, starting a reply */
+uint64_t chat_post(struct chat *c, const struct elm_request *req);
+void chat_changed(struct chat *c);
+void chat_info_msg(struct chat *c, bool error, const char *text); /* an info or error line */
+void chat_show_conv(struct chat *c);
+/* v's path was cut or replaced (/fork, /undo, /remove, /clear): marked to be
+ * saved, shown, and a pending branch-switch note dropped */
+void chat_path_replaced(struct chat *c, struct conv *v);
+void chat_put_input(struct chat *c, const char *text);
+void chat_session_list_changed(struct chat *c);
+size_t chat_exchange_of(const struct session *s, size_t i);
+/* A reply is streaming: say so (a notice) and refuse. */
+bool chat_busy_refuse(struct chat *c);
+/* The user message of exchange arg (N counts the exchanges, i.e. the user
+ * messages, from 1; NULL: the last one): its session index, or SIZE_MAX
+ * after saying why (verb names the command). */
+size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
+                          const char *verb);
+/* The sampling in effect, each layer over the ones below: the engine's
+ * defaults < the template < the model (generation_config.json, GGUF) <
+ * config.yaml < the session's own (the command line, /set). */
+#define CHAT_DEFAULT_MAX_TOKENS 256
+#define SAMPLING_N_FIELDS 8 /* the SAMPLING_* bits */
+enum sampling_origin {
+    ORIGIN_DEFAULT,
+    ORIGIN_TEMPLATE,
+    ORIGIN_MODEL,
+    ORIGIN_CONFIG,
+    ORIGIN_SESSION,      /* saved with the session */
+    ORIGIN_COMMAND_LINE, /* given to this run */
+    ORIGIN_SET,          /* /set in this run */
+};
+void chat_effective_sampling(const struct chat *c, struct elm_sampler_params *p, int *max_tokens);
+/* The same, and where each field's value comes from (from[bit number of
+ * its SAMPLING_* bit]; NULL: not wanted). */
+void chat_sampling_sources(const struct chat *c, struct elm_sampler_params *p, int *max_tokens,
+                           enum sampling_origin from[SAMPLING_N_FIELDS]);
+/* The command line's sampling options (those that differ from the engine's
+ * defaults, and --max-tokens) into *out (may be NULL); returns their bits. */
+unsigned chat_cli_sampling(const struct chat *c, struct sampling *out);
+void chat_apply_cli_sampling(struct chat *c, struct session *s);
+int chat_reply_reserve(const struct chat *c);
+void chat_start_reply(struct chat *c);
+/* a transcript line to the view; a session message as the view shows it */
+void chat_add_message(struct chat *c, const struct chat_message *m);
+struct chat_message chat_session_message(const struct session *s, size_t i);
+/* The same, its exchange number known (chat_show_conv counts them) and
+ * its siblings from an index (NULL: a scan). */
+struct session_sibling_index;
+struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
+                                                  size_t exchange,
+                                                  const struct session_sibling_index *siblings);
+
+/* chat_sessions.c */
+struct conv *chat_conv_find(struct chat *c, const char *name);
+struct conv *chat_conv_by_slot(struct chat *c, int slot);
+void chat_conv_free(struct conv *v);
+const char *chat_wanted_template(const struct chat *c, const struct conv *v);
+struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t err_size);
+struct session *chat_session_load(const char *name, bool create, char *err, size_t err_size);
+/* /rename NEW: v's file and snapshot under the new name, the old ones
+ * removed.  /delete NAME: a session other than the open one, its file,
+ * snapshot and (when open in the background) its conversation and cache.
+ * false with err filled. */
+bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
+                         size_t err_size);
+bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size);
+struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
+                               size_t err_size);
+char *chat_auto_session_name(void);
+/* Write v when it changed (v->dirty): its file and KV snapshot.  A
+ * read-only one (open in another elmchat) is saved as a copy under a free
+ * name instead ("NAME-copy"), and says so. */
+bool chat_save_conv(struct chat *c, struct conv *v, bool quiet);
+/* v's name becomes name, its lock moved with it (a save as, a rename).
+ * false with err filled when name is taken: a saved file (unless
+ * overwrite), or open here or in another elmchat. */
+bool chat_conv_take_name(struct chat *c, struct conv *v, const char *name, bool overwrite,
+                         char *err, size_t err_size);
+/* The line that says a conversation is shown read-only, and the way on. */
+void chat_read_only_note(struct chat *c, const struct conv *v);
+/* Whether a file for the session called name is saved. */
+bool chat_session_exists(const char *name);
+/* The most recently saved session's name (owned), NULL when none. */
+char *chat_last_session_name(void);
+void chat_post_prefill(struct chat *c, struct conv *v);
+void chat_try_snapshot(struct chat *c, struct conv *v);
+void chat_switch_to(struct chat *c, struct conv *v);
+
+/* chat_branches.c: /fork [N], /branch N [reply] [K], /tree */
+void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
+void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
+void chat_tree_command(struct chat *c);
+/* /undo right after /clear or /remove: the path as it was, prefilled */
+void chat_undo_restore(struct chat *c, struct conv *v);
+
+/* chat_attach.c: /read FILE [LINES] | off; the message to send with the
+ * attached file (owned; NULL: none attached), and forgetting it once sent */
+void chat_read_command(struct chat *c, struct conv *v, const char *arg);
+char *chat_attach_to(struct chat *c, const char *text);
+void chat_attach_sent(struct chat *c);
+
+/* chat_model.c */
+/* --draft, /set draft NAME|off: SET_DRAFT for the worker (false: the name
+ * resolves to nothing, err says why). */
+bool chat_set_draft(struct chat *c, const char *name, char *err, size_t err_size);
+bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
+                        size_t err_size);
+bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size);
+void chat_post_load_model(struct chat *c);
+/* chat_pull.c: /model NAME of a model not downloaded.  offer: true when it
+ * took the name over (a known name or a Hub id); answer: true when line was
+ * the y/n to its question; cancel: true when there was a pull to stop. */
+bool chat_pull_offer(struct chat *c, const char *name);
+bool chat_pull_answer(struct chat *c, const char *line);
+bool chat_pull_cancel(struct chat *c);
+void chat_pull_tick(struct chat *c);
+bool chat_pull_status(struct chat *c, char *buf, size_t size);
+void chat_pull_fini(struct chat *c);
+bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, char *err,
+                           size_t err_size);
+void chat_model_ready(struct chat *c, struct elm_event *ev);
+void chat_model_failed(struct chat *c, const struct elm_event *ev);
+
+/* chat_commands.c */
+void chat_run_command(struct chat *c, struct cmd *cmd);
+
+#endif

@@ -1,0 +1,299 @@
+/* chat_model.c: the chat's model: names resolved through config.yaml's
+ * aliases, the tokenizer beside it, loads in the background (LOAD_MODEL:
+ * the current model keeps answering until MODEL_READY) and the switch,
+ * after which every open conversation follows the new model. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/chat/chat_controller.h"
+#include "src/chat/chat_internal.h"
+#include "src/models/hub_cache.h"
+#include "src/models/model_find.h"
+#include "src/models/pull_on_demand.h"
+#include "src/store/paths.h"
+#include "src/base/xalloc.h"
+
+bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
+                        size_t err_size)
+{
+    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
+    return model_resolve(alias ? alias : arg, path, size, err, err_size);
+}
+
+bool chat_model_here(struct chat *c, const char *name)
+{
+    char path[4096], err[1024];
+    return chat_resolve_model(c, name, path, sizeof path, err, sizeof err);
+}
+
+/* The tokenizer is loaded here too (it is immutable and cheap), because the
+ * templates render on this thread: the model's own, as the engine finds it. */
+/* The model's own tokenizer, else (a folder with none, as Apple's Hub
+ * repos are) the one elmchat ships: *from says which (owned path, NULL:
+ * the model's). */
+/* A server ("server:URL") has no file here: --tokenizer, else the alias's
+ * tokenizer:, else elmchat's LLaMA-2 one (every OpenELM's); the worker
+ * checks it against the server's at connect. */
+static elm_tokenizer *server_tokenizer(const struct chat *c, const char *arg, char **from,
+                                       char *err, size_t err_size)
+{
+    const char *path = c->opt.tokenizer;
+    if (!path && arg)
+        path = config_alias_tokenizer(&c->cfg, arg);
+    char *shipped = path ? x_strdup(path) : paths_shipped_tokenizer();
+    elm_tokenizer *tok = NULL;
+    if (elm_tokenizer_load(shipped, &tok, err, err_size) != ELM_OK) {
+        free(shipped);
+        return NULL;
+    }
+    *from = shipped;
+    return tok;
+}
+
+static elm_tokenizer *load_tokenizer(const struct chat *c, const char *arg,
+                                     const char *model_path, char **from, char *err,
+                                     size_t err_size)
+{
+    *from = NULL;
+    if (model_is_server(model_path))
+        return server_tokenizer(c, arg, from, err, err_size);
+    elm_tokenizer *tok = model_fallback_tokenizer(model_path, from);
+    if (tok)
+        return tok;
+    if (elm_tokenizer_load_for_model(model_path, &tok, err, err_size) != ELM_OK)
+        return NULL;
+    return tok;
+}
+
+static const char *base_name(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    const char *s = path + n;
+    while (s > path && s[-1] != '/')
+        s--;
+    return s;
+}
+
+/* The folder or file name, without ".gguf": what the replies are labelled
+ * with; a server's host and port. */
+static void model_label(const char *path, char *out, size_t size)
+{
+    if (model_is_server(path)) {
+        const char *u = path + strlen(MODEL_SERVER_PREFIX);
+        const char *h = strstr(u, "://");
+        h = h ? h + 3 : u;
+        snprintf(out, size, "%.*s", (int)strcspn(h, "/"), h);
+        return;
+    }
+    if (hub_label_of_path(path, out, size))
+        return;
+    const char *b = base_name(path);
+    size_t n = strcspn(b, "/");
+    if (n > 5 && strncmp(b + n - 5, ".gguf", 5) == 0)
+        n -= 5;
+    snprintf(out, size, "%.*s", (int)(n > 100 ? 100 : n), b);
+}
+
+/* The model named on the command line (or config, or the bundled one):
+ * resolved, named, its tokenizer loaded; the worker loads it later. */
+bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size)
+{
+    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
+    bool found = c->opt.pull_missing || c->opt.common.no_pull
+                     ? model_resolve_or_pull(alias ? alias : arg, !c->opt.common.no_pull,
+                                             c->cfg.pull_quantize, c->model_path,
+                                             sizeof c->model_path, err, err_size)
+                     : chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err,
+                                          err_size);
+    if (!found)
+        return false;
+    c->model_arg = arg ? x_strdup(arg) : NULL;
+    c->bundled = model_is_bundled(c->model_path);
+    model_label(c->model_path, c->model_name, sizeof c->model_name);
+    c->tok = load_tokenizer(c, arg, c->model_path, &c->tokenizer_from, err, err_size);
+    if (!c->tok)
+        return false;
+    snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
+    snprintf(c->load_name, sizeof c->load_name, "%s", c->model_name);
+    return true;
+}
+
+void chat_post_load_model(struct chat *c)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_LOAD_MODEL);
+    req.path = c->load_path;
+    req.n_ctx = c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
+    req.n_threads = c->opt.common.n_threads;
+    if (c->opt.common.exact)
+        req.flags |= ELM_LOAD_EXACT;
+    /* the tokenizer loaded here for this path: the model shares it */
+    req.tokenizer = c->load_tok ? c->load_tok : c->tok;
+    /* a server's bearer token (--api-key, else $ELMCHAT_API_KEY) */
+    const char *key = c->opt.api_key ? c->opt.api_key : getenv("ELMCHAT_API_KEY");
+    req.api_key = key && *key ? (char *)key : NULL;
+    c->load_req = chat_post(c, &req);
+    c->model_loading = true;
+    c->load_progress = 0;
+    c->load_started = chat_now();
+}
+
+/* Start loading path (resolved) in the background; the current model stays
+ * until it is ready.  false with err filled (tokenizer missing...). */
+bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, char *err,
+                           size_t err_size)
+{
+    char *from = NULL;
+    elm_tokenizer *tok = load_tokenizer(c, arg, path, &from, err, err_size);
+    if (!tok)
+        return false;
+    elm_tokenizer_free(c->load_tok);
+    c->load_tok = tok;
+    free(c->load_tokenizer_from);
+    c->load_tokenizer_from = from;
+    free(c->load_arg);
+    c->load_arg = arg ? x_strdup(arg) : NULL;
+    snprintf(c->load_path, sizeof c->load_path, "%s", path);
+    model_label(path, c->load_name, sizeof c->load_name);
+    chat_post_load_model(c);
+    /* an alias of config.yaml may name the draft that speeds it up */
+    const char *draft = arg ? config_alias_draft(&c->cfg, arg) : NULL;
+    if (draft && !c->opt.common.draft && strcmp(draft, c->draft_name) != 0) {
+        char derr[512];
+        if (!chat_set_draft(c, draft, derr, sizeof derr))
+            chat_notice(c, true, "models.%s.draft: %s", arg, derr);
+    }
+    return true;
+}
+
+/* The new model's tokenizer and template (by model name) for every open
+ * conversation. */
+static void adopt_tokenizer(struct chat *c)
+{
+    for (size_t i = 0; i < c->n_convs; i++) {
+        struct conv *v = c->convs[i];
+        char err[1024];
+        struct template *t = v->tpl;
+        const char *want = chat_wanted_template(c, v);
+        if (strcmp(want, v->tpl->name) != 0) {
+            struct template *nt = template_load(want, err, sizeof err);
+            if (nt)
+                t = nt;
+            else
+                chat_notice(c, true, "%s", err);
+        }
+        conversation_set_template(&v->cv, t, c->tok);
+        if (t != v->tpl) {
+            /* rebuilt against the new template right away, then the old
+             * one can go */
+            int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
+            if (rc && rc != CONV_FULL) {
+                /* keep the template it has (still rendered with it) */
+                conversation_set_template(&v->cv, v->tpl, c->tok);
+                template_free(t);
+            } else {
+                template_free(v->tpl);
+                v->tpl = t;
+            }
+            if (rc)
+                chat_notice(c, true, "%s", err);
+        }
+    }
+}
+
+static size_t n_out_of_context(const struct session *s)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < s->n_msgs; k++)
+        n += s->msgs[k].out_of_context;
+    return n;
+}
+
+/* MODEL_READY for our load: it is the current model now.  Every open
+ * conversation follows (tokenizer, template by model, context length and
+ * policy); the current one is re-prefilled in the background. */
+void chat_model_ready(struct chat *c, struct elm_event *ev)
+{
+    bool first = !c->model_ready;
+    c->model_loading = false;
+    c->model_ready = true;
+    free(c->info);
+    c->info = ev->info;
+    ev->info = NULL;
+    c->n_ctx = ev->n_ctx;
+    bool new_tok = c->load_tok != NULL;
+    bool redraw = new_tok;
+    elm_tokenizer *old_tok = NULL; /* freed once every conversation is rebuilt */
+    if (new_tok) {
+        old_tok = c->tok;
+        c->tok = c->load_tok;
+        c->load_tok = NULL;
+        free(c->tokenizer_from);
+        c->tokenizer_from = c->load_tokenizer_from;
+        c->load_tokenizer_from = NULL;
+        free(c->model_arg);
+        c->model_arg = c->load_arg;
+        c->load_arg = NULL;
+        snprintf(c->model_path, sizeof c->model_path, "%s", c->load_path);
+        c->bundled = model_is_bundled(c->model_path);
+        model_label(c->model_path, c->model_name, sizeof c->model_name);
+        adopt_tokenizer(c);
+    }
+    for (size_t i = 0; i < c->n_convs; i++) {
+        struct conv *v = c->convs[i];
+        char err[1024];
+        size_t before = n_out_of_context(v->s);
+        int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
+        if (rc && v == c->cur)
+            chat_notice(c, true, "%s", err);
+        if (n_out_of_context(v->s) != before) {
+            v->dirty = true;
+            if (v == c->cur)
+                redraw = true;
+        }
+    }
+    elm_tokenizer_free(old_tok);
+    if (c->cur) {
+        if (redraw)
+            chat_show_conv(c); /* out-of-context marks, another template's system prompt */
+        chat_try_snapshot(c, c->cur);
+        chat_post_prefill(c, c->cur);
+    }
+    if (!first) {
+        double dt = chat_now() - c->load_started;
+        chat_notice(c, false, "%s loaded in %.2f s; the conversation continues (%zu tokens)",
+                    c->model_name, dt, c->cur ? c->cur->cv.tokens.n : 0);
+    }
+}
+
+/* ERROR for our load: the previous model (if any) stays current. */
+void chat_model_failed(struct chat *c, const struct elm_event *ev)
+{
+    c->model_loading = false;
+    elm_tokenizer_free(c->load_tok);
+    c->load_tok = NULL;
+    char buf[1200];
+    snprintf(buf, sizeof buf, "model not loaded: %s", ev->text ? ev->text : "error");
+    chat_notice(c, true, "%s", buf);
+    chat_info_msg(c, true, buf);
+}
+
+bool chat_set_draft(struct chat *c, const char *name, char *err, size_t err_size)
+{
+    struct elm_request req = elm_request_default(ELM_REQ_SET_DRAFT);
+    char path[4096] = "";
+    if (name && strcmp(name, "off") != 0) {
+        if (!chat_resolve_model(c, name, path, sizeof path, err, err_size))
+            return false;
+        req.path = path;
+    }
+    req.n_threads = c->opt.common.n_threads;
+    snprintf(c->draft_name, sizeof c->draft_name, "%s", req.path ? name : "");
+    c->draft_ready = false;
+    c->draft_req = chat_post(c, &req);
+    return true;
+}
