@@ -16,7 +16,9 @@ ok $? "bench --kernels runs in both"
 t="${TMPDIR:-/tmp}/hooks.$$"
 grep -q "WRONG in the start check" "$t.t"
 ok $? "elmchat-testing: ELM_BLIS_CHECK=fail fails the check of BLIS"
-cmp -s "$t.s" "$t.p"
+# the same but for the bf16 GEMM's measured speed, which varies run to run
+unmeasured() { sed 's/measured at [0-9.]*x/measured/' "$1"; }
+[ "$(unmeasured "$t.s")" = "$(unmeasured "$t.p")" ]
 ok $? "the shipped elmchat: the same as without the variable"
 rm -f "$t.t" "$t.s" "$t.p"
 echo "1..$n"
