@@ -46,12 +46,8 @@ void elm_ctx_get_stats(const elm_ctx *ctx, struct elm_ctx_stats *out);
 
 /* ------------------------------------------------------------- machine */
 
-/* Read bandwidth of this machine in bytes per second with n_threads threads
- * (median of 12 passes over a buffer of `bytes`, >= 64 MiB for a memory
- * figure); 0 when the buffer cannot be allocated.  Takes ~0.4 s per GiB. */
-double elm_measure_bandwidth(int n_threads, size_t bytes);
-
-/* The same probe kept alive, to measure several times in one run (before,
+/* This machine's read bandwidth in bytes per second: a probe kept alive,
+ * to measure several times in one run (before,
  * between and after decode runs: on a shared machine the bandwidth drifts).
  * new: allocates and fills `bytes` (>= 64 MiB for a memory figure) and
  * starts n_threads - 1 threads; NULL when out of memory.  run: `passes`

@@ -17,11 +17,13 @@ engine_libelm_a_SOURCES = \
 	engine/worker/request_generate.c \
 	engine/worker/request_cache.c \
 	engine/worker/request_draft.c \
-	engine/worker/request_remote.c engine/worker/remote_model.c engine/worker/remote_model.h \
+	engine/worker/model_kind.c engine/worker/model_kind.h engine/worker/model_local.c \
+	engine/worker/model_remote.c engine/worker/remote_server.c engine/worker/remote_server.h \
 	engine/remote/http_client.c engine/remote/http_client.h \
 	engine/remote/llama_server.c engine/remote/llama_server.h \
 	engine/inference/stop_strings.c engine/inference/stop_strings.h \
 	engine/base/status.c \
+	engine/base/test_hooks.c engine/base/test_hooks.h \
 	engine/base/wait_word.c engine/base/wait_word.h \
 	engine/base/platform.c engine/base/platform.h \
 	engine/inference/sampler.c
@@ -79,7 +81,7 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/arch/arm/gemm_bf16_neon.c engine/kernels/arch/arm/gemm_bf16_neon.h \
 	engine/inference/ctx.c engine/inference/ctx.h engine/inference/ctx_accessors.inc \
 	engine/inference/forward.c \
-	engine/inference/generate.c engine/inference/generate_testing.h \
+	engine/inference/generate.c \
 	engine/inference/lookup.c engine/inference/lookup.h \
 	engine/inference/draft.c engine/inference/draft.h \
 	engine/inference/state.c engine/inference/state.h

@@ -8,7 +8,11 @@
 #  - inside src/, the folders are layers too, bottom to top:
 #    base store models template config conversation chat;
 #    a folder includes only its own and lower ones, and every file is in one;
-#  - no include circles between files.
+#  - inside engine/, a sub-folder includes only those on a lower floor
+#    (docs/DESIGN.md, "engine/ inside");
+#  - no circles between files: of includes anywhere, and in engine/ also of
+#    calls (a .c calls a function that another .c alone defines), since
+#    files that share one internal header call each other unseen by it.
 top=${top_srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 1
 n=0
@@ -57,16 +61,58 @@ src_unfiled() {
 engine_term() { src_files engine | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+|yaml)\.h>'; }
 engine_print() { src_files engine | xargs -r grep -nE '\b(printf|puts|exit|abort)[[:space:]]*\(|\b(stdout|stderr)\b' | grep -v 'snprintf\|vsnprintf'; }
 nonui_curses() { src_files engine src cli tests | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+)\.h>'; }
-# Include circles: a unit is a .c with its own .h; an edge A -> B when A's
-# .c or .h includes B's header.  Prints every unit that reaches itself.
-circles() {
-    src_files engine src ui cli | while read -r f; do
-        unit=${f%.[ch]}
-        grep -hoE '#[[:space:]]*include[[:space:]]*"(engine|src|ui|cli)/[^"]+\.h"' "$f" |
-            sed -E 's/.*"(.*)\.h"/\1/' | while read -r dep; do
-                [ "$dep" != "$unit" ] && echo "$unit $dep"
-            done
-    done | sort -u | awk '
+# engine/'s sub-folders, bottom floor first; one floor may hold several
+# (none of them includes another of its floor).
+ENGINE_FLOORS='base kernels formats tokenizer model inference|remote worker|bench'
+engine_up_floor() {
+    src_files $(echo "$ENGINE_FLOORS" | tr ' |' '\n\n' | sed 's#^#engine/#') |
+        xargs -r grep -HnoE '#[[:space:]]*include[[:space:]]*"engine/[a-z_]+/' |
+        sed -E 's#^engine/([a-z_]+)/([^:]*):([0-9]+):.*"engine/([a-z_]+)/$#\1 \4 engine/\1/\2:\3#' |
+        awk -v floors="$ENGINE_FLOORS" '
+            BEGIN { n = split(floors, f, " "); for (i = 1; i <= n; i++) {
+                    m = split(f[i], g, "|"); for (j = 1; j <= m; j++) floor[g[j]] = i } }
+            $1 != $2 && (!($2 in floor) || !($1 in floor) || floor[$2] >= floor[$1]) {
+                print $3 ": " $1 "/ includes " $2 "/ (not on a lower floor)" }'
+}
+# Edges "A B" where file A includes file B; with "units", a .c and its own
+# .h are one node (named without the suffix).
+include_edges() {
+    how=$1; shift
+    src_files "$@" | xargs -r grep -HoE '#[[:space:]]*include[[:space:]]*"(engine|src|ui|cli)/[^"]+\.h"' |
+        sed -E 's/^([^:]*):.*"(.*)"$/\1 \2/' |
+        if [ "$how" = units ]; then
+            sed -E 's/\.[ch] / /; s/\.h$//' | awk '$1 != $2'
+        else
+            cat
+        fi
+}
+# Edges "A.c B.c" where A names a function that B alone defines (not static); comments are left out.
+call_edges() {
+    src_files "$@" | grep '\.c$' | xargs -r awk '
+        FNR == 1 { unit = FILENAME; inc = 0 }
+        { line = $0; code = ""
+          while (line != "") {  # the line without its comments
+              if (inc) { e = index(line, "*/"); if (!e) break; line = substr(line, e + 2); inc = 0; continue }
+              s = index(line, "/*"); d = index(line, "//")
+              if (d && (!s || d < s)) { code = code substr(line, 1, d - 1); break }
+              if (!s) { code = code line; break }
+              code = code substr(line, 1, s - 1) " "; line = substr(line, s + 2); inc = 1 }
+          # a definition: at column 0, not static, a name then "(", no ";"
+          if (code ~ /^[A-Za-z_]/ && code !~ /(^|[^A-Za-z0-9_])(static|typedef|extern)([^A-Za-z0-9_]|$)/ &&
+              code !~ /;[ \t]*$/ && match(code, /[A-Za-z_][A-Za-z0-9_]*[ \t]*\(/)) {
+              pre = substr(code, 1, RSTART - 1)
+              if (pre ~ /[A-Za-z_][A-Za-z0-9_ \t\*]*[ \t\*]$/ && pre !~ /[=(]/) {
+                  name = substr(code, RSTART, RLENGTH); sub(/[ \t]*\($/, "", name)
+                  ndef[name]++; def[name] = unit } }
+          while (match(code, /[A-Za-z_][A-Za-z0-9_]*/)) {
+              used[unit " " substr(code, RSTART, RLENGTH)] = 1
+              code = substr(code, RSTART + RLENGTH) } }
+        END { for (k in used) { split(k, p, " ")
+                  if (ndef[p[2]] == 1 && def[p[2]] != p[1]) print p[1], def[p[2]] } }'
+}
+# Prints every node that reaches itself through the edges on stdin.
+circles_of() {
+    sort -u | awk '
         { edge[$1] = edge[$1] " " $2; nodes[$1] = 1; nodes[$2] = 1 }
         function reach(from, to, seen,    k, i, list, n) {
             n = split(edge[from], list, " ")
@@ -77,8 +123,13 @@ circles() {
             }
             return 0
         }
-        END { for (u in nodes) { delete s; if (reach(u, u, s)) print u " includes itself through others" } }' | sort
+        END { for (u in nodes) { delete s; if (reach(u, u, s)) print u " reaches itself through others" } }' | sort
 }
+include_circles() { include_edges units engine src ui cli | circles_of; }
+# Files (a header is a node of its own here: a .c that includes it calls
+# into its .c, if at all, by an edge of calls).  src/, ui/ and cli/ join
+# when their circles of calls are gone (issue 46).
+engine_call_circles() { { include_edges files engine; call_edges engine; } | circles_of; }
 check "engine/ includes nothing from src/, ui/ or cli/" engine_up
 check "src/ includes nothing from ui/ or cli/" src_up
 check "ui/ includes nothing from cli/" ui_up
@@ -88,6 +139,8 @@ check "above the engine, only its public headers (engine/elm*.h)" private_engine
 check "engine/ includes no terminal or YAML headers" engine_term
 check "engine/ never prints or exits" engine_print
 check "only ui/ includes curses or readline" nonui_curses
-check "no include circles" circles
+check "engine/: a sub-folder includes only lower floors ($ENGINE_FLOORS)" engine_up_floor
+check "no include circles" include_circles
+check "engine/: no circles of includes or calls" engine_call_circles
 echo "1..$n"
 exit $fail

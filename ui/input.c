@@ -532,11 +532,6 @@ void input_feed(const char *bytes, size_t n)
     }
 }
 
-bool input_dirty(void)
-{
-    return dirty;
-}
-
 bool input_line_empty(void)
 {
     return rl_end == 0;

@@ -58,8 +58,6 @@ void input_set_tty_fd(int fd);
 
 /* Rows the prompt + text need at this width (>= 1, not clamped). */
 int input_rows_wanted(int width);
-/* True when readline changed what is shown since the last draw. */
-bool input_dirty(void);
 /* Draw into the window (wnoutrefresh) and leave the cursor there. */
 void input_draw(bool busy);
 

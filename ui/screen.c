@@ -223,11 +223,6 @@ bool screen_init(char *err, size_t err_size)
     return true;
 }
 
-bool screen_active(void)
-{
-    return visual;
-}
-
 void screen_bracketed_paste(bool on)
 {
     if (!visual || on == paste_on)

@@ -38,7 +38,6 @@ void screen_end(void);
  * terminal is restored, e.g. where the sessions are (copied: set it before,
  * the handler only writes it). */
 void screen_set_crash_note(const char *text);
-bool screen_active(void);
 /* The curses attribute for a role (colour or monochrome). */
 int screen_attr(enum screen_attr a);
 /* Query the tty size and tell curses (after SIGWINCH).  Returns true when

@@ -89,25 +89,3 @@ void elm_bw_probe_free(elm_bw_probe *p)
     free(p->buf);
     free(p);
 }
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double elm_measure_bandwidth(int n_threads, size_t bytes)
-{
-    enum { PASSES = 12 };
-    elm_bw_probe *p = elm_bw_probe_new(n_threads, bytes);
-    if (!p)
-        return 0.0;
-    double bps[PASSES];
-    elm_bw_probe_run(p, 1, bps); /* wakes the threads, warms the TLB */
-    elm_bw_probe_run(p, PASSES, bps);
-    elm_bw_probe_free(p);
-    /* The median, not the best: one lucky pass (another tenant idle for
-     * 5 ms) is no roofline decode could hold for a whole run. */
-    qsort(bps, PASSES, sizeof *bps, cmp_double);
-    return (bps[PASSES / 2 - 1] + bps[PASSES / 2]) / 2;
-}

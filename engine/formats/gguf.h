@@ -100,9 +100,8 @@ const struct elm_gguf_tensor *elm_gguf_find_tensor(const struct elm_gguf *g, con
 const char *elm_gguf_vtype_name(uint32_t type);
 /* ggml type name ("q4_1", "iq2_xs"...) or NULL when the number is unknown. */
 const char *elm_ggml_type_name(uint32_t type);
-/* The ggml type number of an elm dtype, and back (false: not one of ours). */
+/* The ggml type number of an elm dtype. */
 uint32_t elm_ggml_type_of(enum elm_dtype dtype);
-bool elm_dtype_of_ggml(uint32_t type, enum elm_dtype *out);
 
 /* Typed getters.  Missing (when required), wrong type or out of range is
  * ELM_E_FORMAT with "FILE: KEY: what".  Integers accept any integer type. */

@@ -66,7 +66,8 @@ uint32_t elm_ggml_type_of(enum elm_dtype dtype)
     return UINT32_MAX;
 }
 
-bool elm_dtype_of_ggml(uint32_t type, enum elm_dtype *out)
+/* The elm dtype of a ggml type number (false: not one of ours). */
+static bool elm_dtype_of_ggml(uint32_t type, enum elm_dtype *out)
 {
     for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++) {
         if (dtype_map[i].ggml == type) {

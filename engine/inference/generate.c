@@ -10,7 +10,6 @@
 
 #include "engine/base/error.h"
 #include "engine/elm.h"
-#include "engine/inference/generate_testing.h"
 #include "engine/inference/draft.h"
 #include "engine/inference/lookup.h"
 #include "engine/inference/stop_strings.h"
@@ -168,11 +167,8 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     return ELM_OK;
 }
 
-/* forced (test hook, generate_testing.h): these ids in place of the
- * sampled ones, then EOS. */
-static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
-                           const int32_t *forced, size_t n_forced,
-                           struct elm_generate_result *res, char *err, size_t err_size)
+elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
+                        struct elm_generate_result *res, char *err, size_t err_size)
 {
     *res = (struct elm_generate_result){.reason = ELM_STOP_LENGTH};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
@@ -201,8 +197,7 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
         elm_lookup_fix(&dk, p->draft_k);
     }
     struct pass ps = {0};
-    /* a script (test hook) is not sampled: nothing to verify */
-    if ((p->lookup || p->draft) && !forced)
+    if (p->lookup || p->draft)
         ps.rows = malloc((size_t)(ELM_LOOKUP_K_MAX + 1) * (size_t)n_vocab * sizeof *ps.rows);
     elm_status st = ELM_OK;
     if (!scratch || !smp) {
@@ -244,8 +239,6 @@ static elm_status generate(elm_ctx *ctx, float *logits, const struct elm_generat
             id = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx),
                                     elm_ctx_n_past(ctx));
         }
-        if (forced)
-            id = (size_t)res->n_generated < n_forced ? forced[res->n_generated] : info->eos_id;
         if (id < 0 || id >= n_vocab) {
             res->reason = ELM_STOP_ERROR;
             st = elm_set_error(err, err_size, ELM_E_INVALID, "sampler returned id %d", (int)id);
@@ -331,18 +324,4 @@ out:
     free(scratch);
     elm_sampler_free(smp);
     return st;
-}
-
-elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
-                        struct elm_generate_result *res, char *err, size_t err_size)
-{
-    return generate(ctx, logits, p, NULL, 0, res, err, err_size);
-}
-
-elm_status elm_generate_scripted(elm_ctx *ctx, float *logits, const struct elm_generate_params *p,
-                                 const int32_t *ids, size_t n_ids,
-                                 struct elm_generate_result *res, char *err, size_t err_size)
-{
-    static const int32_t none[1] = {0};
-    return generate(ctx, logits, p, ids ? ids : none, ids ? n_ids : 0, res, err, err_size);
 }

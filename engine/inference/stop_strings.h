@@ -1,6 +1,6 @@
 /* stop_strings.h: stop strings matched on a reply's text, shared by the
  * generation loop (generate.c) and the remote engine's stream
- * (worker/request_remote.c), so that both hold back the same text.
+ * (worker/model_remote.c), so that both hold back the same text.
  * Engine-internal. */
 #ifndef ELMCHAT_ENGINE_INFERENCE_STOP_STRINGS_H
 #define ELMCHAT_ENGINE_INFERENCE_STOP_STRINGS_H

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/base/test_hooks.h"
 #include "engine/kernels/cpu.h"
 #include "engine/kernels/arch/arm/gemm_bf16_neon.h"
 #include "engine/kernels/arch/x86/gemm_bf16_avx512.h"
@@ -156,8 +157,8 @@ static void sgemm1(long m, long n, long k, const float *a, long lda, const float
  * asks), a small product with ragged edges goes through BLIS and through
  * our row kernels; where they differ by more than rounding, BLIS is not
  * used: its batches go to our GEMM or the row kernels, and
- * elm_system_info says so.  ELM_BLIS_CHECK=fail makes the check fail (the
- * tests of that path). */
+ * elm_system_info says so.  A test hook makes the check fail (the
+ * tests of that path: test_hooks.h). */
 static bool blis_bad;
 static pthread_once_t blis_once = PTHREAD_ONCE_INIT;
 
@@ -181,8 +182,9 @@ static void check_blis(void)
     elm_matmul_rows(&w, a, K, M, ref, N, 0, N, false);
     struct elm_matrix wa = {.data = abs_b, .dtype = ELM_DTYPE_F32, .rows = N, .cols = K};
     elm_matmul_rows(&wa, abs_a, K, M, mag, N, 0, N, false); /* sum |a b| */
-    const char *force = getenv("ELM_BLIS_CHECK");
-    bool bad = force && strcmp(force, "fail") == 0;
+    struct elm_test_hooks hooks; /* a test may make the check fail */
+    elm_test_hooks(&hooks);
+    bool bad = hooks.blis_check_fails;
     /* both sum K products in f32: far below 1e-4 of the sum of their sizes */
     for (int i = 0; i < M * N && !bad; i++)
         bad = !(fabsf(c[i] - ref[i]) <= 1e-4f * mag[i]);

@@ -99,11 +99,6 @@ void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n)
     }
 }
 
-float elm_dot_f32(const float *a, const float *b, size_t n)
-{
-    return k->dot_f32(a, b, n);
-}
-
 void elm_axpy_f32(float a, const float *x, float *y, size_t n)
 {
     k->axpy(a, x, y, n);

@@ -37,8 +37,6 @@ bool elm_kernels_select(enum elm_isa isa);
 
 /* Widen n elements of dtype to f32 (exact). */
 void elm_to_f32(const void *src, enum elm_dtype dtype, float *dst, size_t n);
-/* sum a[i] * b[i] over f32 */
-float elm_dot_f32(const float *a, const float *b, size_t n);
 /* y[i] += a * x[i] */
 void elm_axpy_f32(float a, const float *x, float *y, size_t n);
 /* y[i] *= a */

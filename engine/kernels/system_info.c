@@ -37,7 +37,7 @@ const char *elm_system_info(void)
                  : elm_cpu()->arm_bf16 ? " (FEAT_BF16 unused: ELM_GEMM_BF16=off or the generic set)"
                                        : " (no FEAT_BF16)");
     else if (ratio < 0.0)
-        snprintf(bf16, sizeof bf16, "%s (ELM_GEMM_BF16)",
+        snprintf(bf16, sizeof bf16, "%s (set by a test hook)",
                  elm_gemm_bf16_available() ? "vdpbf16ps, activations rounded to bf16"
                                            : "widened to f32");
     else

@@ -246,12 +246,3 @@ long elm_threadpool_chunk(const struct elm_threadpool *pool, long n, int per_thr
     return c > 0 ? c : align;
 }
 
-void elm_split(long n, int ith, int nth, long align, long *begin, long *end)
-{
-    if (align < 1)
-        align = 1;
-    long blocks = (n + align - 1) / align;
-    long b0 = blocks * ith / nth, b1 = blocks * (ith + 1) / nth;
-    *begin = b0 * align < n ? b0 * align : n;
-    *end = b1 * align < n ? b1 * align : n;
-}

@@ -35,8 +35,5 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
 long elm_threadpool_chunk(const struct elm_threadpool *pool, long n, int per_thread, long align,
                           long min_chunk);
 
-/* The part [*begin, *end) of n items that thread ith of nth works on,
- * rounded to multiples of align. */
-void elm_split(long n, int ith, int nth, long align, long *begin, long *end);
 
 #endif

@@ -64,8 +64,6 @@ elm_status elm_config_load(const char *path, struct elm_model_info *info, char *
 
 /* Shared by the two loaders (setup.c).  The fingerprint is FNV-1a over
  * the hyperparameters and every bound tensor (name, type, shape, samples). */
-void elm_hash_bytes(uint64_t *h, const void *data, size_t n);
-void elm_hash_u64(uint64_t *h, uint64_t v);
 void elm_hash_config(uint64_t *h, const struct elm_model_info *in);
 void elm_hash_tensor(uint64_t *h, const char *name, uint64_t type, int64_t dim0, int64_t dim1,
                      const void *data, uint64_t size);

@@ -10,7 +10,7 @@
 #include "engine/model/load_steps.h"
 #include "engine/model/model.h"
 
-void elm_hash_bytes(uint64_t *h, const void *data, size_t n)
+static void elm_hash_bytes(uint64_t *h, const void *data, size_t n)
 {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) {
@@ -19,7 +19,7 @@ void elm_hash_bytes(uint64_t *h, const void *data, size_t n)
     }
 }
 
-void elm_hash_u64(uint64_t *h, uint64_t v)
+static void elm_hash_u64(uint64_t *h, uint64_t v)
 {
     elm_hash_bytes(h, &v, sizeof v);
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 
 /* The loader thread's progress callback. */
@@ -27,7 +28,8 @@ static void model_ready(elm_worker *w, struct model_rec *m)
 {
     w->cur = m;
     m->last_used = ++w->clock;
-    wk_remote_adopted(m->remote); /* a kept server is checked again before use */
+    if (m->kind->adopted)
+        m->kind->adopted(m);
     wk_enforce_budget(w, NULL);
     struct elm_event *ev = wk_final_ev(w);
     ev->type = ELM_EV_MODEL_READY;
@@ -58,21 +60,10 @@ static void *loader_main(void *arg)
 {
     elm_worker *w = arg;
     const struct elm_request *rq = &w->ld_node->req;
-    w->ld_delay_until = now_sec() + atomic_load(&w->load_delay_ms) * 1e-3;
-    struct elm_model_params mp = elm_model_default_params();
-    mp.n_threads = rq->n_threads;
-    mp.progress_cb = load_progress;
-    mp.progress_user = w;
-    mp.abort_cb = load_should_abort;
-    mp.abort_user = w;
-    mp.tokenizer = rq->tokenizer;
+    w->ld_delay_until = now_sec() + w->load_delay_ms * 1e-3;
     w->ld_err[0] = '\0';
-    if (wk_is_remote_path(rq->path))
-        w->ld_status = wk_remote_connect(w, rq, w->ld_rec, load_should_abort, w->ld_err,
-                                         sizeof w->ld_err);
-    else
-        w->ld_status =
-            elm_model_load(rq->path, &mp, &w->ld_rec->model, w->ld_err, sizeof w->ld_err);
+    w->ld_status = w->ld_rec->kind->load(w, rq, w->ld_rec, load_progress, load_should_abort,
+                                         w->ld_err, sizeof w->ld_err);
     pthread_mutex_lock(&w->mu);
     w->ld_done = true;
     pthread_cond_signal(&w->cv);
@@ -106,6 +97,7 @@ static void start_load(elm_worker *w, struct req_node *n)
         goto done;
     }
     m->path = path;
+    m->kind = wk_model_kind_of(rq->path);
     m->n_ctx = rq->n_ctx;
     m->n_threads = rq->n_threads;
     m->exact = (rq->flags & ELM_LOAD_EXACT) != 0;
@@ -157,14 +149,12 @@ void wk_complete_load(elm_worker *w)
     w->ld_node = NULL;
     w->run = n;
     if (w->ld_status != ELM_OK) {
-        elm_model_free(m->model);
+        m->kind->unload(m);
         free(m->path);
         free(m);
         struct slot_ctx *sc = wk_slot_find(w->cur, n->req.slot);
         wk_finish_error(w, w->ld_status, sc ? elm_ctx_n_past(sc->ctx) : 0, w->ld_err);
     } else {
-        if (!m->remote)
-            m->info = elm_model_get_info(m->model);
         m->next = w->models;
         w->models = m;
         model_ready(w, m);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 
 static void done_ok(elm_worker *w, const struct slot_ctx *sc)
@@ -83,16 +84,9 @@ void wk_do_free_ctx(elm_worker *w)
 {
     int slot = w->run->req.slot;
     for (struct model_rec *m = w->models; m; m = m->next) {
-        wk_remote_free_slot(m->remote, slot);
-        for (struct slot_ctx **ps = &m->ctxs; *ps;) {
-            if ((*ps)->slot == slot) {
-                struct slot_ctx *sc = *ps;
-                *ps = sc->next;
-                wk_slot_ctx_free(sc);
-            } else {
-                ps = &(*ps)->next;
-            }
-        }
+        if (m->kind->free_slot)
+            m->kind->free_slot(m, slot);
+        wk_slot_drop(m, slot);
     }
     wk_draft_free_slot(w, slot);
     done_ok(w, NULL);

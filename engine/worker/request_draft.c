@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 
 void wk_draft_free(elm_worker *w)
@@ -54,12 +55,13 @@ void wk_do_set_draft(elm_worker *w)
         wk_finish_error(w, st, 0, err);
         return;
     }
-    if (w->cur && w->cur->remote) {
+    const elm_model *target = w->cur ? w->cur->kind->draft_target(w->cur) : NULL;
+    if (w->cur && !target) {
         elm_model_free(m);
         wk_finish_error(w, ELM_E_UNSUPPORTED, 0, "a draft model speeds up a local model only");
         return;
     }
-    if (w->cur && !elm_model_can_draft(w->cur->model, m, err, sizeof err)) {
+    if (target && !elm_model_can_draft(target, m, err, sizeof err)) {
         elm_model_free(m);
         wk_finish_error(w, ELM_E_MISMATCH, 0, err);
         return;
@@ -75,12 +77,13 @@ void wk_do_set_draft(elm_worker *w)
 
 elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx)
 {
-    if (!w->draft || !w->cur || w->cur->remote)
+    const elm_model *target = w->cur ? w->cur->kind->draft_target(w->cur) : NULL;
+    if (!w->draft || !target)
         return NULL;
-    if (w->draft_checked_for != w->cur->model) {
+    if (w->draft_checked_for != target) {
         char err[ELM_ERR_MAX];
-        w->draft_fits = elm_model_can_draft(w->cur->model, w->draft, err, sizeof err);
-        w->draft_checked_for = w->cur->model;
+        w->draft_fits = elm_model_can_draft(target, w->draft, err, sizeof err);
+        w->draft_checked_for = target;
     }
     if (!w->draft_fits)
         return NULL;
@@ -113,15 +116,4 @@ elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx)
         if (d->slot == slot)
             return d->ctx;
     return NULL;
-}
-
-void wk_draft_free_slot(elm_worker *w, int slot)
-{
-    for (struct slot_ctx **p = &w->draft_ctxs; *p; p = &(*p)->next)
-        if ((*p)->slot == slot) {
-            struct slot_ctx *sc = *p;
-            *p = sc->next;
-            wk_slot_ctx_free(sc);
-            return;
-        }
 }

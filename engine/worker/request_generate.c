@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/base/test_hooks.h"
 #include "engine/elm_tokenizer.h"
-#include "engine/inference/generate_testing.h"
 #include "engine/worker/shared_state.h"
 
 static void done_generate(elm_worker *w, struct slot_ctx *sc, enum elm_done_reason reason,
@@ -70,13 +70,72 @@ static void pace_wait(elm_worker *w, double since, int ms)
     }
 }
 
+/* The reply test hook (test_hooks.h): a script's ids, then EOS, in place
+ * of the sampled ones.  Before each sample every other logit goes far down
+ * (finite: the loop refuses infinite ones), so that the sampler, whatever
+ * its settings, picks the script's id; the decode, pacing, cancel, stop
+ * strings and events run as for a sampled reply.  The model's own logits
+ * of the last step are put back afterwards: the cache keeps them. */
+struct script {
+    int32_t *ids;
+    size_t n, at;
+    int32_t eos;
+    float *logits, *saved; /* the loop's logits; the model's, before steering */
+    int n_vocab;
+    bool steered;
+};
+
+/* The script of $reply_file's text, tokenized; false: none (the hook is
+ * off, the file unreadable, no tokenizer, out of memory). */
+static bool script_open(struct script *s, const char *reply_file, const elm_tokenizer *tok,
+                        float *logits, const struct elm_model_info *info)
+{
+    *s = (struct script){0};
+    if (!reply_file || !tok)
+        return false;
+    FILE *f = fopen(reply_file, "rb");
+    if (!f)
+        return false;
+    char buf[16384];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    s->saved = malloc((size_t)info->n_vocab * sizeof *s->saved);
+    if (!s->saved || elm_tokenize(tok, buf, len, false, &s->ids, &s->n) != ELM_OK) {
+        free(s->saved);
+        return false;
+    }
+    s->eos = info->eos_id;
+    s->logits = logits;
+    s->n_vocab = info->n_vocab;
+    return true;
+}
+
+static void script_steer(struct script *s)
+{
+    int32_t id = s->at < s->n ? s->ids[s->at] : s->eos;
+    s->at++;
+    memcpy(s->saved, s->logits, (size_t)s->n_vocab * sizeof *s->saved);
+    s->steered = true;
+    for (int i = 0; i < s->n_vocab; i++)
+        s->logits[i] = i == id ? 0.0f : -1e20f;
+}
+
+static void script_close(struct script *s)
+{
+    if (s->steered)
+        memcpy(s->logits, s->saved, (size_t)s->n_vocab * sizeof *s->logits);
+    free(s->ids);
+    free(s->saved);
+}
+
 /* elm_generate's hooks: TOKEN events, and before each sample the pacing
- * wait (the token-interval test hook) and the cancel check. */
+ * wait (the token-interval test hook), the cancel check and the script. */
 struct gen_pace {
     elm_worker *w;
     int interval_ms;
     int n_sampled;
     double last;
+    struct script *script; /* NULL: sampled */
 };
 
 static void gen_on_token(void *user, int32_t id, const char *text, size_t len)
@@ -98,24 +157,11 @@ static bool gen_should_stop(void *user)
         g->last = now_sec();
     }
     g->n_sampled++;
-    return wk_cancelled(g->w);
-}
-
-/* The reply test hook: $ELM_WORKER_TEST_REPLY_FILE's text, tokenized, is
- * every reply (a known markdown reply for the UI tests).  false: unset or
- * unreadable, the model samples. */
-static bool test_reply(const elm_tokenizer *tok, int32_t **ids, size_t *n)
-{
-    const char *path = getenv("ELM_WORKER_TEST_REPLY_FILE");
-    if (!path || !*path || !tok)
-        return false;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return false;
-    char buf[16384];
-    size_t len = fread(buf, 1, sizeof buf, f);
-    fclose(f);
-    return elm_tokenize(tok, buf, len, false, ids, n) == ELM_OK;
+    if (wk_cancelled(g->w))
+        return true;
+    if (g->script)
+        script_steer(g->script);
+    return false;
 }
 
 static enum elm_done_reason done_reason_of(enum elm_stop_reason r)
@@ -228,7 +274,7 @@ void wk_do_generate(elm_worker *w)
     }
 
     /* Sampling. */
-    struct gen_pace pace = {w, atomic_load(&w->token_interval_ms), 0, 0};
+    struct gen_pace pace = {w, atomic_load(&w->token_interval_ms), 0, 0, NULL};
     struct elm_generate_params gp = elm_generate_default_params();
     gp.sampler = rq->sampler;
     gp.max_tokens = rq->max_tokens;
@@ -249,17 +295,19 @@ void wk_do_generate(elm_worker *w)
     gp.on_token = gen_on_token;
     gp.should_stop = gen_should_stop;
     gp.user = &pace;
+    struct elm_test_hooks hooks; /* none in the shipped program */
+    struct script script;
+    if (elm_test_hooks(&hooks) &&
+        script_open(&script, hooks.reply_file, gp.tokenizer, sc->logits, w->cur->info)) {
+        pace.script = &script;
+        gp.lookup = false; /* a script is not sampled: no draft to verify */
+        gp.draft = NULL;
+    }
     struct elm_generate_result res;
     double t2 = now_sec();
-    int32_t *script = NULL;
-    size_t n_script = 0;
-    elm_status fst;
-    if (test_reply(gp.tokenizer, &script, &n_script))
-        fst = elm_generate_scripted(sc->ctx, sc->logits, &gp, script, n_script, &res, err,
-                                    sizeof err);
-    else
-        fst = elm_generate(sc->ctx, sc->logits, &gp, &res, err, sizeof err);
-    free(script);
+    elm_status fst = elm_generate(sc->ctx, sc->logits, &gp, &res, err, sizeof err);
+    if (pace.script)
+        script_close(pace.script);
     double t3 = now_sec();
     sc->logits_at = elm_ctx_n_past(sc->ctx);
     enum elm_done_reason reason = done_reason_of(res.reason);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
@@ -37,6 +38,32 @@ void wk_slot_ctx_free(struct slot_ctx *sc)
     free(sc);
 }
 
+void wk_slot_drop(struct model_rec *m, int slot)
+{
+    for (struct slot_ctx **ps = &m->ctxs; *ps;) {
+        if ((*ps)->slot == slot) {
+            struct slot_ctx *sc = *ps;
+            *ps = sc->next;
+            wk_slot_ctx_free(sc);
+        } else {
+            ps = &(*ps)->next;
+        }
+    }
+}
+
+/* The draft's caches are counted and dropped here with the others (the
+ * draft model itself: request_draft.c). */
+void wk_draft_free_slot(elm_worker *w, int slot)
+{
+    for (struct slot_ctx **p = &w->draft_ctxs; *p; p = &(*p)->next)
+        if ((*p)->slot == slot) {
+            struct slot_ctx *sc = *p;
+            *p = sc->next;
+            wk_slot_ctx_free(sc);
+            return;
+        }
+}
+
 void wk_model_rec_free(struct model_rec *m)
 {
     if (!m)
@@ -46,8 +73,7 @@ void wk_model_rec_free(struct model_rec *m)
         m->ctxs = sc->next;
         wk_slot_ctx_free(sc);
     }
-    elm_model_free(m->model);
-    wk_remote_free(m->remote);
+    m->kind->unload(m);
     free(m->path);
     free(m);
 }

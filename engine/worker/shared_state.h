@@ -56,12 +56,14 @@ struct slot_ctx {
     uint64_t last_used;
 };
 
-struct remote_model; /* remote_model.h */
+struct remote_model; /* remote_server.h */
+struct model_kind;   /* model_kind.h */
 
 struct model_rec {
     struct model_rec *next;
-    elm_model *model;             /* NULL for a server */
-    struct remote_model *remote;  /* a llama-server ("server:URL"), else NULL */
+    const struct model_kind *kind; /* what it is; only its kind's file reads the next two */
+    elm_model *model;              /* the local kind's weights */
+    struct remote_model *remote;   /* the remote kind's llama-server ("server:URL") */
     const struct elm_model_info *info;
     char *path;
     int n_ctx, n_threads; /* as requested */
@@ -88,12 +90,12 @@ struct elm_worker {
     struct req_node stop_node; /* elm_worker_free's SHUTDOWN: cannot fail */
 
     int nice_inc;        /* elm_worker_params.nice, read-only */
-    /* test hooks (engine/worker/worker_testing.h) */
+    /* test hooks (engine/base/test_hooks.h, worker_testing.h); 0: none */
     atomic_int token_interval_ms;
-    int test_draft_k; /* ELM_WORKER_TEST_DRAFT_K, read-only: elm_generate_params.draft_k */
+    int test_draft_k; /* read-only: elm_generate_params.draft_k */
 
     bool ld_done;      /* the loader thread has finished */
-    atomic_int load_delay_ms;
+    int load_delay_ms;     /* test hook, read-only */
     double ld_delay_until; /* loader thread only: the hook's slow disk ends then */
 
     /* the loader: started and joined by the worker thread, which owns these
@@ -148,6 +150,10 @@ uint64_t wk_ctx_bytes(const struct elm_model_info *info, int n_ctx);
 void wk_model_rec_free(struct model_rec *m);
 uint64_t wk_phys_half(void);
 void wk_slot_ctx_free(struct slot_ctx *sc);
+/* FREE_CTX: m's cache for slot goes (the kind's own part: free_slot). */
+void wk_slot_drop(struct model_rec *m, int slot);
+/* The draft's cache for slot goes. */
+void wk_draft_free_slot(elm_worker *w, int slot);
 struct slot_ctx *wk_slot_find(struct model_rec *m, int slot);
 elm_status wk_slot_get(elm_worker *w, int slot, struct slot_ctx **out, char *err, size_t err_size);
 
@@ -162,32 +168,17 @@ void wk_req_free(struct req_node *n);
 void wk_complete_load(elm_worker *w);
 void wk_next_load(elm_worker *w);
 
-/* request_generate.c */
+/* request_generate.c: the local kind's GENERATE (model_kind.h) */
 void wk_do_generate(elm_worker *w);
 
 /* request_draft.c */
 void wk_do_set_draft(elm_worker *w);
 void wk_draft_free(elm_worker *w);
-void wk_draft_free_slot(elm_worker *w, int slot);
 /* The draft's cache for slot (made on first use; n_ctx: at least the
  * target's), NULL when there is no draft or it does not fit the model. */
 elm_ctx *wk_draft_ctx(elm_worker *w, int slot, int n_ctx);
 
-/* remote_model.c, request_remote.c: a llama-server as the model
- * (elm_worker.h, "A remote engine"); the loader thread connects, the worker
- * thread runs the rest. */
-bool wk_is_remote_path(const char *path);
-/* Loader thread: connect to rq->path's server into m (m->remote, m->info). */
-elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
-                             bool (*should_abort)(void *), char *err, size_t err_size);
-void wk_remote_free(struct remote_model *r);
-void wk_remote_generate(elm_worker *w);
-void wk_remote_state(elm_worker *w, bool save);
-void wk_remote_truncate(elm_worker *w);
-void wk_remote_free_slot(struct remote_model *r, int slot);
-void wk_remote_adopted(struct remote_model *r);
-
-/* request_cache.c */
+/* request_cache.c: FREE_CTX, and the local kind's other requests */
 void wk_do_free_ctx(elm_worker *w);
 void wk_do_state(elm_worker *w, bool save);
 void wk_do_truncate(elm_worker *w);

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "engine/base/platform.h"
+#include "engine/base/test_hooks.h"
+#include "engine/worker/model_kind.h"
 #include "engine/worker/shared_state.h"
 #include "engine/worker/worker_testing.h"
 
@@ -76,23 +78,14 @@ static void *worker_main(void *arg)
             wk_next_load(w);
             continue;
         case ELM_REQ_GENERATE:
-            if (w->cur && w->cur->remote)
-                wk_remote_generate(w);
-            else
-                wk_do_generate(w);
+            wk_current_kind(w)->generate(w);
             break;
         case ELM_REQ_TRUNCATE:
-            if (w->cur && w->cur->remote)
-                wk_remote_truncate(w);
-            else
-                wk_do_truncate(w);
+            wk_current_kind(w)->truncate(w);
             break;
         case ELM_REQ_SAVE_STATE:
         case ELM_REQ_LOAD_STATE:
-            if (w->cur && w->cur->remote)
-                wk_remote_state(w, n->req.type == ELM_REQ_SAVE_STATE);
-            else
-                wk_do_state(w, n->req.type == ELM_REQ_SAVE_STATE);
+            wk_current_kind(w)->state(w, n->req.type == ELM_REQ_SAVE_STATE);
             break;
         case ELM_REQ_FREE_CTX:
             wk_do_free_ctx(w);
@@ -117,8 +110,7 @@ static void *worker_main(void *arg)
     if (w->ld_running) {
         pthread_join(w->ld_thread, NULL);
         w->ld_running = false;
-        elm_model_free(w->ld_rec->model);
-        wk_remote_free(w->ld_rec->remote);
+        w->ld_rec->kind->unload(w->ld_rec);
         free(w->ld_rec->path);
         free(w->ld_rec);
         wk_req_free(w->ld_node);
@@ -162,14 +154,6 @@ struct elm_worker_params elm_worker_default_params(void)
     return (struct elm_worker_params){0, 0};
 }
 
-/* A test hook's value from the environment: 0 when unset or out of 1..max. */
-static int env_int(const char *name, long max)
-{
-    const char *v = getenv(name);
-    long n = v && *v ? strtol(v, NULL, 10) : 0;
-    return n > 0 && n <= max ? (int)n : 0;
-}
-
 elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, size_t err_size)
 {
     struct elm_worker_params p = params ? *params : elm_worker_default_params();
@@ -191,9 +175,11 @@ elm_worker *elm_worker_new(const struct elm_worker_params *params, char *err, si
     atomic_init(&w->quitting, false);
     w->nice_inc = p.nice < 0 ? 0 : p.nice > 19 ? 19 : p.nice;
     w->budget = p.mem_budget ? p.mem_budget : wk_phys_half();
-    atomic_init(&w->load_delay_ms, env_int("ELM_WORKER_TEST_LOAD_DELAY_MS", 60000));
-    atomic_init(&w->token_interval_ms, env_int("ELM_WORKER_TEST_TOKEN_INTERVAL_MS", 60000));
-    w->test_draft_k = env_int("ELM_WORKER_TEST_DRAFT_K", ELM_DRAFT_MAX);
+    struct elm_test_hooks hooks; /* none in the shipped program */
+    elm_test_hooks(&hooks);
+    w->load_delay_ms = hooks.load_delay_ms;
+    atomic_init(&w->token_interval_ms, hooks.token_interval_ms);
+    w->test_draft_k = hooks.draft_k;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
 
@@ -264,11 +250,6 @@ void elm_worker_free(elm_worker *w)
     close(w->wake_r);
     close(w->wake_w);
     free(w);
-}
-
-void elm_worker_test_set_load_delay(elm_worker *w, int ms)
-{
-    atomic_store(&w->load_delay_ms, ms);
 }
 
 void elm_worker_test_set_token_interval(elm_worker *w, int ms)

@@ -1,24 +1,14 @@
-/* worker_testing.h: the worker's test hooks (engine-internal: the tests
- * include it; the application never does).  Both are read at every use, so
- * they may be set at any time; the environment variables
- * ELM_WORKER_TEST_LOAD_DELAY_MS and ELM_WORKER_TEST_TOKEN_INTERVAL_MS set
- * them for every worker (the tmux tests drive the real binary with them).
- * ELM_WORKER_TEST_REPLY_FILE makes every reply that file's text (tokenized;
- * request_generate.c): a known markdown reply for the UI tests.
- * ELM_WORKER_TEST_DRAFT_K=N (read when a worker is made) gives every reply
- * with a draft model elm_generate_params.draft_k = N: drafts of N ids that
- * never turn themselves off, whatever they cost (the tests draft a model
- * with itself, which the cost rule would stop after one pass). */
+/* worker_testing.h: what the worker's tests call (engine-internal: the
+ * tests include it; the application never does).  The hooks a test program
+ * sets for every worker it makes (a slow disk, token pacing, a scripted
+ * reply, fixed drafts) are engine/base/test_hooks.h's. */
 #ifndef ELMCHAT_ENGINE_WORKER_TESTING_H
 #define ELMCHAT_ENGINE_WORKER_TESTING_H
 
 #include "engine/elm_worker.h"
 
-/* Every disk load takes ms longer: a slow disk inside elm_model_load (its
- * first cancel point waits), which only its cancel points can cut short. */
-void elm_worker_test_set_load_delay(elm_worker *w, int ms);
 /* At least ms between two sampled tokens (the wait ends at once on
- * cancel); 0: as fast as possible.  Pacing for tests and demos. */
+ * cancel); 0: as fast as possible.  Read at every reply. */
 void elm_worker_test_set_token_interval(elm_worker *w, int ms);
 
 /* What the worker keeps in memory: read it only while the worker is idle

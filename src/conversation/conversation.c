@@ -1076,12 +1076,6 @@ void conversation_reply_push(struct conversation *cv, const int32_t *ids, size_t
     idvec_append(&cv->tokens, ids, n);
 }
 
-void conversation_reply_keep(struct conversation *cv, size_t n)
-{
-    if (cv->in_reply && cv->reply_gen + n < cv->tokens.n)
-        cv->tokens.n = cv->reply_gen + n;
-}
-
 enum template_end conversation_end_from_done(enum elm_done_reason reason)
 {
     switch (reason) {

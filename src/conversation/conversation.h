@@ -244,8 +244,6 @@ int conversation_set_system(struct conversation *cv, const char *system, char *e
 /* The reply being generated (after user_turn / retry / edit of a user
  * message): append sampled ids as TOKEN events bring them. */
 void conversation_reply_push(struct conversation *cv, const int32_t *ids, size_t n);
-/* Drop all but the first n sampled ids (e.g. the UI cut a stop string). */
-void conversation_reply_keep(struct conversation *cv, size_t n);
 /* The reply is over: appends the template's closing (template_render_reply_end
  * with how) and the assistant message (content copied, interrupted flag).
  * how: TEMPLATE_END_EOS when the last pushed id is EOS, TEMPLATE_END_STOP

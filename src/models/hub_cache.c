@@ -57,21 +57,6 @@ bool hub_repo_id_valid(const char *id)
            part_valid(slash + 1, strlen(slash + 1));
 }
 
-static const char *const known_ids[] = {"apple/OpenELM-270M-Instruct",
-                                        "apple/OpenELM-450M-Instruct",
-                                        "apple/OpenELM-1_1B-Instruct",
-                                        "apple/OpenELM-3B-Instruct",
-                                        "apple/OpenELM-270M",
-                                        "apple/OpenELM-450M",
-                                        "apple/OpenELM-1_1B",
-                                        "apple/OpenELM-3B",
-                                        NULL};
-
-const char *const *hub_known_repos(void)
-{
-    return known_ids;
-}
-
 bool hub_known_repo(const char *name, char *repo, size_t size)
 {
     static const char *const sizes[][2] = {

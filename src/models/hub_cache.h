@@ -23,8 +23,6 @@ bool hub_repo_id_valid(const char *id);
 /* The OpenELM names elmchat knows (270M, 450M, 1.1B, 3B, each also with
  * -instruct, any case) as Apple's repo ids; false for any other name. */
 bool hub_known_repo(const char *name, char *repo, size_t size);
-/* The known repo ids in order, NULL-terminated (static). */
-const char *const *hub_known_repos(void);
 /* CACHE/models--OWNER--NAME (owned); id must be valid. */
 char *hub_repo_dir(const char *cache, const char *id);
 /* The model of id in the cache: the snapshot the commit refs/main names,

@@ -73,3 +73,7 @@ TESTS += tests/cli/test-pull.sh
 dist_check_SCRIPTS += tests/cli/test-hub-interop.sh
 TESTS += tests/cli/test-hub-interop.sh
 EXTRA_DIST += tests/cli/hub-interop.mjs
+
+# The kernels' test hooks are in elmchat-testing, not in the shipped elmchat.
+dist_check_SCRIPTS += tests/cli/test-test-hooks.sh
+TESTS += tests/cli/test-test-hooks.sh

@@ -23,7 +23,7 @@ tests_engine_test_generate_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_golden_SOURCES = tests/engine/test-golden.c $(ENGINE_FIXTURES)
 tests_engine_test_golden_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_engine_test_golden_LDADD = $(ENGINE_TEST_LDADD)
-tests_engine_test_invariants_SOURCES = tests/engine/test-invariants.c $(ENGINE_FIXTURES)
+tests_engine_test_invariants_SOURCES = tests/engine/test-invariants.c $(ENGINE_FIXTURES) $(TEST_HOOKS)
 tests_engine_test_invariants_CFLAGS = $(ENGINE_TEST_CFLAGS)
 tests_engine_test_invariants_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_kernels_SOURCES = tests/engine/test-kernels.c
@@ -120,7 +120,7 @@ tests_engine_test_kquant_SOURCES = tests/engine/test-kquant.c
 tests_engine_test_kquant_LDADD = $(ENGINE_TEST_LDADD)
 tests_engine_test_gemm_int8_SOURCES = tests/engine/test-gemm-int8.c
 tests_engine_test_gemm_int8_LDADD = $(ENGINE_TEST_LDADD)
-tests_engine_test_gemm_bf16_SOURCES = tests/engine/test-gemm-bf16.c
+tests_engine_test_gemm_bf16_SOURCES = tests/engine/test-gemm-bf16.c $(TEST_HOOKS)
 tests_engine_test_gemm_bf16_LDADD = $(ENGINE_TEST_LDADD)
 
 # Optional check against real llama.cpp (prebuilt from npm, cached under
@@ -155,12 +155,13 @@ tests_engine_test_worker_fake_SOURCES = tests/engine/test-worker.c $(FAKE_ENGINE
 	engine/worker/worker.c engine/worker/events.c engine/worker/queue.c \
 	engine/worker/residency.c engine/worker/loader.c engine/worker/request_generate.c \
 	engine/worker/request_cache.c engine/worker/request_draft.c engine/worker/shared_state.h engine/worker/worker_testing.h \
+	engine/worker/model_kind.c engine/worker/model_kind.h engine/worker/model_local.c \
 	engine/inference/generate.c engine/inference/lookup.c engine/inference/draft.c \
-	engine/inference/stop_strings.c tests/lib/fake-remote.c \
+	engine/inference/stop_strings.c tests/lib/fake-remote.c $(TEST_HOOKS) \
 	engine/base/status.c engine/base/error.c engine/base/platform.c
 tests_engine_test_worker_fake_CPPFLAGS = $(AM_CPPFLAGS) -DFAKE_ENGINE
 tests_engine_test_worker_fake_LDADD = tests/lib/libtap.a $(PTHREAD_LIBS)
-tests_engine_test_worker_SOURCES = tests/engine/test-worker.c
+tests_engine_test_worker_SOURCES = tests/engine/test-worker.c $(TEST_HOOKS)
 tests_engine_test_worker_LDADD = $(ENGINE_TEST_LDADD)
 
 # ThreadSanitizer run of the worker tests and of the remote engine's (CI: a
@@ -170,7 +171,7 @@ check-tsan:
 	@case ' $(ELM_CFLAGS) ' in *' -fsanitize=thread '*) ;; \
 	  *) echo "check-tsan: configure with --enable-tsan first" >&2; exit 1;; esac
 	$(MAKE) $(AM_MAKEFLAGS) tests/lib/gen-checkpoint$(EXEEXT) tests/lib/libtap.a $(WORKER_TESTS) \
-	  elmchat$(EXEEXT) tests/engine/remote-drive$(EXEEXT)
+	  elmchat-testing$(EXEEXT) tests/engine/remote-drive$(EXEEXT)
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(abs_top_srcdir)/tests/engine/tsan.supp $$TSAN_OPTIONS" \
 	  $(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(WORKER_TESTS) tests/engine/test-remote.sh'
 .PHONY: check-tsan
@@ -185,7 +186,7 @@ tests_engine_test_sampling_defaults_LDADD = $(ENGINE_TEST_LDADD)
 # which builds llama-server once from $ELMCHAT_LLAMACPP_TARBALL, else skips):
 # remote-drive runs the same request script on a local model and a server.
 check_PROGRAMS += tests/engine/remote-drive
-tests_engine_remote_drive_SOURCES = tests/engine/remote-drive.c
+tests_engine_remote_drive_SOURCES = tests/engine/remote-drive.c $(TEST_HOOKS)
 tests_engine_remote_drive_LDADD = $(ELM_ENGINE_LIBS)
 dist_check_SCRIPTS += tests/engine/test-remote.sh
 TESTS += tests/engine/test-remote.sh

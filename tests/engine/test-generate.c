@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "engine/elm.h"
-#include "engine/inference/generate_testing.h"
 #include "engine/inference/lookup.h"
 #include "tests/lib/tap.h"
 

@@ -7,7 +7,7 @@
 set -u
 
 top_builddir=${top_builddir:-.}
-ELMCHAT=${ELMCHAT:-$top_builddir/elmchat}
+ELMCHAT=${ELMCHAT:-$top_builddir/elmchat-testing}
 . "${top_srcdir:-.}/tests/lib/tap.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/elmchat-generic.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT

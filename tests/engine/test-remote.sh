@@ -1,6 +1,6 @@
 #!/bin/sh
-# test-remote.sh: the remote engine (engine/worker/remote_model.c,
-# request_remote.c, engine/remote/) against a real llama-server built from
+# test-remote.sh: the remote engine (engine/worker/model_remote.c,
+# remote_server.c, engine/remote/) against a real llama-server built from
 # $ELMCHAT_LLAMACPP_TARBALL (tests/lib/llama-server.sh: built once into the
 # build tree's cache; skipped when the variable is unset).  The same request scripts (tests/engine/remote-drive)
 # run on the worker with a local GGUF and with the server on that file:
@@ -19,7 +19,7 @@
 set -u
 top_srcdir=${top_srcdir:-.}
 builddir=${builddir:-.}
-ELMCHAT=${ELMCHAT:-./elmchat}
+ELMCHAT=${ELMCHAT:-./elmchat-testing}
 GEN=${GEN_CHECKPOINT:-$builddir/tests/lib/gen-checkpoint}
 DRIVE=$builddir/tests/engine/remote-drive
 . "$top_srcdir/tests/lib/tap.sh"

@@ -1118,6 +1118,66 @@ static void test_draft_budget(void)
     unsetenv("ELM_WORKER_TEST_DRAFT_K");
 }
 
+#ifndef FAKE_ENGINE
+/* The reply test hook (ELM_WORKER_TEST_REPLY_FILE, tests/lib/test-hooks.c):
+ * the reply is the file's text whatever the sampler (hot, penalized, with
+ * prompt lookup and a draft model), then EOS; the cache keeps the model's
+ * own logits, so that the reply continued unscripted is the greedy one. */
+static void test_scripted_reply(void)
+{
+    char err[256], path[] = "/tmp/elm-test-worker-XXXXXX";
+    int32_t *prompt = make_prompt(12, n_vocab_a, 5);
+    char *text = direct_detok(model_a, prompt + 1, 11); /* text the tokenizer makes again */
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+        bail_out("cannot write %s", path);
+    close(fd);
+    setenv("ELM_WORKER_TEST_REPLY_FILE", path, 1);
+    setenv("ELM_WORKER_TEST_DRAFT_K", "4", 1);
+    elm_worker *w = new_worker(0, err, sizeof err);
+    unsetenv("ELM_WORKER_TEST_DRAFT_K");
+    struct evlog lg = {0};
+    struct elm_event *d = wait_final(w, &lg, post_load(w, model_a, 0), 60);
+    bool ready = d && d->type == ELM_EV_MODEL_READY;
+    d = wait_final(w, &lg, post_simple(w, ELM_REQ_SET_DRAFT, 0, 0, model_a), 60);
+    ready = ready && d && d->type == ELM_EV_DONE;
+    struct elm_request r = elm_request_default(ELM_REQ_GENERATE);
+    r.tokens = prompt;
+    r.n_tokens = 12;
+    r.max_tokens = 200;
+    r.sampler.temperature = 1.5f;
+    r.sampler.repeat_penalty = 1.3f;
+    r.sampler.seed = 7;
+    uint64_t id = elm_worker_post(w, &r);
+    d = wait_final(w, &lg, id, 30);
+    int32_t *ids;
+    char *got;
+    int n = gather_tokens(&lg, id, &ids, &got);
+    ok(ready && d && d->type == ELM_EV_DONE && d->reason == ELM_DONE_EOS && strcmp(got, text) == 0,
+       "a scripted reply is the file's text, then EOS, under a hot sampler with a draft "
+       "('%s', %d ids, reason %d)", got, n, d ? (int)d->reason : -1);
+    /* unscripted, the reply goes on from the model's logits */
+    unsetenv("ELM_WORKER_TEST_REPLY_FILE");
+    int n_seq = 12 + n - 1; /* the EOS that ended it is not in the cache */
+    int32_t *seq = malloc((size_t)n_seq * sizeof *seq), want[3], *more;
+    memcpy(seq, prompt, 12 * sizeof *seq);
+    memcpy(seq + 12, ids, (size_t)(n - 1) * sizeof *seq);
+    int n_want = direct_greedy(model_a, seq, n_seq, 3, want);
+    id = post_gen(w, 0, NULL, 0, 3, 0, -1);
+    d = wait_final(w, &lg, id, 30);
+    char *more_text;
+    int n_more = gather_tokens(&lg, id, &more, &more_text);
+    ok(d && d->type == ELM_EV_DONE && d->n_reused == n_seq && n_more == n_want && n_want > 0 &&
+           memcmp(more, want, (size_t)n_want * sizeof *want) == 0,
+       "then unscripted: the greedy continuation from the cached logits (reused %d of %d, %d ids)",
+       d ? d->n_reused : -1, n_seq, n_more);
+    free(more), free(more_text), free(seq), free(ids), free(got), free(text), free(prompt);
+    log_free(&lg);
+    elm_worker_free(w);
+    unlink(path);
+}
+#endif
+
 /* The token-interval hook: tokens are spaced, the output is the same, and a
  * cancel (or shutdown) ends the wait at once. */
 static void test_pacing(void)
@@ -1302,6 +1362,9 @@ int main(void)
 #endif
     test_cache_dropped();
     test_draft_budget();
+#ifndef FAKE_ENGINE
+    test_scripted_reply();
+#endif
     test_pacing();
     test_cancel_by_id();
     return done_testing();

@@ -4,7 +4,7 @@
 # when it was not built) and cli_tmpdir NAME: $tmp, a fresh folder removed
 # at exit (after $cli_cleanup, a command the test may set).
 set -u
-ELMCHAT=${ELMCHAT:-./elmchat}
+ELMCHAT=${ELMCHAT:-./elmchat-testing}
 top_srcdir=${top_srcdir:-.}
 . "$top_srcdir/tests/lib/tap.sh"
 GEN=${GEN_CHECKPOINT:-$(dirname "$ELMCHAT")/tests/lib/gen-checkpoint}

@@ -41,6 +41,19 @@ check_PROGRAMS += tests/lib/keylatency
 tests_lib_keylatency_SOURCES = tests/lib/keylatency.c
 tests_lib_keylatency_LDADD = -lm
 
+# The engine's test hooks from the environment (engine/base/test_hooks.h:
+# slow loads, token pacing, scripted replies, fixed drafts, a failing BLIS
+# check, the bf16 GEMM on or off): compiled into the programs that use
+# them, in place of libelm's "none".
+TEST_HOOKS = tests/lib/test-hooks.c
+# elmchat-testing: elmchat with the test hooks, the same objects otherwise;
+# the program the shell and tmux tests run ($ELMCHAT in AM_TESTS_ENVIRONMENT).
+# Beside elmchat in the build tree, where the tests find the rest of the
+# tree from it.  The shipped elmchat reads none of the hooks.
+check_PROGRAMS += elmchat-testing
+elmchat_testing_SOURCES = cli/main.c $(TEST_HOOKS)
+elmchat_testing_LDADD = cli/libcli.a $(ELM_UI_LIBS)
+
 # ---------------------------------------------------------------------------
 # The deterministic OpenELM checkpoint generator: the tests make their
 # checkpoints with it at check time (tests/reference/README.md), and the

@@ -62,7 +62,7 @@ ui_init() {
         echo "1..0 # SKIP tmux is not installed"
         exit 0
     fi
-    ELMCHAT=${ELMCHAT:-./elmchat}
+    ELMCHAT=${ELMCHAT:-./elmchat-testing}
     if [ ! -x "$ELMCHAT" ]; then
         echo "1..0 # SKIP no elmchat binary at $ELMCHAT"
         exit 0

@@ -44,9 +44,9 @@ tests_src_test_platform_SOURCES = tests/src/test-platform.c
 tests_src_test_platform_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 # The chat controller on the real worker and two generated checkpoints.
-tests_src_test_controller_SOURCES = tests/src/test-controller.c
+tests_src_test_controller_SOURCES = tests/src/test-controller.c $(TEST_HOOKS)
 tests_src_test_controller_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)
 
 # 100 kill -9 while chatting: every session loads, no temporary file stays.
-tests_src_test_kill_SOURCES = tests/src/test-kill.c
+tests_src_test_kill_SOURCES = tests/src/test-kill.c $(TEST_HOOKS)
 tests_src_test_kill_LDADD = tests/lib/libtap.a $(ELM_CORE_LIBS)

@@ -38,3 +38,7 @@ TESTS += $(UI_TMUX_TESTS)
 # its template (status bar, /info's reason).
 dist_check_SCRIPTS += tests/ui/test-ui-hub-template.sh
 TESTS += tests/ui/test-ui-hub-template.sh
+
+# The worker's test hooks are in elmchat-testing, not in the shipped elmchat.
+dist_check_SCRIPTS += tests/ui/test-ui-test-hooks.sh
+TESTS += tests/ui/test-ui-test-hooks.sh

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "engine/kernels/blocks.h"
+#include "engine/base/test_hooks.h"
 #include "engine/kernels/cpu.h"
 #include "engine/kernels/kernels.h"
 
@@ -37,11 +38,6 @@ static long pairs_of(long k)
 size_t elm_gemm_bf16_apack_words(long m, long k)
 {
     return (size_t)((m + ELM_GBF16_MR - 1) / ELM_GBF16_MR) * ELM_GBF16_MR * (size_t)pairs_of(k);
-}
-
-size_t elm_gemm_bf16_wpack_words(void)
-{
-    return (size_t)(ELM_GBF16_KC / 2) * ELM_GBF16_NR;
 }
 
 static uint32_t pair(float lo, float hi)
@@ -222,13 +218,14 @@ static bool bf16_pays;
 /* Does a vdpbf16ps do more work per second than an FMA here?  Where the
  * CPU runs it at the FMA's rate (Zen 4/5: twice the flops) the bf16 GEMM
  * wins; some (seen: an Intel Xeon VM, a quarter of the FMA's rate, half
- * its flops) it loses to widening.  ~2 ms, once; ELM_GEMM_BF16=on|off
+ * its flops) it loses to widening.  ~2 ms, once; a test hook
  * decides instead. */
 static void calibrate(void)
 {
-    const char *e = getenv("ELM_GEMM_BF16");
-    if (e && (strcmp(e, "on") == 0 || strcmp(e, "off") == 0)) {
-        bf16_pays = strcmp(e, "on") == 0;
+    struct elm_test_hooks hooks; /* a test may decide instead */
+    elm_test_hooks(&hooks);
+    if (hooks.gemm_bf16 != 0) {
+        bf16_pays = hooks.gemm_bf16 > 0;
         return;
     }
     double best_b = 1e9, best_f = 1e9;

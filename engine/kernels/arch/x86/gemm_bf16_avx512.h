@@ -20,15 +20,13 @@
 
 /* True when this CPU has AVX512_BF16, the avx512 kernel set is in use, and
  * vdpbf16ps does more work per second than an FMA here (measured once: not
- * everywhere it does; ELM_GEMM_BF16=on|off decides instead). */
+ * everywhere it does; a test hook may decide instead: test_hooks.h). */
 bool elm_gemm_bf16_available(void);
 /* That measurement: vdpbf16ps flops over FMA flops (0: no AVX512_BF16; -1:
- * not measured, ELM_GEMM_BF16 decided). */
+ * not measured, a test hook decided). */
 double elm_gemm_bf16_measured_ratio(void);
-/* 32-bit words of the packed A of m tokens by k columns (pairs of bf16),
- * and of a W panel. */
+/* 32-bit words of the packed A of m tokens by k columns (pairs of bf16). */
 size_t elm_gemm_bf16_apack_words(long m, long k);
-size_t elm_gemm_bf16_wpack_words(void);
 /* Tokens [t0, t0 + MR) of A[m, k] rounded to bf16 into their panel of ap
  * (the whole packed A: the panel starts at word t0 * ceil(k / 2)). */
 void elm_gemm_bf16_pack_a(const float *a, long lda, long m, long k, long t0, uint32_t *ap);

@@ -1,4 +1,5 @@
-/* request_remote.c: the requests on a llama-server (remote_model.h):
+/* model_remote.c: a llama-server as the worker's model: the remote kind of
+ * model_kind.h (the server itself: remote_server.c) and its requests:
  * GENERATE as one streamed /completion on the server slot the worker slot
  * owns (the server keeps the common prefix itself, cache_prompt, so the
  * whole sequence is sent and its counts are what DONE reports), and the
@@ -12,7 +13,8 @@
 
 #include "engine/elm_tokenizer.h"
 #include "engine/inference/stop_strings.h"
-#include "engine/worker/remote_model.h"
+#include "engine/worker/model_kind.h"
+#include "engine/worker/remote_server.h"
 
 /* --------------------------------------------------------------- GENERATE */
 
@@ -207,7 +209,7 @@ static void done_remote(elm_worker *w, struct remote_model *r, enum elm_done_rea
     wk_finish(w);
 }
 
-void wk_remote_generate(elm_worker *w)
+static void remote_generate(elm_worker *w)
 {
     const struct elm_request *rq = &w->run->req;
     struct remote_model *r = w->cur->remote;
@@ -380,7 +382,7 @@ static void slot_file_name(const char *path, char *out, size_t size)
     snprintf(out, size, "elmchat-%016llx.bin", (unsigned long long)h);
 }
 
-void wk_remote_state(elm_worker *w, bool save)
+static void remote_state(elm_worker *w, bool save)
 {
     const struct elm_request *rq = &w->run->req;
     struct remote_model *r = w->cur->remote;
@@ -426,7 +428,7 @@ void wk_remote_state(elm_worker *w, bool save)
     done_remote(w, r, ELM_DONE_OK, ELM_OK, save ? sl->n_held : n, NULL);
 }
 
-void wk_remote_truncate(elm_worker *w)
+static void remote_truncate(elm_worker *w)
 {
     const struct elm_request *rq = &w->run->req;
     struct remote_model *r = w->cur->remote;
@@ -442,3 +444,24 @@ void wk_remote_truncate(elm_worker *w)
         sl->n_held = rq->n_keep; /* the server drops the rest at the next prompt */
     done_remote(w, r, ELM_DONE_OK, ELM_OK, rq->n_keep, NULL);
 }
+
+/* ------------------------------------------------------------- the kind */
+
+static const elm_model *remote_draft_target(const struct model_rec *m)
+{
+    (void)m;
+    return NULL; /* a draft runs beside the model's weights, which are on the server */
+}
+
+const struct model_kind wk_model_remote = {
+    .name = "remote",
+    .claims = remote_claims,
+    .load = remote_load,
+    .unload = remote_unload,
+    .adopted = remote_adopted,
+    .generate = remote_generate,
+    .truncate = remote_truncate,
+    .state = remote_state,
+    .free_slot = remote_free_slot,
+    .draft_target = remote_draft_target,
+};

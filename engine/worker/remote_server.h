@@ -1,8 +1,8 @@
-/* remote_model.h: a llama-server as the worker's model (request_remote.c,
- * remote_model.c): what the worker knows of the server and its slots.
+/* remote_server.h: a llama-server as the worker knows it (remote_server.c;
+ * used by model_remote.c, the remote kind of model): the server, its slots.
  * Engine-internal, the worker thread only (the loader thread makes it). */
-#ifndef ELMCHAT_ENGINE_WORKER_REMOTE_MODEL_H
-#define ELMCHAT_ENGINE_WORKER_REMOTE_MODEL_H
+#ifndef ELMCHAT_ENGINE_WORKER_REMOTE_SERVER_H
+#define ELMCHAT_ENGINE_WORKER_REMOTE_SERVER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +33,20 @@ struct remote_model {
     int n_ctx_asked;      /* LOAD_MODEL's n_ctx (<= 0: the server's) */
     int32_t byte_id[256]; /* the <0xXX> pieces: ids the stream skipped are bytes */
 };
+
+/* The remote kind's entries (model_kind.h) that concern the server
+ * itself; its requests are model_remote.c's. */
+bool remote_claims(const char *path); /* "server:URL" */
+/* Loader thread: connect to rq->path's server and check it against
+ * rq->tokenizer (a connect has no progress to report). */
+elm_status remote_load(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
+                       void (*progress)(float, void *), bool (*should_abort)(void *), char *err,
+                       size_t err_size);
+void remote_unload(struct model_rec *m);
+/* A kept server is checked again before its next use. */
+void remote_adopted(struct model_rec *m);
+/* FREE_CTX: the slot's server slot is erased (where slot actions work). */
+void remote_free_slot(struct model_rec *m, int slot);
 
 /* The worker slot owner's server slot, NULL: none. */
 struct remote_slot *remote_slot_owned(struct remote_model *r, int owner);

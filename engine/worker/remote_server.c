@@ -1,11 +1,11 @@
-/* remote_model.c: a llama-server as the worker's model (elm_worker.h, "A
+/* remote_server.c: a llama-server as the worker knows it (elm_worker.h, "A
  * remote engine"; docs/DESIGN.md, "The remote engine"): connecting and
  * checking it (the loader thread), its slots shared by the sessions (least
  * recently used first), the reconnect after a failure.  What each request
- * does with it: request_remote.c. */
+ * does with it, and the remote kind's table: model_remote.c. */
 #include "config.h"
 
-#include "engine/worker/remote_model.h"
+#include "engine/worker/remote_server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +20,12 @@
 #define RECONNECT_TRIES 4
 #define RECONNECT_WAIT_S 0.5
 
-bool wk_is_remote_path(const char *path)
+bool remote_claims(const char *path)
 {
     return path && strncmp(path, SERVER_PREFIX, strlen(SERVER_PREFIX)) == 0;
 }
 
-void wk_remote_free(struct remote_model *r)
+static void remote_free(struct remote_model *r)
 {
     if (!r)
         return;
@@ -50,9 +50,11 @@ static void find_byte_pieces(struct remote_model *r)
     }
 }
 
-elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
-                             bool (*should_abort)(void *), char *err, size_t err_size)
+elm_status remote_load(elm_worker *w, const struct elm_request *rq, struct model_rec *m,
+                              void (*progress)(float, void *), bool (*should_abort)(void *),
+                              char *err, size_t err_size)
 {
+    (void)progress;
     const char *url = rq->path + strlen(SERVER_PREFIX);
     if (!rq->tokenizer)
         return elm_set_error(err, err_size, ELM_E_INVALID,
@@ -72,17 +74,17 @@ elm_status wk_remote_connect(elm_worker *w, const struct elm_request *rq, struct
     r->http = http_client_new(base, rq->api_key, rq->timeout_s);
     r->tok = elm_tokenizer_share(rq->tokenizer);
     if (!r->http) {
-        wk_remote_free(r);
+        remote_free(r);
         return elm_set_error(err, err_size, ELM_E_NOMEM, "cannot start an HTTP client");
     }
     elm_status st = lsrv_connect(r->http, r->tok, should_abort, w, &r->srv, err, err_size);
     if (st != ELM_OK) {
-        wk_remote_free(r);
+        remote_free(r);
         return st;
     }
     r->slots = calloc((size_t)r->srv.n_slots, sizeof *r->slots);
     if (!r->slots) {
-        wk_remote_free(r);
+        remote_free(r);
         return elm_set_error(err, err_size, ELM_E_NOMEM, "out of memory");
     }
     for (int i = 0; i < r->srv.n_slots; i++)
@@ -159,14 +161,22 @@ bool remote_slot_hold(struct remote_slot *s, const int32_t *a, int na, const int
     return true;
 }
 
-void wk_remote_adopted(struct remote_model *r)
+void remote_unload(struct model_rec *m)
 {
+    remote_free(m->remote);
+    m->remote = NULL;
+}
+
+void remote_adopted(struct model_rec *m)
+{
+    struct remote_model *r = m->remote;
     if (r && r->adopted++ > 0)
         r->recheck = true;
 }
 
-void wk_remote_free_slot(struct remote_model *r, int slot)
+void remote_free_slot(struct model_rec *m, int slot)
 {
+    struct remote_model *r = m->remote;
     struct remote_slot *s = r ? remote_slot_owned(r, slot) : NULL;
     if (!s)
         return;
