@@ -4,7 +4,10 @@
     /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N] [--split-seed N] [--tokenizer FILE | --train-tokenizer]
 
 Writes into DIR (default tools/demo-model/out/corpus):
-  lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning)
+  lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning,
+                        SUBTLEX-US count)
+  everyday.tsv          SUBTLEX-US's 1,000 most frequent content words and the entry defining each
+  eval_long.jsonl       eval's held-out long conversations (20 turns each)
   train.jsonl val.jsonl dialogues: {"kind": ..., "messages": [[role, text], ...]}
   spm_input.txt         with --train-tokenizer: the text the tokenizer is trained on
   tokenizer.model       a copy of tools/demo-model/tokenizer.model, the shipped models' vocabulary
@@ -318,6 +321,17 @@ def everyday_coverage(lex, forms, removed):
             "top200_lemmas_missing": [w for w in top_lemmas if w not in words],
             "top200_lemmas_missing_not_blocked": [w for w in top_lemmas if w not in words and w not in removed],
             "taught_forms": len(taught)}
+
+
+def write_everyday(path, lex, forms, n=1000):
+    """everyday.tsv: SUBTLEX-US's n most frequent content words (forms) with
+    rank, count and the entry that defines them (the form's own, its lemma's
+    through taught_forms, or none): eval's everyday set picks from it by rank."""
+    words = {e["word"] for e in lex}
+    taught = dict((f, e["word"]) for f, e in taught_forms(lex, forms))
+    with open(path, "w") as f:
+        for rank, (form, c, _) in enumerate(forms[:n], 1):
+            f.write(f"{rank}\t{form}\t{c}\t{form if form in words else taught.get(form, '')}\n")
 
 
 def form_reply(form, e):
@@ -884,6 +898,7 @@ def main():
             f.write("\t".join([e["word"], e["pos"], e["gloss"], e["example"], ", ".join(e["synonyms"]),
                                e["antonym"], e["second"][1] if e["second"] else "", str(e["tagcount"])]) + "\n")
     print(f"lexicon: {len(lex)} words ({len(removed)} removed: {' '.join(removed)})", file=sys.stderr)
+    write_everyday(os.path.join(args.out, "everyday.tsv"), lex, forms)
 
     import sentencepiece as spm
     # lengths for the long conversations' cut: the shipped vocabulary's (with
