@@ -45,8 +45,9 @@ def cell(summary, kind, field, fmt):
     return out
 
 
-def n_of(summaries, kind):
-    ns = {s.get("sets", {}).get(kind, {}).get("n") for s in summaries} - {None}
+def n_of(summaries, kind, field):
+    key = "conversations" if field == "conversations_all_well_formed" else "n"
+    ns = {s.get("sets", {}).get(kind, {}).get(key) for s in summaries} - {None}
     return "/".join(str(n) for n in sorted(ns))
 
 
@@ -57,7 +58,7 @@ def table(columns):
     for label, kind, field, fmt in ROWS:
         cells = [cell(s, kind, field, fmt) for s in summaries]
         if any(cells):
-            lines.append(f"| {label} | {n_of(summaries, kind)} | " + " | ".join(cells) + " |")
+            lines.append(f"| {label} | {n_of(summaries, kind, field)} | " + " | ".join(cells) + " |")
     for qt in ("q8_0", "q4_k"):
         cells = []
         for s in summaries:
