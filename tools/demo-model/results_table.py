@@ -46,8 +46,13 @@ def cell(summary, kind, field, fmt):
 
 
 def n_of(summaries, kind, field):
-    key = "conversations" if field == "conversations_all_well_formed" else "n"
-    ns = {s.get("sets", {}).get(kind, {}).get(key) for s in summaries} - {None}
+    def n(x):
+        if field == "conversations_all_well_formed":
+            return x.get("conversations")
+        if field == "well_formed_turns_11_20":  # turns 11-20 of each conversation
+            return x.get("n_turns_11_20", 10 * x["conversations"] if "conversations" in x else None)
+        return x.get("n")
+    ns = {n(s.get("sets", {}).get(kind, {})) for s in summaries} - {None}
     return "/".join(str(n) for n in sorted(ns))
 
 
