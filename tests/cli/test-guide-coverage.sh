@@ -28,7 +28,9 @@ done
 ok $? "every slash command has a guide answer naming it${missing:+ (none for:$missing)}"
 
 unknown=
-for w in $(printf '%s\n' "$answers" | grep -o '\(^\| \|(\)/[a-z]\+' | sed 's/^[ (]*//' | sort -u); do
+# (a path such as /data/OpenELM-3B in a config example is not a command)
+for w in $(printf '%s\n' "$answers" | grep -o '\(^\| \|(\)/[a-z]\+/\?' | grep -v '/$' |
+           sed 's/^[ (]*//' | sort -u); do
     name=${w#/}
     # the command itself, or a prefix only one command has
     printf '%s\n' $commands | grep -qx "$name" ||

@@ -4,7 +4,10 @@
     /usr/bin/python3 tools/demo-model/build_corpus.py [--out DIR] [--seed N] [--split-seed N] [--tokenizer FILE | --train-tokenizer]
 
 Writes into DIR (default tools/demo-model/out/corpus):
-  lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning)
+  lexicon.tsv           the lexicon (word, pos, gloss, example, synonyms, antonym, 2nd meaning,
+                        SUBTLEX-US count)
+  everyday.tsv          SUBTLEX-US's 1,000 most frequent content words and the entry defining each
+  eval_long.jsonl       eval's held-out long conversations (20 turns each)
   train.jsonl val.jsonl dialogues: {"kind": ..., "messages": [[role, text], ...]}
   spm_input.txt         with --train-tokenizer: the text the tokenizer is trained on
   tokenizer.model       a copy of tools/demo-model/tokenizer.model, the shipped models' vocabulary
@@ -26,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import guide_augment  # noqa: E402
 import guide_data  # noqa: E402
+import subtlex  # noqa: E402
 
 WN = "/usr/share/wordnet"
 POS_FILES = [("noun", "n", 1), ("verb", "v", 2), ("adj", "a", 3), ("adv", "r", 4)]
@@ -119,7 +123,65 @@ def index_entries(pf):
             yield t[0], int(t[5 + n_ptr]), t[6 + n_ptr: 6 + n_ptr + n_syn]
 
 
+# WordNet's morphology (morphy): the suffix rules by part of speech; the
+# exception lists (went -> go) are read from WN/*.exc.
+MORPH_RULES = {"n": [("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
+                     ("men", "man"), ("ies", "y")],
+               "v": [("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
+                     ("ing", "e"), ("ing", "")],
+               "a": [("er", ""), ("est", ""), ("er", "e"), ("est", "e")], "r": []}
+
+
+def read_exceptions():
+    """form -> [(pos, lemma)] from noun.exc, verb.exc, adj.exc, adv.exc."""
+    exc = {}
+    for pf, p, _ in POS_FILES:
+        with open(os.path.join(WN, pf + ".exc"), encoding="latin-1") as f:
+            for line in f:
+                form, *lemmas = line.split()
+                exc.setdefault(form, []).extend((p, l) for l in lemmas)
+    return exc
+
+
+def lemmas_of(form, lemma_pos, exc, tags):
+    """The WordNet lemmas a word form stands for: its exception-list lemmas
+    (saw -> see), and itself when it is one, else the first lemma the suffix
+    rules give (dogs -> dog, going -> go, does -> do, not doe).  A form that
+    is a lemma of its own but a rarer one (SemCor tags) than the lemma a rule
+    gives stands for that lemma (years -> year, going -> go)."""
+    out = [l for p, l in exc.get(form, []) if (l, p) in lemma_pos]
+    base = next((form[:-len(suf)] + rep for p in "vnar" for suf, rep in MORPH_RULES[p]
+                 if form.endswith(suf) and len(form) > len(suf)
+                 and (form[:-len(suf)] + rep, p) in lemma_pos), None)
+    if any((form, p) in lemma_pos for p in "nvar") and not (base and tags.get(base, 0) > tags.get(form, 0)):
+        base = form
+    if base and base not in out:
+        out.insert(0, base)
+    return out
+
+
+def everyday_forms(lemma_pos, exc, tags, content, opener):
+    """SUBTLEX-US's forms, most frequent first, as (form, count, lemmas): the
+    content words (subtlex.py: not a function word or a contraction's piece,
+    and the form of a lemma with a common-noun, verb, adjective or adverb
+    sense: content(lemma)).  Of the capitalized ones, those that opener()
+    takes for a sentence's first word rather than a name."""
+    out = []
+    for form, c in subtlex.words(opener):
+        if form in subtlex.FRAGMENTS or form in subtlex.FUNCTION_WORDS:
+            continue
+        ls = [l for l in lemmas_of(form, lemma_pos, exc, tags) if content(l)]
+        if ls:
+            out.append((form, c, ls))
+    return out
+
+
 def build_lexicon():
+    """The N_LEXICON single-word lemmas people use most: WordNet lemmas ranked
+    by SUBTLEX-US, the counts of a lemma's forms summed (went and going count
+    for go); function words, proper nouns (no lowercase sense: "oh" is only
+    Ohio) and the blocklist left out.  The definition is the sense with the
+    highest SemCor tag count (cntlist.rev) among the lowercase ones."""
     block = load_blocklist()
     data = {p: read_data(pf) for pf, p, _ in POS_FILES}
     # tag counts per sense: cntlist.rev "lemma%ss_type:... sense_number tag_cnt"
@@ -131,16 +193,39 @@ def build_lexicon():
             ss = int(rest.split(":")[0])
             p = {1: "n", 2: "v", 3: "a", 4: "r", 5: "a"}[ss]
             cnt[(lemma, p, int(num))] = int(c)
-    total = {}
-    senses = {}  # lemma -> [(tag_cnt, pos_rank, sense_no, pos, offset)]
+    senses = {}  # lemma -> [(tag_cnt, pos_rank, sense_no, pos, offset)], lowercase senses only
+    lemma_pos = set()
+    tags = {}  # lemma -> SemCor tag count, all senses; and of its senses other than nouns
+    tags_not_noun = {}
+    for (lemma, p, _), c in cnt.items():
+        tags[lemma] = tags.get(lemma, 0) + c
+        if p != "n":
+            tags_not_noun[lemma] = tags_not_noun.get(lemma, 0) + c
     for pf, p, rank in POS_FILES:
         for lemma, tagsense, offs in index_entries(pf):
+            lemma_pos.add((lemma, p))
             if not re.fullmatch(r"[a-z]+", lemma):
                 continue
-            total[lemma] = total.get(lemma, 0) + tagsense
             for k, off in enumerate(offs):
-                senses.setdefault(lemma, []).append(
-                    (cnt.get((lemma, p, k + 1), 0), rank, k + 1, p, off))
+                if lemma in data[p][off][1]:  # "Ohio" is a sense of index's "oh"; not of the word oh
+                    senses.setdefault(lemma, []).append(
+                        (cnt.get((lemma, p, k + 1), 0), rank, k + 1, p, off))
+
+    def content(w):
+        return w in senses and w not in subtlex.FUNCTION_WORDS
+
+    def opener(w):
+        # a capitalized entry that mostly opens a sentence (Okay, Listen,
+        # Maybe, However) rather than a name: an adverb, or a verb or
+        # adjective tagged 7 times or more in SemCor (not Harry, Frank, Bill)
+        return content(w) and ((w, "r") in lemma_pos or tags_not_noun.get(w, 0) >= 7)
+
+    exc = read_exceptions()
+    forms = everyday_forms(lemma_pos, exc, tags, content, opener)
+    total = {}
+    for form, c, ls in forms:
+        for l in ls:
+            total[l] = total.get(l, 0) + c
     ranked = sorted(total, key=lambda w: (-total[w], w))
     lex, removed, unknown = [], [], []
     for w in ranked:
@@ -196,7 +281,61 @@ def build_lexicon():
         lex.append(dict(word=w, pos=POS_NAME[ss_type], gloss=gloss, example=ex, synonyms=syn,
                         antonym=ant, second=(POS_NAME[second[0]], second[1]) if second else None,
                         fu_example=fu_ex, tagcount=total[w]))
-    return lex, removed, unknown
+    return lex, removed, unknown, forms
+
+
+N_FORMS = 6000  # inflected forms taught: those among the list's first N_FORMS content forms
+
+
+def taught_forms(lex, forms):
+    """(form, entry): an inflected form among the N_FORMS most frequent
+    content forms that has no entry of its own but whose lemma has one
+    (went -> go): asked for it, the model says so and defines the lemma."""
+    by_word = {e["word"]: e for e in lex}
+    out = []
+    for form, c, ls in forms[:N_FORMS]:
+        if form in by_word:
+            continue
+        cands = [by_word[l] for l in ls if l in by_word]
+        if cands:
+            out.append((form, max(cands, key=lambda e: (e["tagcount"], e["word"]))))
+    return out
+
+
+def everyday_coverage(lex, forms, removed):
+    """What the issue measures: of the list's 1,000 most frequent content
+    words (forms, as people type them), the share with an entry of their
+    own, and the share answered with a definition (their own, or their
+    lemma's through taught_forms); and which of the 200 most frequent
+    content lemmas have no entry (only blocked words may be missing)."""
+    words = {e["word"] for e in lex}
+    taught = {f for f, _ in taught_forms(lex, forms)}
+    top = forms[:1000]
+    total = {}
+    for _, c, ls in forms:
+        for l in ls:
+            total[l] = total.get(l, 0) + c
+    top_lemmas = sorted(total, key=lambda w: (-total[w], w))[:200]
+    return {"top1000_forms_own_entry": sum(f in words for f, _, _ in top) / len(top),
+            "top1000_forms_defined": sum(f in words or f in taught for f, _, _ in top) / len(top),
+            "top200_lemmas_missing": [w for w in top_lemmas if w not in words],
+            "top200_lemmas_missing_not_blocked": [w for w in top_lemmas if w not in words and w not in removed],
+            "taught_forms": len(taught)}
+
+
+def write_everyday(path, lex, forms, n=1000):
+    """everyday.tsv: SUBTLEX-US's n most frequent content words (forms) with
+    rank, count and the entry that defines them (the form's own, its lemma's
+    through taught_forms, or none): eval's everyday set picks from it by rank."""
+    words = {e["word"] for e in lex}
+    taught = dict((f, e["word"]) for f, e in taught_forms(lex, forms))
+    with open(path, "w") as f:
+        for rank, (form, c, _) in enumerate(forms[:n], 1):
+            f.write(f"{rank}\t{form}\t{c}\t{form if form in words else taught.get(form, '')}\n")
+
+
+def form_reply(form, e):
+    return f"{form} is a form of {e['word']}. " + definition(e)
 
 
 def topic_words():
@@ -487,7 +626,11 @@ def situation_questions(rng, key, n, held_out):
 
 # ------------------------------------------------------------------ dialogues
 
-def make_dialogues(lex, unknown, seed):
+N_MIXED = 3000  # short mixed conversations (corpus 8: 6,000; corpus 9 adds the long ones)
+N_LONG = 1200
+
+
+def make_dialogues(lex, unknown, forms, seed, length):
     rng = random.Random(seed)
     D = []  # (kind, [(user, assistant), ...])
 
@@ -520,6 +663,9 @@ def make_dialogues(lex, unknown, seed):
             D.append(("pos", [(fill(rng.choice(POS_ALONE), w), pos_reply(e))]))
     for w in unknown:
         D.append(("unknown", [(fill(rng.choice(DEF_FRAMES), w), unknown_word(w))]))
+    for f, e in forms:
+        for fr in rng.sample(DEF_FRAMES, 2):
+            D.append(("form", [(fill(fr, f), form_reply(f, e))]))
 
     eval_q = {norm_q(q) for q in held_out_questions()}
     guide_pairs = []
@@ -568,7 +714,7 @@ def make_dialogues(lex, unknown, seed):
         D.append((k, [(q, a)]))
 
     # mixed conversations: greetings, words, guide questions, thanks, goodbye
-    for _ in range(6000):
+    for _ in range(N_MIXED):
         turns = []
         if rng.random() < 0.4:
             turns.append((rng.choice(GREET_Q), GREETING))
@@ -591,8 +737,92 @@ def make_dialogues(lex, unknown, seed):
         if rng.random() < 0.2:
             turns.append((rng.choice(BYE_Q), GOODBYE))
         D.append(("mixed", turns))
+    # long ones that fill the context, as the chat keeps it (corpus 9)
+    for turns in long_conversations(rng, lex, forms, guide_pairs, N_LONG, length):
+        D.append(("long", turns))
     rng.shuffle(D)
-    return D
+    # the eval's long-conversation set: EVAL_LONG conversations of 20 turns
+    # from their own seed (held out: no training dialogue is one of them),
+    # not cut: the chat (and eval) drops old exchanges as the context fills
+    held = long_conversations(random.Random(EVAL_LONG_SEED), lex, forms, guide_pairs, EVAL_LONG, length,
+                              turns_wanted=(20, 20), cut=False)
+    held = [t[:20] for t in held]
+    seen = {tuple(t) for _, t in D}
+    assert not any(tuple(t) in seen for t in held)
+    return D, held
+
+
+CTX = 1024  # the demo models' context
+REPLY_RESERVE = CTX // 4  # the chat keeps this much free for the reply (src/conversation.c)
+
+
+def sample_turns(rng, lex, forms, guide_pairs):
+    """A few turns of a conversation: a word and perhaps follow-ups about it,
+    an inflected form, a guide question, a refusal, identity, thanks."""
+    r = rng.random()
+    if r < 0.45:
+        e = rng.choice(lex)
+        frames = DEF_FRAMES + (NOUN_DEF_FRAMES if e["pos"] == "noun" else [])
+        turns = [(rng.choice(frames).replace("{w}", e["word"]).replace("{W}", cap(e["word"])), definition(e))]
+        fus = [(SYN_FU, synonyms_reply), (MEAN_FU, second_reply), (EX_FU, example_reply), (ANT_FU, antonym_reply)]
+        for fu, fn in rng.sample(fus, rng.choice((0, 0, 1, 1, 2, 3))):
+            turns.append((rng.choice(fu).replace("{w}", e["word"]), fn(e)))
+        return turns
+    if r < 0.5 and forms:
+        f, e = rng.choice(forms)
+        return [(rng.choice(DEF_FRAMES).replace("{w}", f).replace("{W}", cap(f)), form_reply(f, e))]
+    if r < 0.82:
+        return [rng.choice(guide_pairs)]
+    if r < 0.9:
+        return [(rng.choice(refusal_questions(rng, 1)), REFUSAL)]
+    if r < 0.94:
+        return [(rng.choice(IDENTITY_Q + CAPS_Q), None)]
+    return [(rng.choice(THANKS_Q), THANKS)]
+
+
+def fixed_reply(q):
+    return CAPABILITIES if q in CAPS_Q else IDENTITY
+
+
+EVAL_LONG, EVAL_LONG_SEED = 20, 4242
+
+
+def long_conversations(rng, lex, forms, guide_pairs, n, length, turns_wanted=(12, 30), cut=True):
+    """n conversations of turns_wanted turns, then cut as the chat cuts them
+    when the context fills: the oldest exchanges dropped until the prompt for
+    the last reply and the reply's reserve fit in CTX.  length(turn): the
+    tokens of (a user turn with the assistant header, its reply and </s>)."""
+    head = length(None)[0]
+    out = []
+    for _ in range(n):
+        want = rng.randint(*turns_wanted)
+        turns = [(rng.choice(GREET_Q), GREETING)] if rng.random() < 0.4 else []
+        while len(turns) < want:
+            turns += [(q, a if a is not None else fixed_reply(q)) for q, a in
+                      sample_turns(rng, lex, forms, guide_pairs)]
+        if rng.random() < 0.3:
+            turns.append((rng.choice(BYE_Q), GOODBYE))
+        cost = [length(t) for t in turns]
+        prompt = head + sum(u + a for u, a in cost[:-1]) + cost[-1][0]
+        while cut and len(turns) > 1 and prompt + REPLY_RESERVE > CTX:
+            prompt -= sum(cost[0])
+            turns, cost = turns[1:], cost[1:]
+        out.append(turns)
+    return out
+
+
+def turn_length(R):
+    """length(turn) for long_conversations: (user turn with the assistant
+    header, reply with </s>) in tokens; length(None): the head's."""
+    cache = {}
+
+    def length(t):
+        if t is None:
+            return (len(R.head()), 0)
+        if t not in cache:
+            cache[t] = (len(R.user(t[0])), len(R.reply("\n<|assistant|>\n", t[1])) + 1)
+        return cache[t]
+    return length
 
 
 # ------------------------------------------------------------------ rendering (src/template/template.c)
@@ -661,14 +891,20 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
-    lex, removed, unknown = build_lexicon()
+    lex, removed, unknown, forms = build_lexicon()
+    taught = taught_forms(lex, forms)
     with open(os.path.join(args.out, "lexicon.tsv"), "w") as f:
         for e in lex:
             f.write("\t".join([e["word"], e["pos"], e["gloss"], e["example"], ", ".join(e["synonyms"]),
                                e["antonym"], e["second"][1] if e["second"] else "", str(e["tagcount"])]) + "\n")
     print(f"lexicon: {len(lex)} words ({len(removed)} removed: {' '.join(removed)})", file=sys.stderr)
+    write_everyday(os.path.join(args.out, "everyday.tsv"), lex, forms)
 
-    D = make_dialogues(lex, unknown, args.seed)
+    import sentencepiece as spm
+    # lengths for the long conversations' cut: the shipped vocabulary's (with
+    # --train-tokenizer the new one's differ a little)
+    D, held_long = make_dialogues(lex, unknown, taught, args.seed,
+                       turn_length(Renderer(spm.SentencePieceProcessor(model_file=args.tokenizer))))
     # Validation split by a hash of the dialogue's text (corpus 7; before, of
     # its index, so a corpus that inserted dialogues moved others across the
     # split, and copies of one dialogue fell on both sides).  The fixed
@@ -681,13 +917,16 @@ def main():
         text = "\x1f".join(m for t in turns for m in t)
         h = int(hashlib.sha256(f"{split_seed}:{text}".encode()).hexdigest()[:8], 16) / 2**32
         (val if h < args.val_frac and k not in FIXED_PHRASE_KINDS else train).append((k, turns))
+    with open(os.path.join(args.out, "eval_long.jsonl"), "w") as f:
+        for turns in held_long:
+            f.write(json.dumps({"kind": "long", "messages": [m for t in turns for m in
+                                                             (["user", t[0]], ["assistant", t[1]])]}) + "\n")
     for name, part in (("train", train), ("val", val)):
         with open(os.path.join(args.out, name + ".jsonl"), "w") as f:
             for k, turns in part:
                 f.write(json.dumps({"kind": k, "messages": [m for t in turns for m in
                                                             (["user", t[0]], ["assistant", t[1]])]}) + "\n")
 
-    import sentencepiece as spm
     prefix = os.path.join(args.out, "tokenizer")
     if not args.train_tokenizer:
         shutil.copyfile(args.tokenizer, prefix + ".model")
@@ -715,7 +954,8 @@ def main():
     import torch
     stats = {"lexicon_words": len(lex), "removed_words": removed, "unknown_words": len(unknown),
              "vocab_size": sp.get_piece_size(), "seed": args.seed,
-             "tokenizer": "trained" if args.train_tokenizer else os.path.basename(args.tokenizer)}
+             "tokenizer": "trained" if args.train_tokenizer else os.path.basename(args.tokenizer),
+             "everyday": everyday_coverage(lex, forms, removed)}
     if split_seed != args.seed:
         stats["split_seed"] = split_seed
     for name, part in (("train", train), ("val", val)):

@@ -37,6 +37,8 @@ def main():
     for d in rng.sample(dialogues, min(len(dialogues), a.lines)):
         m = rng.choice(d["messages"])
         texts.append(rng.choice([m[1], "\n<|user|>\n" + m[1], "\n<|assistant|>\n" + m[1]]))
+    # and every multi-line guide answer (markdown: code blocks, numbered steps) as a reply
+    texts += ["\n<|assistant|>\n" + a for _, a, _ in build_corpus.guide_data.FACTS if "\n" in a]
     bad = 0
     for t in texts:
         out = subprocess.run([a.elmchat, "tokenize", "--tokenizer", tokm], input=t.encode(),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The goldens of make check's guide-model test: 20 fixed prompts, the greedy
+"""The goldens of make check's guide-model test: 23 fixed prompts, the greedy
 reply of the training framework (torch, f32 weights) and of the engine
 (`elmchat run` / `elmchat generate` on the shipped file), which must be equal.
 
@@ -45,6 +45,10 @@ PROMPTS = [
     "What is a friend?",
     "What does small mean?",
     "What does the word time mean?",
+    # corpus 9: an everyday word, an inflected form, a reply with a code block
+    "What does dog mean?",
+    "What does went mean?",
+    "How do I make my own template?",
 ]
 MAX_NEW = 200
 
