@@ -753,7 +753,7 @@ def make_dialogues(lex, unknown, forms, seed, length):
 
 
 CTX = 1024  # the demo models' context
-REPLY_RESERVE = CTX // 4  # the chat keeps this much free for the reply (src/conversation.c)
+REPLY_RESERVE = CTX // 4  # the chat keeps this much free for the reply (src/conversation/conversation.c)
 
 
 def sample_turns(rng, lex, forms, guide_pairs):
