@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "cli/bench_chat.h"
+#include "cli/bench_grammar.h"
+#include "cli/grammar_option.h"
 #include "cli/bench_spec.h"
 #include "cli/json_print.h"
 #include "cli/option_loop.h"
@@ -31,6 +33,7 @@ static void help(void)
     printf("Usage: elmchat bench [-m MODEL] [-p N] [-n N] [-t THREADS] [-r REPS] [--json]\n"
            "                     [--profile] [--no-bandwidth] [--no-blis] [--exact] [--retry]\n"
            "                     [--verify] [--draft MODEL]\n"
+           "                     [--grammar FILE | --json-schema FILE|JSON]\n"
            "       elmchat bench --spec FILE [options]  chat prompts with drafts (add --help)\n"
            "       elmchat bench --chat [options]       a conversation's turns (add --help)\n"
            "Measure prompt processing (ppN: one batch of N tokens) and text generation\n"
@@ -61,6 +64,12 @@ static void help(void)
            "                        timed, and the replies compared id for id\n"
            "      --draft MODEL     also greedy and sampled replies with MODEL drafting\n"
            "                        (speculative decoding), timed and compared id for id\n"
+           "      --grammar FILE    also the cost of structured output: replies with and\n"
+           "                        without the GBNF grammar (greedy, temperature 1, and\n"
+           "                        temperature 0.8 with top-k 40 and top-p 0.95): decode\n"
+           "                        tokens/s, the grammar's time per token (mean, p50,\n"
+           "                        p99), single-id checks against full masks\n"
+           "      --json-schema FILE|JSON  the same for a JSON schema\n"
            "      --verify          the cost of checking k = 1..12 drafted tokens in one\n"
            "                        pass, against one decode step\n"
            "      --exact           BF16 weights: f32 activations in the prefill (the\n"
@@ -639,7 +648,7 @@ int cmd_bench(int argc, char **argv)
             return bench_spec_main(argc, argv);
     }
     enum { OPT_JSON = 0x2000, OPT_KERNELS, OPT_NO_BW, OPT_NO_BLIS, OPT_PROFILE, OPT_BENCH_EXACT,
-           OPT_RETRY, OPT_VERIFY, OPT_DRAFT_MODEL };
+           OPT_RETRY, OPT_VERIFY, OPT_DRAFT_MODEL, OPT_GRAMMAR, OPT_JSON_SCHEMA };
     static const struct option opts[] = {
         {"model", 1, NULL, 'm'},       {"n-prompt", 1, NULL, 'p'}, {"n-gen", 1, NULL, 'n'},
         {"threads", 1, NULL, 't'},     {"repetitions", 1, NULL, 'r'},
@@ -648,7 +657,10 @@ int cmd_bench(int argc, char **argv)
         {"profile", 0, NULL, OPT_PROFILE}, {"exact", 0, NULL, OPT_BENCH_EXACT},
         {"retry", 0, NULL, OPT_RETRY}, {"verify", 0, NULL, OPT_VERIFY},
         {"draft", 1, NULL, OPT_DRAFT_MODEL},
+        {"grammar", 1, NULL, OPT_GRAMMAR}, {"json-schema", 1, NULL, OPT_JSON_SCHEMA},
         {NULL, 0, NULL, 0}};
+    struct grammar_option gopt = {0};
+    elm_grammar *grammar = NULL;
     const char *model_arg = NULL;
     long n_prompt = 512, n_gen = 128, threads = cmd_all_cpus(), reps = 5;
     bool json = false, bandwidth = true, blis = true, profile = false, exact = false;
@@ -686,6 +698,8 @@ int cmd_bench(int argc, char **argv)
         case OPT_RETRY: retry = true; break;
         case OPT_VERIFY: verify = true; break;
         case OPT_DRAFT_MODEL: draft_arg = optarg; break;
+        case OPT_GRAMMAR: gopt.grammar = optarg; break;
+        case OPT_JSON_SCHEMA: gopt.json_schema = optarg; break;
         case 'h': help(); return EXIT_OK;
         default: return option_loop_error(argv[0], opt, argv);
         }
@@ -693,18 +707,25 @@ int cmd_bench(int argc, char **argv)
     if (optind < argc)
         return cli_usage_error(argv[0], "unexpected argument '%s'", argv[optind]);
 
+    bool usage;
+    if (!grammar_option_load(&gopt, argv[0], &grammar, &usage))
+        return usage ? EXIT_USAGE : EXIT_RUNTIME;
     int rc = EXIT_RUNTIME;
     elm_ctx *ctx = NULL;
     float *logits = NULL;
     int32_t *ids = NULL;
     struct bandwidth bwt = {.probe = NULL};
     elm_model *model = cmd_load_model(model_arg, (int)threads);
-    if (!model)
+    if (!model) {
+        elm_grammar_free(grammar);
         return EXIT_RUNTIME;
+    }
     const struct elm_model_info *in = elm_model_get_info(model);
     long need = n_prompt > n_gen ? n_prompt : n_gen;
     if ((retry || draft_arg) && n_gen + 32 > need)
         need = n_gen + 32; /* the retry test's prompt of 32, then its reply */
+    if (grammar && need < n_gen + 64)
+        need = n_gen + 64; /* bench_grammar's prompt, then its replies */
     if (verify && need < 256 + 13)
         need = 256 + 13;
     if (need > in->n_ctx_train) {
@@ -782,6 +803,11 @@ int cmd_bench(int argc, char **argv)
                          &draft_ctx) ||
          !draft_bench(ctx, draft_ctx, ids, (int)n_gen, (int)reps, logits)))
         goto done;
+    if (grammar && n_gen > 0 &&
+        !bench_grammar(ctx, elm_model_tokenizer(model), grammar,
+                       gopt.grammar ? gopt.grammar : gopt.json_schema, (int)n_gen, (int)reps,
+                       logits, json))
+        goto done;
     if (!json)
         printf("\nkernels: %s\n", elm_system_info());
     if (ferror(stdout)) {
@@ -790,6 +816,7 @@ int cmd_bench(int argc, char **argv)
     }
     rc = EXIT_OK;
 done:
+    elm_grammar_free(grammar);
     elm_ctx_free(draft_ctx);
     elm_model_free(draft_model);
     elm_bw_probe_free(bwt.probe);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/grammar_option.h"
 #include "cli/model_open.h"
 #include "cli/run_server.h"
 #include "src/conversation/attachment.h"
@@ -54,17 +55,20 @@ static void print_help(void)
            "                           default elmchat's LLaMA-2 one)\n"
            "  -v, --verbose            say on standard error which model, template (and\n"
            "                           why) and system prompt the reply uses\n"
+           GRAMMAR_OPTION_HELP
            "%s"
            "  -h, --help               display this help and exit\n"
            "\n"
            "The default sampling comes from the template, then the model's own\n"
            "(generation_config.json, or the GGUF's general.sampling keys), then\n"
            "config.yaml, then the options; at most %d new tokens unless -n says\n"
-           "otherwise.\n",
+           "otherwise.  With --json, --json-schema or --grammar, the exit status is\n"
+           "1 when the reply ended before the value was complete (e.g. at -n).\n",
            cli_common_help, RUN_DEFAULT_MAX_TOKENS);
 }
 
-enum { OPT_SYSTEM = 0x2000, OPT_DRY_RUN, OPT_TOKENIZER, OPT_ROLE };
+enum { OPT_SYSTEM = 0x2000, OPT_DRY_RUN, OPT_TOKENIZER, OPT_ROLE, OPT_JSON, OPT_JSON_SCHEMA,
+       OPT_GRAMMAR };
 
 /* Which shared options were given (so they win over template and config). */
 static unsigned option_bit(int opt)
@@ -150,7 +154,7 @@ static void print_piece(void *user, int32_t id, const char *text, size_t len)
 static int generate(const char *model_path, const elm_model *model, const elm_tokenizer *tok,
                     const struct template *tpl, const struct cli_common *c,
                     const struct elm_sampler_params *sp, int max_tokens,
-                    const struct idvec *prompt)
+                    const struct idvec *prompt, const elm_grammar *grammar, const char *what)
 {
     char err[ELM_ERR_MAX] = "";
     struct elm_ctx_params cp = elm_ctx_default_params();
@@ -199,11 +203,22 @@ static int generate(const char *model_path, const elm_model *model, const elm_to
         gp.lookup = !c->no_lookup;
         gp.draft = draft_ctx;
         gp.on_token = print_piece;
+        gp.grammar = grammar;
         struct elm_generate_result res;
         st = elm_generate(ctx, logits, &gp, &res, err, sizeof err);
+        if (st == ELM_OK && grammar && !res.grammar.complete) {
+            fputc('\n', stdout);
+            fflush(stdout);
+            cli_error("the reply ended (%s) before %s was complete: the output is not valid",
+                      res.reason == ELM_STOP_LENGTH ? "at the token limit: raise -n" : "early",
+                      what);
+            rc = EXIT_RUNTIME;
+            goto done;
+        }
     }
     fputc('\n', stdout);
     fflush(stdout);
+done:
     if (st == ELM_E_NOMEM)
         x_fatal("out of memory");
     if (st != ELM_OK) {
@@ -226,6 +241,8 @@ int cmd_run(int argc, char **argv)
         {"file", 1, NULL, 'f'},      {"dry-run", 0, NULL, OPT_DRY_RUN},
         {"tokenizer", 1, NULL, OPT_TOKENIZER}, {"help", 0, NULL, 'h'},
         {"role", 1, NULL, OPT_ROLE}, {"verbose", 0, NULL, 'v'},
+        {"json", 0, NULL, OPT_JSON}, {"json-schema", 1, NULL, OPT_JSON_SCHEMA},
+        {"grammar", 1, NULL, OPT_GRAMMAR},
         CLI_COMMON_LONGOPTS,         {NULL, 0, NULL, 0},
     };
     struct cli_common c;
@@ -233,6 +250,7 @@ int cmd_run(int argc, char **argv)
     const char *template_arg = NULL, *system = NULL, *prompt = NULL, *file = NULL;
     const char *tokenizer_path = NULL, *role_name = NULL;
     bool dry_run = false, verbose = false;
+    struct grammar_option gopt = {0};
     unsigned given = 0;
     int opt;
     optind = 1;
@@ -265,6 +283,15 @@ int cmd_run(int argc, char **argv)
         case 'v':
             verbose = true;
             break;
+        case OPT_JSON:
+            gopt.json = true;
+            break;
+        case OPT_JSON_SCHEMA:
+            gopt.json_schema = optarg;
+            break;
+        case OPT_GRAMMAR:
+            gopt.grammar = optarg;
+            break;
         case 'h':
             print_help();
             return EXIT_OK;
@@ -288,12 +315,18 @@ int cmd_run(int argc, char **argv)
     if (system && role_name) /* as the chat */
         return cli_usage_error("run", "--system and --role both set the system prompt: give one");
 
+    elm_grammar *grammar = NULL;
+    bool usage;
+    if (!grammar_option_load(&gopt, "run", &grammar, &usage))
+        return usage ? EXIT_USAGE : EXIT_RUNTIME;
+
     char err[ELM_ERR_MAX + 256];
     struct config cfg;
     config_init(&cfg);
     if (config_load(&cfg, NULL, err, sizeof err) < 0) {
         cli_error("%s", err);
         config_fini(&cfg);
+        elm_grammar_free(grammar);
         return EXIT_RUNTIME;
     }
     if (!c.model && !(dry_run && tokenizer_path))
@@ -455,15 +488,23 @@ int cmd_run(int argc, char **argv)
     sampling_apply(&opts, &sp, &max_tokens);
     if (!c.n_ctx)
         c.n_ctx = cfg.n_ctx;
+    if (server && grammar) {
+        cli_error("%s: --json, --json-schema and --grammar need elmchat's own engine, not a "
+                  "server",
+                  model_path);
+        goto out;
+    }
     if (server) {
         const char *key = getenv("ELMCHAT_API_KEY"); /* as the chat's default */
         rc = run_on_server(model_path, tok, tpl, &ids, &sp, max_tokens, c.n_ctx,
                            key && *key ? key : NULL);
     } else {
-        rc = generate(model_path, model, tok, tpl, &c, &sp, max_tokens, &ids);
+        rc = generate(model_path, model, tok, tpl, &c, &sp, max_tokens, &ids, grammar,
+                      grammar_option_what(&gopt));
     }
 
 out:
+    elm_grammar_free(grammar);
     idvec_fini(&ids);
     elm_model_free(model);
     elm_tokenizer_free(own_tok);

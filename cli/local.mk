@@ -9,6 +9,7 @@ cli_libcli_a_SOURCES = \
 	cli/stopwatch.c cli/stopwatch.h \
 	cli/json_print.c cli/json_print.h \
 	cli/cmd_run.c cli/run_server.c cli/run_server.h \
+	cli/grammar_option.c cli/grammar_option.h \
 	cli/cmd_tokenize.c \
 	cli/cmd_quantize.c \
 	cli/cmd_info.c \
@@ -19,6 +20,7 @@ cli_libcli_a_SOURCES = \
 	cli/cmd_generate.c \
 	cli/cmd_bench.c \
 	cli/bench_chat.c cli/bench_chat.h \
+	cli/bench_grammar.c cli/bench_grammar.h \
 	cli/bench_spec.c cli/bench_spec.h
 
 bin_PROGRAMS += elmchat

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/elm_grammar.h"
 #include "engine/elm_status.h"
 #include "engine/elm_tokenizer.h"
 
@@ -308,8 +309,28 @@ struct elm_generate_params {
      * many ids) and nothing stops them: what bench --spec -k measures the
      * acceptance profile and a fixed k's speed with. */
     int draft_k;
+    /* Structured output (elm_grammar.h; needs tokenizer): only ids whose
+     * text the grammar allows, EOS and stop_ids only where the text is a
+     * whole match.  Exact: a sample of the chain's distribution with the
+     * other ids removed first.  Drafts are cut where the grammar refuses
+     * them, so the reply is the one without drafts. */
+    const elm_grammar *grammar;
+    /* Optional ([max_tokens]): the grammar's time for each sampled id in
+     * microseconds (bench's percentiles). */
+    float *grammar_us;
 };
 struct elm_generate_params elm_generate_default_params(void);
+
+/* What the grammar did for a reply. */
+struct elm_grammar_stats {
+    bool used;
+    bool complete; /* the reply is a whole match (false: cut, e.g. by max_tokens) */
+    long checks;   /* single-id checks */
+    long masks;    /* full masks (walks of the token trie, or cached) */
+    long walks;    /* of them, trie walks */
+    double seconds; /* in the grammar */
+    int n_times;   /* grammar_us entries filled */
+};
 
 /* What drafts did for a reply (prompt lookup's, or the draft model's). */
 struct elm_draft_stats {
@@ -336,6 +357,7 @@ struct elm_generate_result {
     const char *stop_string; /* ELM_STOP_STRING: which (one of stop_strings) */
     struct elm_draft_stats lookup, draft;
     struct elm_draft_profile lookup_profile, draft_profile;
+    struct elm_grammar_stats grammar;
 };
 
 /* Generate after the cache's last token.  logits: its next-token logits

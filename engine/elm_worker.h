@@ -145,6 +145,8 @@ struct elm_request {
     int timeout_s;       /* LOAD_MODEL of a server: an answer that stalls this long
                             fails (<= 0: 120 s) */
     unsigned flags;      /* GENERATE: ELM_GEN_*; LOAD_MODEL: ELM_LOAD_* */
+    elm_grammar *grammar; /* GENERATE: structured output (elm_grammar.h), NULL: none
+                             (post takes a reference) */
 };
 
 /* A request of that type with the defaults: n_keep -1 (no truncation),

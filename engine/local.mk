@@ -94,3 +94,13 @@ engine_libelm_a_SOURCES += \
 	engine/kernels/blocks.c engine/kernels/blocks.h
 # What the AArch64 kernel folder holds (the files themselves join the list above).
 EXTRA_DIST += engine/kernels/arch/arm/README.md
+# Grammars that constrain generation: GBNF, its byte matcher, the token trie.
+engine_libelm_a_SOURCES += \
+	engine/elm_grammar.h \
+	engine/grammar/grammar.h \
+	engine/grammar/gbnf.c \
+	engine/grammar/matcher.c \
+	engine/grammar/tokens.c engine/grammar/tokens.h \
+	engine/grammar/constrain.c engine/grammar/constrain.h \
+	engine/grammar/json_schema.c \
+	engine/inference/sampler.h

@@ -242,11 +242,11 @@ static void cut_cols(char *s, size_t size, int cols)
 
 int status_format(const struct chat_status *s, int width, char *buf, size_t size)
 {
-    char parts[8][160];
+    char parts[9][160];
     int np = 0;
     /* where each part went (-1: not shown), for the order they give way */
     int at_template = -1, at_session = -1, at_attached = -1, at_ctx = -1, at_reuse = -1,
-        at_speed = -1;
+        at_speed = -1, at_format = -1;
     buf[0] = '\0';
     if (size == 0)
         return -1;
@@ -260,6 +260,13 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
             snprintf(parts[at_session = np++], sizeof parts[0], "%s", s->session);
         if (s->attached)
             snprintf(parts[at_attached = np++], sizeof parts[0], "+ %s", s->attached);
+        if (s->format) { /* "format json", "format schema FILE": the file's name */
+            const char *sp = strchr(s->format, ' ');
+            const char *base = sp ? strrchr(sp + 1, '/') : NULL;
+            snprintf(parts[at_format = np++], sizeof parts[0], "format %.*s%s%s",
+                     (int)(sp ? (size_t)(sp - s->format) : strlen(s->format)), s->format,
+                     sp ? " " : "", sp ? (base ? base + 1 : sp + 1) : "");
+        }
     }
     if (s->n_ctx > 0)
         snprintf(parts[at_ctx = np++], sizeof parts[0], "ctx %d/%d", s->n_past, s->n_ctx);
@@ -278,7 +285,7 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
     bool tail = warning != NULL;
     /* Drop middle parts until it fits; the state and the warning are kept
      * longest. */
-    int keep[8];
+    int keep[9];
     for (int i = 0; i < np; i++)
         keep[i] = 1;
     int warn_at = -1;
@@ -328,7 +335,8 @@ int status_format(const struct chat_status *s, int width, char *buf, size_t size
         /* the middle gives way: template, session, speeds, reuse, ctx, the
          * attachment, then the model (or the notice) */
         int victim = -1;
-        const int order[] = {at_template, at_session, at_speed, at_reuse, at_ctx, at_attached, 0};
+        const int order[] = {at_template, at_session, at_speed, at_reuse, at_ctx, at_attached,
+                             at_format, 0};
         for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
             int v = order[k];
             if (v >= 0 && v < np - 1 && keep[v]) {

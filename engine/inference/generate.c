@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "engine/base/error.h"
+#include "engine/grammar/constrain.h"
 #include "engine/elm.h"
 #include "engine/inference/draft.h"
 #include "engine/inference/lookup.h"
@@ -47,6 +48,16 @@ static bool all_finite(const float *v, int n)
     return true;
 }
 
+/* The chain's sample, under the grammar when there is one (constrain.h:
+ * CONSTRAIN_DONE, CONSTRAIN_ERROR). */
+static int32_t sample_next(elm_sampler *smp, struct constrain *gc, float *logits, int n_vocab,
+                           const int32_t *history, int n_history)
+{
+    if (gc)
+        return constrain_sample(gc, smp, logits, n_vocab, history, n_history);
+    return elm_sampler_sample(smp, logits, n_vocab, history, n_history);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -76,7 +87,7 @@ struct pass {
  * token, and pass->q holds what the drafts gave (empty: a plain step, the
  * next id is to be sampled). */
 static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, int n_vocab,
-                       elm_sampler *smp, const struct elm_generate_params *p,
+                       elm_sampler *smp, struct constrain *gc, const struct elm_generate_params *p,
                        struct elm_lookup *lookup, struct elm_lookup *drafting, struct pass *ps)
 {
     ps->n_q = ps->at_q = 0;
@@ -118,6 +129,8 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
             free(h);
         }
     }
+    if (gc && k > 0) /* drafts the grammar refuses could never be kept */
+        k = constrain_drafts(gc, ps->ids + 1, k);
     if (k == 0) {
         t0 = now_s();
         elm_status st = elm_decode(ctx, &id, 1, logits, 0);
@@ -150,7 +163,7 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
             return ELM_OK;
         }
         memcpy(scratch, ps->rows + (size_t)i * (size_t)n_vocab, (size_t)n_vocab * sizeof *scratch);
-        int32_t t = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx), base + 1 + i);
+        int32_t t = sample_next(smp, gc, scratch, n_vocab, elm_ctx_tokens(ctx), base + 1 + i);
         if (i < k && t == ps->ids[i + 1]) {
             ps->q[ps->n_q++] = (struct queued){t, true, base + 1 + i, i + 1};
             accepted++;
@@ -173,7 +186,8 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
     *res = (struct elm_generate_result){.reason = ELM_STOP_LENGTH};
     if (!ctx || !logits || !p || p->max_tokens < 1 || (p->n_stop_ids > 0 && !p->stop_ids) ||
         p->draft_k < 0 || p->draft_k > ELM_DRAFT_MAX ||
-        (p->n_stop_strings > 0 && (!p->stop_strings || !p->tokenizer))) {
+        (p->n_stop_strings > 0 && (!p->stop_strings || !p->tokenizer)) ||
+        (p->grammar && !p->tokenizer)) {
         res->reason = ELM_STOP_ERROR;
         return elm_set_error(err, err_size, ELM_E_INVALID, "bad generation parameters");
     }
@@ -186,6 +200,7 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
     struct elm_lookup lk, dk;
     elm_lookup_init(&lk);
     elm_lookup_init_model(&dk);
+    elm_status st = ELM_OK;
     /* A draft step must cost a fraction of the model's for drafts to pay:
      * one half the model's size or more (the model itself) never does, and
      * its catch-up on the prompt alone would cost a short reply time. */
@@ -196,13 +211,18 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
         elm_lookup_fix(&lk, p->draft_k);
         elm_lookup_fix(&dk, p->draft_k);
     }
+    struct constrain *gc = NULL;
     struct pass ps = {0};
     if (p->lookup || p->draft)
         ps.rows = malloc((size_t)(ELM_LOOKUP_K_MAX + 1) * (size_t)n_vocab * sizeof *ps.rows);
-    elm_status st = ELM_OK;
     if (!scratch || !smp) {
         st = elm_set_error(err, err_size, ELM_E_NOMEM, "out of memory");
         res->reason = ELM_STOP_ERROR;
+        goto out;
+    }
+    if (p->grammar && !(gc = constrain_new(p, info->eos_id, err, err_size))) {
+        res->reason = ELM_STOP_ERROR;
+        st = ELM_E_INVALID;
         goto out;
     }
     struct elm_detok_stream ds;
@@ -236,8 +256,17 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
             }
             /* the sampler works in place: logits must stay those of the cache */
             memcpy(scratch, logits, (size_t)n_vocab * sizeof *scratch);
-            id = elm_sampler_sample(smp, scratch, n_vocab, elm_ctx_tokens(ctx),
-                                    elm_ctx_n_past(ctx));
+            id = sample_next(smp, gc, scratch, n_vocab, elm_ctx_tokens(ctx),
+                             elm_ctx_n_past(ctx));
+        }
+        if (id == CONSTRAIN_DONE) { /* the grammar is complete, no end id may come */
+            res->reason = ELM_STOP_EOS;
+            break;
+        }
+        if (id == CONSTRAIN_ERROR) {
+            res->reason = ELM_STOP_ERROR;
+            st = elm_set_error(err, err_size, ELM_E_INVALID, "grammar: %s", constrain_error(gc));
+            break;
         }
         if (id < 0 || id >= n_vocab) {
             res->reason = ELM_STOP_ERROR;
@@ -293,7 +322,7 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
             res->reason = ELM_STOP_CONTEXT_FULL;
             break;
         }
-        elm_status dst = feed(ctx, id, logits, scratch, n_vocab, smp, p, &lk, &dk, &ps);
+        elm_status dst = feed(ctx, id, logits, scratch, n_vocab, smp, gc, p, &lk, &dk, &ps);
         if (dst == ELM_E_ABORTED) {
             res->reason = ELM_STOP_CANCELLED;
             break;
@@ -315,6 +344,9 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
             report(p, -1, held.buf, held.n);
     }
 out:
+    if (gc)
+        constrain_stats(gc, &res->grammar);
+    constrain_free(gc);
     res->lookup = elm_lookup_stats(&lk);
     res->draft = elm_lookup_stats(&dk);
     res->lookup_profile = lk.profile;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/elm.h"
+#include "engine/inference/sampler.h"
 
 struct cand {
     float logit;
@@ -184,19 +185,49 @@ int32_t elm_sampler_greedy(elm_sampler *s, float *logits, int n_vocab, const int
     return argmax(logits, n_vocab);
 }
 
-int32_t elm_sampler_sample(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
-                           int n_history)
+static bool allowed_id(const uint32_t *allowed, int32_t id)
+{
+    return !allowed || (allowed[id >> 5] >> (id & 31) & 1);
+}
+
+void elm_sampler_penalize(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
+                          int n_history)
+{
+    if (s && logits && n_vocab > 0 && reserve(s, n_vocab))
+        penalize(s, logits, n_vocab, history, n_history);
+}
+
+bool elm_sampler_rejection_exact(const elm_sampler *s)
+{
+    return !(s->p.temperature > 0.0f) ||
+           (s->p.top_k <= 0 && s->p.top_p >= 1.0f && s->p.min_p <= 0.0f);
+}
+
+int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
+                         const uint32_t *allowed)
 {
     if (!s || !logits || n_vocab <= 0 || !reserve(s, n_vocab))
         return -1;
-    penalize(s, logits, n_vocab, history, n_history);
-    if (!(s->p.temperature > 0.0f))
-        return argmax(logits, n_vocab);
+    if (!(s->p.temperature > 0.0f)) {
+        if (!allowed)
+            return argmax(logits, n_vocab);
+        int32_t best = -1;
+        for (int32_t i = 0; i < n_vocab; i++)
+            if (allowed_id(allowed, i) &&
+                (best < 0 || logits[i] > logits[best] || (isnan(logits[best]) && !isnan(logits[i]))))
+                best = i;
+        return best;
+    }
 
+    /* the chain over the allowed ids only: the others are not candidates */
     struct cand *c = s->cands;
+    int n_c = 0;
     for (int i = 0; i < n_vocab; i++)
-        c[i] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
-    int n = keep_top(c, n_vocab, s->p.top_k);
+        if (allowed_id(allowed, i))
+            c[n_c++] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
+    if (n_c == 0)
+        return -1;
+    int n = keep_top(c, n_c, s->p.top_k);
     if (isinf(c[0].logit))
         return c[0].id; /* +inf wins outright; all -inf leaves nothing to weigh */
 
@@ -234,4 +265,31 @@ int32_t elm_sampler_sample(elm_sampler *s, float *logits, int n_vocab, const int
             return c[i].id;
     }
     return c[n - 1].id;
+}
+
+int elm_sampler_top_ids(elm_sampler *s, const float *logits, int n_vocab, int k, int32_t *ids)
+{
+    if (!s || !logits || n_vocab <= 0 || k <= 0 || !reserve(s, n_vocab))
+        return 0;
+    struct cand *c = s->cands;
+    for (int i = 0; i < n_vocab; i++)
+        c[i] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
+    int n = keep_top(c, n_vocab, k < n_vocab ? k : n_vocab);
+    for (int i = 0; i < n; i++)
+        ids[i] = c[i].id;
+    return n;
+}
+
+const struct elm_sampler_params *elm_sampler_params_of(const elm_sampler *s)
+{
+    return &s->p;
+}
+
+int32_t elm_sampler_sample(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
+                           int n_history)
+{
+    if (!s || !logits || n_vocab <= 0 || !reserve(s, n_vocab))
+        return -1;
+    penalize(s, logits, n_vocab, history, n_history);
+    return elm_sampler_draw(s, logits, n_vocab, NULL);
 }

@@ -53,6 +53,9 @@ struct elm_tokenizer {
     bool byte_fallback;
     bool add_dummy_prefix;
     bool remove_extra_ws;
+    /* The grammar's token trie, built on first use (elm_tokenizer_companion). */
+    _Atomic(void *) companion;
+    void (*companion_free)(void *);
 };
 
 static uint32_t hash_bytes(const char *s, size_t n)
@@ -116,7 +119,34 @@ void elm_tokenizer_free(elm_tokenizer *tok)
     free(tok->type);
     free(tok->byte_of);
     free(tok->slot);
+    void *c = atomic_load(&tok->companion);
+    if (c && tok->companion_free)
+        tok->companion_free(c);
     free(tok);
+}
+
+void *elm_tokenizer_companion(const elm_tokenizer *tok, void *(*build)(const elm_tokenizer *),
+                              void (*destroy)(void *))
+{
+    elm_tokenizer *t = (elm_tokenizer *)tok; /* the cache is not part of its value */
+    void *c = atomic_load(&t->companion);
+    if (c)
+        return c;
+    void *fresh = build(tok);
+    if (!fresh)
+        return NULL;
+    void *none = NULL;
+    if (atomic_compare_exchange_strong(&t->companion, &none, fresh)) {
+        t->companion_free = destroy; /* read only by the last free */
+        return fresh;
+    }
+    destroy(fresh); /* another thread built it first */
+    return none;
+}
+
+bool elm_tokenizer_strips_first_space(const elm_tokenizer *tok)
+{
+    return tok->add_dummy_prefix || tok->remove_extra_ws;
 }
 
 /* Is every U+2581 in p within its leading run of U+2581? */

@@ -26,4 +26,13 @@ struct tok_spec {
 elm_status tok_build(const struct tok_spec *spec, const char *name, elm_tokenizer **out,
                      char *err, size_t err_size);
 
+/* A companion object of tok built by build(tok) on the first call (any
+ * thread; one build wins), freed by destroy with the tokenizer: the
+ * grammar's token trie (engine/grammar/tokens.c).  NULL when build fails. */
+void *elm_tokenizer_companion(const elm_tokenizer *tok, void *(*build)(const elm_tokenizer *),
+                              void (*destroy)(void *));
+/* Does the first piece of a decoded text lose its leading space (the
+ * SentencePiece dummy prefix)? */
+bool elm_tokenizer_strips_first_space(const elm_tokenizer *tok);
+
 #endif

@@ -32,6 +32,7 @@ void wk_req_free(struct req_node *n)
     free(n->req.tokens);
     free(n->req.lookup_tokens);
     elm_tokenizer_free(n->req.tokenizer); /* the reference post took */
+    elm_grammar_free(n->req.grammar);
     for (int i = 0; i < n->req.n_stop_strings && n->req.stop_strings; i++)
         free(n->req.stop_strings[i]);
     free(n->req.stop_strings);
@@ -97,6 +98,7 @@ uint64_t elm_worker_post(elm_worker *w, const struct elm_request *req)
     n->req.n_lookup_tokens = 0;
     n->req.stop_strings = NULL;
     n->req.tokenizer = elm_tokenizer_share(req->tokenizer);
+    n->req.grammar = elm_grammar_share(req->grammar);
     n->req.n_stop_strings = 0;
     atomic_init(&n->cancel, false);
     n->final = calloc(1, sizeof *n->final);

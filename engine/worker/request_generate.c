@@ -286,6 +286,7 @@ void wk_do_generate(elm_worker *w)
         gp.n_stop_strings = rq->n_stop_strings;
     }
     gp.lookup = !(rq->flags & ELM_GEN_NO_LOOKUP);
+    gp.grammar = gp.tokenizer ? rq->grammar : NULL;
     if (!(rq->flags & ELM_GEN_NO_DRAFT))
         gp.draft = wk_draft_ctx(w, rq->slot, elm_ctx_n_ctx(sc->ctx));
     if (gp.draft)

@@ -304,7 +304,9 @@ static void post_generate(struct chat *c, struct conv *v)
     conversation_request(&v->cv, &req);
     if (c->lookup_off)
         req.flags |= ELM_GEN_NO_LOOKUP;
+    req.grammar = chat_format_grammar(c, v);
     c->gen_req = chat_post(c, &req);
+    elm_grammar_free(req.grammar); /* post took its own reference */
 }
 
 /* The conversation stands after a generation prompt: ask for the reply. */

@@ -755,6 +755,9 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
     case CMD_READ:
         chat_read_command(c, v, cmd->arg);
         break;
+    case CMD_FORMAT:
+        chat_format_command(c, v, cmd->arg);
+        break;
     case CMD_RENAME: {
         char old[256];
         snprintf(old, sizeof old, "%s", v->s->name);

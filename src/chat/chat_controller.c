@@ -528,6 +528,7 @@ void chat_get_status(struct chat *c, struct chat_status *st, double now)
     st->template_name = v ? v->tpl->name : NULL;
     st->session = v ? v->s->name : NULL;
     st->attached = c->attach.name;
+    st->format = chat_format_label(v);
     st->n_past = v ? (int)v->cv.tokens.n : 0;
     st->n_ctx = v ? v->cv.n_ctx : c->n_ctx;
     if (!c->model_ready)

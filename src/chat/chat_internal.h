@@ -148,6 +148,13 @@ void chat_read_command(struct chat *c, struct conv *v, const char *arg);
 char *chat_attach_to(struct chat *c, const char *text);
 void chat_attach_sent(struct chat *c);
 
+/* chat_format.c: /format json | schema FILE | grammar FILE | off (the
+ * session's setting); the grammar of v's setting for a reply (NULL: none,
+ * or a notice says why); the status bar's words (NULL: off) */
+void chat_format_command(struct chat *c, struct conv *v, const char *arg);
+elm_grammar *chat_format_grammar(struct chat *c, const struct conv *v);
+const char *chat_format_label(const struct conv *v);
+
 /* chat_model.c */
 /* --draft, /set draft NAME|off: SET_DRAFT for the worker (false: the name
  * resolves to nothing, err says why). */

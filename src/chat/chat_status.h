@@ -18,6 +18,7 @@ struct chat_status {
     const char *template_name;
     const char *session;
     const char *attached;      /* the file /read attached to the next message, or NULL */
+    const char *format;        /* /format's setting ("json", "schema FILE"), or NULL */
     int n_past, n_ctx;         /* context gauge; n_ctx 0: unknown */
     double prefill_tps, decode_tps;
     const char *state;         /* "idle", "generating", "loading 40%", ... */

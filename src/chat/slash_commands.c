@@ -27,6 +27,8 @@ const struct cmd_info cmd_table[] = {
      "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
      "markdown on|off; lookup on|off; draft NAME|off; alone: the values and where they come "
      "from"},
+    {"format", CMD_FORMAT, ARG_TEXT, 0, "/format [json|schema F|grammar F|off]",
+     "structured replies: JSON, JSON the schema F allows, text the GBNF grammar F matches"},
     {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME] [--force]",
      "save the conversation (as NAME; --force replaces a saved NAME)"},
     {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},

@@ -38,6 +38,7 @@ enum cmd_id {
     CMD_BRANCH,
     CMD_TREE,
     CMD_READ,
+    CMD_FORMAT,
 };
 
 /* What an argument completes to. */

@@ -322,6 +322,7 @@ void session_free(struct session *s)
     free(s->template_name);
     free(s->system);
     free(s->role);
+    free(s->format);
     extra_free(s->extra);
     free(s);
 }
@@ -671,6 +672,10 @@ char *session_to_yaml(const struct session *s, size_t *len)
         emit_str(&e, "role");
         emit_quoted(&e, s->role);
     }
+    if (s->format) {
+        emit_str(&e, "format");
+        emit_quoted(&e, s->format);
+    }
     emit_sampling(&e, &s->sampling);
     emit_extra(&e, s->extra);
 
@@ -970,6 +975,8 @@ static bool load_session(struct ydoc *d, struct session *s)
             okay = (s->system = ydoc_strdup(d, n, "system")) != NULL;
         } else if (strcmp(key, "role") == 0) {
             okay = (s->role = ydoc_strdup(d, n, "role")) != NULL;
+        } else if (strcmp(key, "format") == 0) {
+            okay = (s->format = ydoc_strdup(d, n, "format")) != NULL;
         } else if (strcmp(key, "sampling") == 0) {
             okay = sampling_load(d, n, &s->sampling);
         } else if (strcmp(key, "messages") == 0) {

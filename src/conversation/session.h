@@ -52,6 +52,7 @@ struct session {
     char *template_name;  /* owned, may be NULL (then the model's default) */
     char *system;         /* system prompt; owned, may be NULL (template default) */
     char *role;           /* the role preset the system prompt came from; owned, may be NULL */
+    char *format;         /* /format: "json", "schema FILE", "grammar FILE"; owned, NULL: off */
     struct sampling sampling; /* parameters set for this conversation */
     struct message *msgs; /* owned array: the current path (session_tree.h) */
     size_t n_msgs, cap_msgs;

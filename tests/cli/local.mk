@@ -77,3 +77,10 @@ EXTRA_DIST += tests/cli/hub-interop.mjs
 # The kernels' test hooks are in elmchat-testing, not in the shipped elmchat.
 dist_check_SCRIPTS += tests/cli/test-test-hooks.sh
 TESTS += tests/cli/test-test-hooks.sh
+
+# Structured output (issue 47): 33 JSON schemas x 50 replies validated with
+# jsonschema (tests/engine/schema-sample, json_schema_check.py), run --json,
+# --json-schema, --grammar, refused schemas and grammars, drafts.
+dist_check_SCRIPTS += tests/cli/test-structured.sh
+TESTS += tests/cli/test-structured.sh
+EXTRA_DIST += tests/engine/json_schema_check.py tests/data/schemas

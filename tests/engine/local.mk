@@ -194,3 +194,20 @@ TESTS += tests/engine/test-remote.sh
 dist_check_SCRIPTS += tests/engine/test-remote-hostile.sh
 TESTS += tests/engine/test-remote-hostile.sh
 EXTRA_DIST += tests/engine/fake-llama-server.py
+
+# Grammars (engine/grammar/): refused grammars, matching against checkers
+# written in the test and against Python's re (random regular grammars
+# through tests/engine/grammar-fit), the token trie's masks, the exactness
+# of constrained sampling (chi-square).
+check_PROGRAMS += tests/engine/test-grammar tests/engine/grammar-fit
+TESTS += tests/engine/test-grammar
+tests_engine_test_grammar_SOURCES = tests/engine/test-grammar.c
+tests_engine_test_grammar_LDADD = $(ENGINE_TEST_LDADD)
+tests_engine_grammar_fit_SOURCES = tests/engine/grammar-fit.c
+tests_engine_grammar_fit_LDADD = $(ELM_ENGINE_LIBS)
+dist_check_SCRIPTS += tests/engine/test-grammar-re.sh
+TESTS += tests/engine/test-grammar-re.sh
+EXTRA_DIST += tests/engine/grammar_re.py
+check_PROGRAMS += tests/engine/schema-sample
+tests_engine_schema_sample_SOURCES = tests/engine/schema-sample.c
+tests_engine_schema_sample_LDADD = $(ELM_ENGINE_LIBS)

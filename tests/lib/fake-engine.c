@@ -19,6 +19,7 @@
 
 #include "engine/elm.h"
 #include "tests/lib/fake-engine.h"
+#include "engine/grammar/constrain.h"
 
 struct elm_model {
     struct elm_model_info info;
@@ -380,4 +381,56 @@ bool elm_model_can_draft(const elm_model *target, const elm_model *draft, char *
         return true;
     snprintf(err, err_size, "another vocabulary");
     return false;
+}
+
+/* Grammars are the real engine's (engine/grammar/): the stand-in refuses
+ * them, and generate.c's and the queue's calls link to these. */
+elm_grammar *elm_grammar_share(elm_grammar *g)
+{
+    return g;
+}
+
+void elm_grammar_free(elm_grammar *g)
+{
+    (void)g;
+}
+
+struct constrain *constrain_new(const struct elm_generate_params *p, int32_t eos_id, char *err,
+                                size_t err_size)
+{
+    (void)p;
+    (void)eos_id;
+    snprintf(err, err_size, "the stand-in engine has no grammars");
+    return NULL;
+}
+
+void constrain_free(struct constrain *c)
+{
+    (void)c;
+}
+
+int32_t constrain_sample(struct constrain *c, elm_sampler *smp, float *logits, int n_vocab,
+                         const int32_t *history, int n_history)
+{
+    (void)c;
+    return elm_sampler_sample(smp, logits, n_vocab, history, n_history);
+}
+
+int constrain_drafts(struct constrain *c, const int32_t *ids, int n)
+{
+    (void)c;
+    (void)ids;
+    return n;
+}
+
+const char *constrain_error(const struct constrain *c)
+{
+    (void)c;
+    return "no grammars";
+}
+
+void constrain_stats(const struct constrain *c, struct elm_grammar_stats *out)
+{
+    (void)c;
+    *out = (struct elm_grammar_stats){0};
 }

@@ -72,8 +72,14 @@ int main(void)
     is_int(parse("/read notes.txt 40", &c, &start, err), CMD_OK, "/read FILE LINES");
     ok(c.id == CMD_READ && c.arg && strcmp(c.arg, "notes.txt 40") == 0, "/read's argument");
     cmd_fini(&c);
-    is_int(parse("/fo", &c, &start, err), CMD_OK, "unique prefix /fo");
-    is_int(c.id, CMD_FORK, "/fo is /fork");
+    is_int(parse("/fo", &c, &start, err), CMD_ERROR, "/fo is ambiguous (/fork, /format)");
+    is_int(parse("/fork", &c, &start, err), CMD_OK, "/fork");
+    is_int(c.id, CMD_FORK, "/fork is /fork");
+    cmd_fini(&c);
+    is_int(parse("/form json", &c, &start, err), CMD_OK, "unique prefix /form");
+    ok(c.id == CMD_FORMAT && c.arg && strcmp(c.arg, "json") == 0, "/form json is /format json");
+    cmd_fini(&c);
+    is_int(parse("/format", &c, &start, err), CMD_OK, "/format alone: what is set");
     is_int(parse("/edit", &c, &start, err), CMD_OK, "/edit without a number");
     ok(c.id == CMD_EDIT && c.arg == NULL, "/edit: the last message");
     is_int(parse("/edit 2", &c, &start, err), CMD_OK, "/edit N");

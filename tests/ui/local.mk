@@ -34,6 +34,9 @@ UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-
 	tests/ui/test-ui-remote.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 TESTS += $(UI_TMUX_TESTS)
+# Issue 47: /format (structured replies) in the chat, saved with the session.
+dist_check_SCRIPTS += tests/ui/test-ui-format.sh
+TESTS += tests/ui/test-ui-format.sh
 # Issue 50: an Instruct model from a commit-named Hub snapshot chats under
 # its template (status bar, /info's reason).
 dist_check_SCRIPTS += tests/ui/test-ui-hub-template.sh
