@@ -101,6 +101,6 @@ engine_libelm_a_SOURCES += \
 	engine/grammar/gbnf.c \
 	engine/grammar/matcher.c \
 	engine/grammar/tokens.c engine/grammar/tokens.h \
-	engine/grammar/constrain.c engine/grammar/constrain.h \
+	engine/inference/constrain.c engine/inference/constrain.h \
 	engine/grammar/json_schema.c \
 	engine/inference/sampler.h

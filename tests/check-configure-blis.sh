@@ -21,6 +21,14 @@ if [ -z "$real" ] || [ ! -f "$real" ]; then
     echo "Bail out! no blis.h on this system to copy"
     exit 1
 fi
+# configure refuses a second build folder for a source folder configured in
+# place (the README's build): then run a copy of what configure reads.
+src=$top
+if [ -f "$top/config.status" ]; then
+    src=$tmp/src
+    mkdir -p "$src/cli" && cp "$top/configure" "$top/Makefile.in" "$top/config.h.in" "$src/" &&
+        cp "$top/cli/main.c" "$src/cli/" && cp -R "$top/build-aux" "$src/" || exit 1
+fi
 mkdir -p "$tmp/tree/include/blis"
 cp "$real" "$tmp/tree/include/blis/blis.h"
 n=0
@@ -28,7 +36,7 @@ case_() { # description, then configure's extra arguments
     desc=$1; shift
     mkdir "$tmp/b$n" && cd "$tmp/b$n" || exit 1
     [ -f "$tmp/config.cache" ] && sed '/^ac_cv_env_/d' "$tmp/config.cache" >config.cache
-    if "$top/configure" -C ac_cv_header_blis_h=no "$@" >out.txt 2>&1; then
+    if "$src/configure" -C ac_cv_header_blis_h=no "$@" >out.txt 2>&1; then
         echo "ok $((n * 2 + 1)) - $desc: configure succeeds"
     else
         echo "not ok $((n * 2 + 1)) - $desc: configure succeeds"

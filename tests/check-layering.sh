@@ -63,7 +63,7 @@ engine_print() { src_files engine | xargs -r grep -nE '\b(printf|puts|exit|abort
 nonui_curses() { src_files engine src cli tests | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+)\.h>'; }
 # engine/'s sub-folders, bottom floor first; one floor may hold several
 # (none of them includes another of its floor).
-ENGINE_FLOORS='base kernels formats tokenizer model inference|remote worker|bench'
+ENGINE_FLOORS='base kernels formats tokenizer grammar model inference|remote worker|bench'
 engine_up_floor() {
     src_files $(echo "$ENGINE_FLOORS" | tr ' |' '\n\n' | sed 's#^#engine/#') |
         xargs -r grep -HnoE '#[[:space:]]*include[[:space:]]*"engine/[a-z_]+/' |

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "engine/base/error.h"
-#include "engine/grammar/constrain.h"
+#include "engine/inference/constrain.h"
 #include "engine/elm.h"
 #include "engine/inference/draft.h"
 #include "engine/inference/lookup.h"

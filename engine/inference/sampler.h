@@ -1,5 +1,5 @@
 /* sampler.h: the sampler chain's parts, for sampling under a grammar
- * (engine/grammar/constrain.c).  Engine-internal. */
+ * (engine/inference/constrain.c).  Engine-internal. */
 #ifndef ELMCHAT_ENGINE_INFERENCE_SAMPLER_H
 #define ELMCHAT_ENGINE_INFERENCE_SAMPLER_H
 

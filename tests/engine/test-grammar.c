@@ -20,7 +20,7 @@
 
 #include "engine/elm.h"
 #include "engine/elm_grammar.h"
-#include "engine/grammar/constrain.h"
+#include "engine/inference/constrain.h"
 #include "engine/grammar/tokens.h"
 #include "tests/lib/tap.h"
 

@@ -19,7 +19,7 @@
 
 #include "engine/elm.h"
 #include "tests/lib/fake-engine.h"
-#include "engine/grammar/constrain.h"
+#include "engine/inference/constrain.h"
 
 struct elm_model {
     struct elm_model_info info;

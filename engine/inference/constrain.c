@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "engine/base/error.h"
-#include "engine/grammar/constrain.h"
+#include "engine/inference/constrain.h"
 #include "engine/grammar/tokens.h"
 #include "engine/inference/sampler.h"
 
