@@ -127,27 +127,28 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     c->attn_part = alloc_floats(splits * max_nq * ATTN_BQ, (size_t)hd + 2);
     bool okay = c->tokens && c->k_cache && c->v_cache && c->rope_cos && c->rope_sin && tiles &&
                 c->x && c->h && c->qkv && c->att && c->ffn && c->attn_scratch && c->attn_part;
-    /* Pages that are only made when written (pages.h): a snapshot's load
-     * or a prefill pays for the tokens it holds, not for all of n_ctx
-     * (calloc from a heap that glibc had grown cleared every byte of every
-     * layer first: 0.4 s on the 270M shape at each new slot). */
-    size_t kv_floats = 0;
-    for (int i = 0; i < L; i++) {
-        size_t layer = (size_t)c->n_ctx * (size_t)model->layers[i].nkv * (size_t)hd;
-        kv_floats += 2 * ((layer + 15) / 16 * 16); /* each on a cache line */
-    }
+    /* Pages that are only made when written (pages.h), in stripes of
+     * ELM_KV_STRIPE positions (ctx.h): a snapshot's load or a prefill pays
+     * for the tokens it holds, not for all of n_ctx (calloc from a heap
+     * that glibc had grown cleared every byte of every layer first: 0.4 s
+     * on the 270M shape at each new slot). */
+    size_t stripe = 0;
+    for (int i = 0; i < L; i++) /* ELM_KV_STRIPE rows: whole cache lines */
+        stripe += 2 * (size_t)ELM_KV_STRIPE * (size_t)model->layers[i].nkv * (size_t)hd;
+    size_t n_stripes = ((size_t)c->n_ctx + ELM_KV_STRIPE - 1) / ELM_KV_STRIPE;
     if (okay) {
-        c->kv_bytes = kv_floats * sizeof(float);
+        c->kv_stripe = stripe;
+        c->kv_bytes = n_stripes * stripe * sizeof(float);
         c->kv_pages = elm_pages_zalloc(c->kv_bytes);
         okay = c->kv_pages != NULL;
     }
     float *kv = c->kv_pages;
     for (int i = 0; okay && i < L; i++) {
-        size_t layer = (size_t)c->n_ctx * (size_t)model->layers[i].nkv * (size_t)hd;
+        size_t rows = (size_t)ELM_KV_STRIPE * (size_t)model->layers[i].nkv * (size_t)hd;
         c->k_cache[i] = kv;
-        kv += (layer + 15) / 16 * 16;
+        kv += rows;
         c->v_cache[i] = kv;
-        kv += (layer + 15) / 16 * 16;
+        kv += rows;
     }
     if (!okay) {
         int n_ctx = c->n_ctx;
