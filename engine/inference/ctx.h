@@ -50,6 +50,8 @@ struct elm_ctx {
     float *qkv;    /* [n_batch, max (nq + 2 nkv) hd] */
     float *att;    /* [n_batch, max nq hd] */
     float *ffn;    /* [n_batch, max 2 ff] */
+    void *batch_pages; /* the five above in one elm_pages_zalloc block */
+    size_t batch_bytes;
     float *attn_scratch; /* [n_threads, attn_stride]: a key tile and query-row state */
     size_t attn_stride;  /* floats, a multiple of 16 */
     float *attn_part;    /* key-split partials: [nq x ATTN_BQ x (hd + 2)] per ATTN_KS keys */
