@@ -157,7 +157,8 @@ elm_status elm_state_save(const elm_ctx *ctx, const char *path, char *err, size_
 }
 
 
-/* n bytes at off, all of them (pread may return fewer). */
+/* n bytes at off, all of them (pread may return fewer); false with errno,
+ * 0 at the end of the file. */
 static bool read_at(int fd, void *buf, size_t n, uint64_t off)
 {
     unsigned char *p = buf;
@@ -165,6 +166,8 @@ static bool read_at(int fd, void *buf, size_t n, uint64_t off)
         ssize_t r = pread(fd, p, n, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
+        if (r == 0)
+            errno = 0;
         if (r <= 0)
             return false;
         p += r;
