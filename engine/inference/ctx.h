@@ -21,7 +21,7 @@
  * ELM_KV_STRIPE positions sit together, stripe after stripe, so a cache of
  * n tokens uses the first n / ELM_KV_STRIPE stripes of its block, not a
  * piece of every layer's n_ctx rows: huge pages (pages.h) then cost what
- * the tokens use (270M: 32 KiB a token, a stripe is one 2 MiB page).  A
+ * the tokens use (270M: 31.5 KiB a token, a stripe about one 2 MiB page).  A
  * multiple of ELM_ATTN_BK: the attention's key blocks never straddle two. */
 #define ELM_KV_STRIPE 64
 
