@@ -11,7 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* bytes of zeros, page-aligned, NULL when out of memory. */
+/* bytes of zeros, page-aligned, NULL when out of memory.  From 2 MiB on,
+ * aligned to a huge page and advised to use them (MADV_HUGEPAGE, where
+ * there is one): the caller keeps what it touches together (the KV
+ * cache's stripes, ctx.h) so that huge pages stay lazy too. */
 void *elm_pages_zalloc(size_t bytes);
 /* Give back what elm_pages_zalloc returned (p may be NULL), with its size. */
 void elm_pages_free(void *p, size_t bytes);

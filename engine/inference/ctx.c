@@ -32,11 +32,7 @@ void elm_ctx_free(elm_ctx *ctx)
     free(ctx->rope_cos);
     free(ctx->rope_sin);
     elm_gemm_tile_free(&ctx->tile);
-    free(ctx->x);
-    free(ctx->h);
-    free(ctx->qkv);
-    free(ctx->att);
-    free(ctx->ffn);
+    elm_pages_free(ctx->batch_pages, ctx->batch_bytes);
     free(ctx->attn_scratch);
     free(ctx->attn_part);
     free(ctx);
@@ -49,6 +45,36 @@ static void *alloc_floats(size_t a, size_t b)
     if (a && b > (SIZE_MAX - 128) / sizeof(float) / a)
         return NULL;
     return aligned_alloc(64, (a * b * sizeof(float) + 64) / 64 * 64);
+}
+
+/* The activations of a chunk (x, h, qkv, att, ffn: rows of n_batch) in one
+ * elm_pages_zalloc block, each on cache lines: huge pages where there are
+ * some, so a new ctx's first prefill faults a few pages in, not a 4 KiB
+ * page per row touched (270M, 74 ids: ~880 faults, ~15 us each in this
+ * VM).  false: out of memory. */
+static bool alloc_batch(struct elm_ctx *c, const size_t *cols, float **bufs[], int n)
+{
+    size_t nb = (size_t)c->n_batch, total = 0, sizes[5];
+    if (n > 5)
+        return false;
+    for (int i = 0; i < n; i++) {
+        if (cols[i] > (SIZE_MAX / 2) / sizeof(float) / nb)
+            return false;
+        sizes[i] = (nb * cols[i] * sizeof(float) + 63) / 64 * 64;
+        if (sizes[i] > SIZE_MAX / 2 - total)
+            return false;
+        total += sizes[i];
+    }
+    c->batch_pages = elm_pages_zalloc(total);
+    if (!c->batch_pages)
+        return false;
+    c->batch_bytes = total;
+    unsigned char *p = c->batch_pages;
+    for (int i = 0; i < n; i++) {
+        *bufs[i] = (float *)(void *)p;
+        p += sizes[i];
+    }
+    return true;
 }
 
 /* RoPE angles as HF computes them: inv_freq and p * inv_freq in f32. */
@@ -104,7 +130,6 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
         max_cols = q > max_cols ? q : max_cols;
         max_cols = (size_t)l->ff > max_cols ? (size_t)l->ff : max_cols;
     }
-    size_t nb = (size_t)c->n_batch;
     c->tokens = calloc((size_t)c->n_ctx, sizeof *c->tokens);
     c->k_cache = calloc((size_t)L, sizeof *c->k_cache);
     c->v_cache = calloc((size_t)L, sizeof *c->v_cache);
@@ -112,11 +137,9 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     c->rope_sin = alloc_floats((size_t)c->n_ctx, (size_t)hd / 2);
     bool tiles = elm_gemm_tile_init(&c->tile, c->n_threads, max_cols);
     c->tile.exact = params->exact;
-    c->x = alloc_floats(nb, (size_t)d);
-    c->h = alloc_floats(nb, (size_t)d);
-    c->qkv = alloc_floats(nb, max_r);
-    c->att = alloc_floats(nb, max_q);
-    c->ffn = alloc_floats(nb, max_f);
+    size_t cols[] = {(size_t)d, (size_t)d, max_r, max_q, max_f};
+    float **bufs[] = {&c->x, &c->h, &c->qkv, &c->att, &c->ffn};
+    bool batch = alloc_batch(c, cols, bufs, 5);
     /* per thread, on its own cache lines: a transposed key tile, and the
      * output, max and sum of ATTN_BQ tokens x grp query heads */
     size_t attn = (size_t)hd * ELM_ATTN_BK + (size_t)ATTN_BQ * max_grp * ((size_t)hd + 2);
@@ -126,28 +149,29 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     size_t splits = ((size_t)c->n_ctx + ATTN_KS - 1) / ATTN_KS;
     c->attn_part = alloc_floats(splits * max_nq * ATTN_BQ, (size_t)hd + 2);
     bool okay = c->tokens && c->k_cache && c->v_cache && c->rope_cos && c->rope_sin && tiles &&
-                c->x && c->h && c->qkv && c->att && c->ffn && c->attn_scratch && c->attn_part;
-    /* Pages that are only made when written (pages.h): a snapshot's load
-     * or a prefill pays for the tokens it holds, not for all of n_ctx
-     * (calloc from a heap that glibc had grown cleared every byte of every
-     * layer first: 0.4 s on the 270M shape at each new slot). */
-    size_t kv_floats = 0;
-    for (int i = 0; i < L; i++) {
-        size_t layer = (size_t)c->n_ctx * (size_t)model->layers[i].nkv * (size_t)hd;
-        kv_floats += 2 * ((layer + 15) / 16 * 16); /* each on a cache line */
-    }
+                batch && c->attn_scratch && c->attn_part;
+    /* Pages that are only made when written (pages.h), in stripes of
+     * ELM_KV_STRIPE positions (ctx.h): a snapshot's load or a prefill pays
+     * for the tokens it holds, not for all of n_ctx (calloc from a heap
+     * that glibc had grown cleared every byte of every layer first: 0.4 s
+     * on the 270M shape at each new slot). */
+    size_t stripe = 0;
+    for (int i = 0; i < L; i++) /* ELM_KV_STRIPE rows: whole cache lines */
+        stripe += 2 * (size_t)ELM_KV_STRIPE * (size_t)model->layers[i].nkv * (size_t)hd;
+    size_t n_stripes = ((size_t)c->n_ctx + ELM_KV_STRIPE - 1) / ELM_KV_STRIPE;
     if (okay) {
-        c->kv_bytes = kv_floats * sizeof(float);
+        c->kv_stripe = stripe;
+        c->kv_bytes = n_stripes * stripe * sizeof(float);
         c->kv_pages = elm_pages_zalloc(c->kv_bytes);
         okay = c->kv_pages != NULL;
     }
     float *kv = c->kv_pages;
     for (int i = 0; okay && i < L; i++) {
-        size_t layer = (size_t)c->n_ctx * (size_t)model->layers[i].nkv * (size_t)hd;
+        size_t rows = (size_t)ELM_KV_STRIPE * (size_t)model->layers[i].nkv * (size_t)hd;
         c->k_cache[i] = kv;
-        kv += (layer + 15) / 16 * 16;
+        kv += rows;
         c->v_cache[i] = kv;
-        kv += (layer + 15) / 16 * 16;
+        kv += rows;
     }
     if (!okay) {
         int n_ctx = c->n_ctx;

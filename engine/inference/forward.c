@@ -65,7 +65,7 @@ static void swiglu_task(void *arg, long b, long e, int ith)
 struct attn_job {
     struct elm_ctx *c;
     const struct elm_layer *l;
-    const float *k, *v; /* cache of this layer */
+    float *k, *v; /* cache of this layer (elm_kv_row) */
     int n, pos0, n_blocks;
     int n_splits; /* key ranges per task (one query block only); 1: none */
 };
@@ -97,18 +97,19 @@ static void attn_range(const struct attn_job *j, int kvh, int t0, int t1, int kb
     memset(a->o, 0, (size_t)rows * hd * sizeof *a->o);
     for (int kb = kb0; kb < kb1; kb += ELM_ATTN_BK) {
         int nkb = kb1 - kb < ELM_ATTN_BK ? kb1 - kb : ELM_ATTN_BK;
-        const float *kp = j->k + (size_t)kb * row_kv + (size_t)kvh * hd;
+        const float *kp = elm_kv_row(c, j->k, row_kv, kb) + (size_t)kvh * hd;
         elm_transpose(kp, (long)row_kv, nkb, hd, a->kt, ELM_ATTN_BK);
         for (int d = 0; nkb < ELM_ATTN_BK && d < hd; d++)
             memset(a->kt + (size_t)d * ELM_ATTN_BK + nkb, 0,
                    (size_t)(ELM_ATTN_BK - nkb) * sizeof *a->kt);
-        const float *vp = j->v + (size_t)kb * row_kv + (size_t)kvh * hd;
+        const float *vp = elm_kv_row(c, j->v, row_kv, kb) + (size_t)kvh * hd;
         /* a cold cache (decode at a long context) costs latency more than
          * bandwidth: the next block's keys come while this one computes
          * (the kernel fetches this block's values itself) */
         int next = kb1 - kb - ELM_ATTN_BK;
         if (next > 0)
-            elm_prefetch_rows(kp + (size_t)ELM_ATTN_BK * row_kv, (long)row_kv,
+            elm_prefetch_rows(elm_kv_row(c, j->k, row_kv, kb + ELM_ATTN_BK) + (size_t)kvh * hd,
+                              (long)row_kv,
                               next < ELM_ATTN_BK ? next : ELM_ATTN_BK, hd);
         /* rows (token-major, then query head) go to the kernel ELM_ATTN_BR
          * at a time so that they share its loads of this block; tokens
@@ -176,6 +177,7 @@ static void attn_task(void *arg, long b, long e, int ith)
  * depends only on the key count, never on the threads, so results are the
  * same for any thread count. */
 _Static_assert(ATTN_KS % ELM_ATTN_BK == 0, "a key split is whole key blocks");
+_Static_assert(ELM_KV_STRIPE % ELM_ATTN_BK == 0, "a key block is in one cache stripe");
 
 static size_t part_floats(const struct attn_job *j)
 {
@@ -316,8 +318,8 @@ static void qk_rope_task(void *arg, long b, long e, int ith)
             rmsnorm(q + h * hd, l->q_norm, q + h * hd, hd, in->rms_eps);
             rope(q + h * hd, cs, sn, half);
         }
-        float *kc = c->k_cache[j->li] + (size_t)p * row_kv;
-        float *vc = c->v_cache[j->li] + (size_t)p * row_kv;
+        float *kc = elm_kv_row(c, c->k_cache[j->li], row_kv, p);
+        float *vc = elm_kv_row(c, c->v_cache[j->li], row_kv, p);
         for (int h = 0; h < l->nkv; h++) {
             rmsnorm(k + h * hd, l->k_norm, kc + h * hd, hd, in->rms_eps);
             rope(kc + h * hd, cs, sn, half);
