@@ -15,5 +15,6 @@ ui_libui_a_SOURCES = \
 	ui/session_list.c ui/session_list.h \
 	ui/tree_view.c ui/tree_view.h \
 	ui/input.c ui/input.h \
+	ui/keys.c ui/keys.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h
