@@ -3,7 +3,6 @@
 #define ELMCHAT_ENGINE_CTX_H
 
 #include <stdint.h>
-#include <time.h>
 
 #include "engine/elm_bench.h"
 #include "engine/kernels/gemm.h"
@@ -46,13 +45,5 @@ struct elm_ctx {
     bool profiling;      /* elm_ctx_set_profiling: forward.c times its phases */
     struct elm_ctx_stats stats;
 };
-
-/* Seconds on the monotonic clock, for the profiling hooks (differences only). */
-static inline double elm_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 #endif

@@ -6,17 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "src/base/human_size.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "src/base/platform.h"
 
 void pull_progress_init(struct pull_progress *pp, const char *id, enum pull_progress_mode mode,
                         FILE *out)
@@ -25,7 +18,7 @@ void pull_progress_init(struct pull_progress *pp, const char *id, enum pull_prog
     pp->out = out;
     pp->mode = mode;
     pp->id = id;
-    pp->start = now_s();
+    pp->start = platform_now();
 }
 
 /* Bytes per second over the last few seconds of samples. */
@@ -60,7 +53,7 @@ static void clear_bar(struct pull_progress *pp)
 
 static void draw_bar(struct pull_progress *pp, const struct hub_pull_event *ev)
 {
-    double t = now_s();
+    double t = platform_now();
     double bps = speed(pp, t);
     char done[24], total[24], rate[24], eta[24] = "--:--";
     human_size(ev->all_done, done, sizeof done);
@@ -106,7 +99,7 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
         break;
     case HUB_PULL_FILE_START:
         pp->last_file_done = ev->file_done; /* a resumed part came before */
-        pp->file_start = now_s();
+        pp->file_start = platform_now();
         if (pp->mode == PULL_PROGRESS_BAR)
             draw_bar(pp, ev);
         break;
@@ -122,7 +115,7 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
                 fprintf(pp->out, "[%zu/%zu] %s %s: already here\n", ev->index, ev->count, ev->file,
                         human_size(ev->file_size, a, sizeof a));
             } else {
-                double dt = now_s() - pp->file_start;
+                double dt = platform_now() - pp->file_start;
                 fprintf(
                     pp->out, "[%zu/%zu] %s %s in %.1f s (%s/s), %s ok\n", ev->index, ev->count,
                     ev->file, human_size(ev->file_size, a, sizeof a), dt,
@@ -150,7 +143,7 @@ void pull_progress_end(struct pull_progress *pp)
 
 void pull_progress_summary(const struct pull_progress *pp, const struct hub_pull_result *r)
 {
-    double dt = now_s() - pp->start;
+    double dt = platform_now() - pp->start;
     char a[24], b[24], c[24];
     fprintf(pp->out,
             "%s: %zu files, %s (%s fetched in %.1f s, %s/s; %zu already here), commit %s\n", pp->id,
