@@ -13,7 +13,6 @@
 #include "cli/run_server.h"
 #include "src/conversation/attachment.h"
 #include "src/models/model_find.h"
-#include "src/models/pull_on_demand.h"
 #include "src/base/macros.h"
 #include "src/template/roles.h"
 #include "src/base/options.h"
@@ -23,6 +22,7 @@
 #include "src/template/template.h"
 #include "src/base/utf8.h"
 #include "src/base/xalloc.h"
+#include "ui/pull_progress.h"
 
 #define RUN_MAX_INPUT (16 * 1024 * 1024)
 #define RUN_DEFAULT_MAX_TOKENS 256
@@ -313,9 +313,8 @@ int cmd_run(int argc, char **argv)
     /* The model: an alias from config.yaml, a path, or a name. */
     char model_path[4096] = "";
     if (c.model) {
-        const char *alias = config_alias(&cfg, c.model);
-        bool found = model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, cfg.pull_quantize,
-                                           model_path, sizeof model_path, err, sizeof err);
+        bool found = config_find_model(&cfg, c.model, true, c.no_pull, pull_progress_terminal(),
+                                       model_path, sizeof model_path, err, sizeof err);
         if (!found) {
             cli_error("%s", err);
             goto out;

@@ -35,6 +35,7 @@
 #include "ui/keys.h"
 #include "ui/layout.h"
 #include "ui/message_actions.h"
+#include "ui/pull_progress.h"
 #include "ui/screen.h"
 
 /* How far the worker and its compute threads sit below the UI thread
@@ -780,6 +781,7 @@ int tui_main(int argc, char **argv)
     tui_view_init(&t->view, &t->chat, &ops);
     o.worker_nice = COMPUTE_NICE;
     o.pull_missing = !o.common.no_pull; /* asked and shown before the screen starts */
+    o.pull_ui = pull_progress_terminal();
     if (!chat_init(&t->chat, &o, &ops, err, sizeof err)) {
         cli_error("%s", err);
         chat_fini(&t->chat);

@@ -19,8 +19,7 @@
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
                         size_t err_size)
 {
-    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
-    return model_resolve(alias ? alias : arg, path, size, err, err_size);
+    return config_find_model(&c->cfg, arg, false, false, NULL, path, size, err, err_size);
 }
 
 bool chat_model_here(struct chat *c, const char *name)
@@ -82,13 +81,9 @@ static void model_label(const char *path, char *out, size_t size)
  * resolved, named, its tokenizer loaded; the worker loads it later. */
 bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size)
 {
-    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
-    bool found = c->opt.pull_missing || c->opt.common.no_pull
-                     ? model_resolve_or_pull(alias ? alias : arg, !c->opt.common.no_pull,
-                                             c->cfg.pull_quantize, c->model_path,
-                                             sizeof c->model_path, err, err_size)
-                     : chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err,
-                                          err_size);
+    bool found = config_find_model(&c->cfg, arg, c->opt.pull_missing, c->opt.common.no_pull,
+                                   c->opt.pull_ui, c->model_path, sizeof c->model_path, err,
+                                   err_size);
     if (!found)
         return false;
     c->model_arg = arg ? x_strdup(arg) : NULL;

@@ -1,7 +1,7 @@
-/* pull_progress.c: a pull on standard error (pull_progress.h). */
+/* pull_progress.c: a pull on standard error or the terminal (pull_progress.h). */
 #include "config.h"
 
-#include "src/models/pull_progress.h"
+#include "ui/pull_progress.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -151,4 +151,86 @@ void pull_progress_summary(const struct pull_progress *pp, const struct hub_pull
             human_size(r->bytes_fetched, b, sizeof b), dt,
             human_size(dt > 0 ? (long long)((double)r->bytes_fetched / dt) : 0, c, sizeof c),
             r->files_cached, r->commit);
+}
+
+/* -------------------------------------------------------- a pull on demand */
+
+static struct {
+    FILE *term; /* where to ask and draw the bar; NULL: a script */
+    FILE *out;  /* the lines: the terminal, else standard error */
+    struct pull_progress pp;
+} on_demand;
+
+static void od_notice(void *user, const char *line)
+{
+    (void)user;
+    fprintf(on_demand.out, "%s\n", line);
+    fflush(on_demand.out);
+}
+
+/* Without a terminal (a script): yes, said on standard error. */
+static bool od_confirm(void *user, const char *id, long long bytes, const char *cache)
+{
+    (void)user;
+    FILE *term = on_demand.term;
+    if (!term) {
+        fprintf(stderr, "elmchat: %s is not here: downloading it from the Hub\n", id);
+        return true;
+    }
+    char size[32];
+    fprintf(term, "%s is not on this machine. Download it from the Hub (%s) into %s? [Y/n] ", id,
+            human_size(bytes, size, sizeof size), cache);
+    fflush(term);
+    char answer[16] = "";
+    if (!fgets(answer, sizeof answer, stdin))
+        return false;
+    return answer[0] == '\n' || answer[0] == 'y' || answer[0] == 'Y';
+}
+
+static void od_begin(void *user, const char *id)
+{
+    (void)user;
+    pull_progress_init(&on_demand.pp, id, on_demand.term ? PULL_PROGRESS_BAR : PULL_PROGRESS_LINES,
+                       on_demand.out);
+}
+
+static void od_event(void *user, const struct hub_pull_event *ev)
+{
+    (void)user;
+    pull_progress_event(&on_demand.pp, ev);
+}
+
+static void od_end(void *user, const struct hub_pull_result *r)
+{
+    (void)user;
+    pull_progress_end(&on_demand.pp);
+    if (r)
+        pull_progress_summary(&on_demand.pp, r);
+}
+
+static void od_converting(void *user, float f)
+{
+    (void)user;
+    fprintf(on_demand.out, "\rwriting the GGUF: %3d%%", (int)(f * 100.0f));
+    fflush(on_demand.out);
+}
+
+static void od_converted(void *user, const char *gguf)
+{
+    (void)user;
+    fprintf(on_demand.out, "\n");
+    if (gguf)
+        fprintf(on_demand.out, "wrote %s\n", gguf);
+}
+
+const struct pull_ui *pull_progress_terminal(void)
+{
+    static const struct pull_ui ui = {od_notice, od_confirm,    od_begin,    od_event,
+                                      od_end,    od_converting, od_converted, NULL};
+    on_demand.term = !isatty(STDIN_FILENO)    ? NULL
+                     : isatty(STDERR_FILENO) ? stderr
+                     : isatty(STDOUT_FILENO) ? stdout
+                                             : NULL;
+    on_demand.out = on_demand.term ? on_demand.term : stderr;
+    return &ui;
 }
