@@ -108,7 +108,7 @@ int cmd_info(int argc, char **argv)
     printf("kv_floats_per_token:  %ld\n", kv);
     printf("fingerprint:          %016" PRIx64 "\n", in->fingerprint);
     print_sampling(&in->sampling);
-    char *shipped = model_fallback_tokenizer_path(elm_model_path(model));
+    char *shipped = model_tokenizer_path(elm_model_path(model), NULL);
     if (tok && shipped)
         printf("tokenizer:            %d pieces, elmchat's LLaMA-2 tokenizer.model (the folder "
                "has none): %s\n",

@@ -15,7 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/option_loop.h"
-#include "src/models/pull_progress.h"
+#include "ui/pull_progress.h"
 #include "src/config/config_file.h"
 #include "src/models/http_fetch.h"
 #include "src/models/hub_cache.h"

@@ -14,7 +14,6 @@
 #include "cli/run_server.h"
 #include "src/conversation/attachment.h"
 #include "src/models/model_find.h"
-#include "src/models/pull_on_demand.h"
 #include "src/base/macros.h"
 #include "src/template/roles.h"
 #include "src/base/options.h"
@@ -24,6 +23,7 @@
 #include "src/template/template.h"
 #include "src/base/utf8.h"
 #include "src/base/xalloc.h"
+#include "ui/pull_progress.h"
 
 #define RUN_MAX_INPUT (16 * 1024 * 1024)
 #define RUN_DEFAULT_MAX_TOKENS 256
@@ -346,9 +346,8 @@ int cmd_run(int argc, char **argv)
     /* The model: an alias from config.yaml, a path, or a name. */
     char model_path[4096] = "";
     if (c.model) {
-        const char *alias = config_alias(&cfg, c.model);
-        bool found = model_resolve_or_pull(alias ? alias : c.model, !c.no_pull, cfg.pull_quantize,
-                                           model_path, sizeof model_path, err, sizeof err);
+        bool found = config_find_model(&cfg, c.model, true, c.no_pull, pull_progress_terminal(),
+                                       model_path, sizeof model_path, err, sizeof err);
         if (!found) {
             cli_error("%s", err);
             goto out;
@@ -413,32 +412,22 @@ int cmd_run(int argc, char **argv)
 
     const elm_tokenizer *tok = NULL;
     bool server = model_is_server(model_path);
-    char *shipped = NULL;
-    if (!tokenizer_path && server) {
-        /* the prompt is made here: an alias's tokenizer, else elmchat's
-         * LLaMA-2 one (every OpenELM model's); the server is checked
-         * against it */
+    /* the prompt is made here: --tokenizer, else a server's alias's
+     * tokenizer:, else model_tokenizer's rule (the server is checked
+     * against it) */
+    if (!tokenizer_path && server)
         tokenizer_path = config_alias_tokenizer(&cfg, c.model);
-        if (!tokenizer_path)
-            tokenizer_path = shipped = paths_shipped_tokenizer();
+    char *from = NULL;
+    own_tok = model_tokenizer(model_path, tokenizer_path, &from, err, sizeof err);
+    free(from);
+    if (!own_tok && *err) {
+        cli_error("%s", err);
+        goto out;
     }
-    if (tokenizer_path) {
-        if (elm_tokenizer_load(tokenizer_path, &own_tok, err, sizeof err) != ELM_OK) {
-            cli_error("%s", err);
-            goto out;
-        }
-        tok = own_tok;
-    } else {
-        /* a folder without a tokenizer: the one elmchat ships */
-        char *from = NULL;
-        if ((own_tok = model_fallback_tokenizer(model_path, &from)))
-            tok = own_tok;
-        free(from);
-        if (!tok && dry_run &&
-            elm_tokenizer_load_for_model(model_path, &own_tok, err, sizeof err) == ELM_OK)
-            tok = own_tok; /* no need to map the weights; else the model load says what is wrong */
-    }
-    free(shipped);
+    if (!own_tok && dry_run &&
+        elm_tokenizer_load_for_model(model_path, &own_tok, err, sizeof err) != ELM_OK)
+        own_tok = NULL; /* no need to map the weights; else the model load says what is wrong */
+    tok = own_tok;
     if (server && !tok) {
         cli_error("%s: no tokenizer to make the prompt with (give --tokenizer FILE)", model_path);
         goto out;

@@ -21,7 +21,7 @@ elm_model *cmd_load_model(const char *arg, int n_threads)
     mp.n_threads = n_threads;
     /* a folder without a tokenizer: the one elmchat ships (shared by the model) */
     char *from = NULL;
-    elm_tokenizer *tok = model_fallback_tokenizer(path, &from);
+    elm_tokenizer *tok = model_tokenizer(path, NULL, &from, err, sizeof err);
     mp.tokenizer = tok;
     elm_model *model = NULL;
     elm_status st = elm_model_load(path, &mp, &model, err, sizeof err);

@@ -18,7 +18,6 @@ src_libcore_a_SOURCES = \
 	src/models/hub_api.c src/models/hub_api.h \
 	src/models/hub_pull.c src/models/hub_pull.h \
 	src/base/human_size.c src/base/human_size.h \
-	src/models/pull_progress.c src/models/pull_progress.h \
 	src/models/pull_on_demand.c src/models/pull_on_demand.h \
 	src/base/xalloc.c src/base/xalloc.h \
 	src/base/utf8.c src/base/utf8.h \

@@ -5,6 +5,9 @@
 #  - above the engine, only its public headers (engine/elm*.h) are included;
 #  - only ui/ includes curses or readline; the engine no YAML either, and it
 #    never prints or exits;
+#  - only ui/ and cli/ touch the terminal: nothing in src/ uses the standard
+#    streams (but src/base/diag.c, the one error format), asks isatty or
+#    writes an escape sequence;
 #  - inside src/, the folders are layers too, bottom to top:
 #    base store models template config conversation chat;
 #    a folder includes only its own and lower ones, and every file is in one;
@@ -60,6 +63,10 @@ src_unfiled() {
 }
 engine_term() { src_files engine | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+|yaml)\.h>'; }
 engine_print() { src_files engine | xargs -r grep -nE '\b(printf|puts|exit|abort)[[:space:]]*\(|\b(stdout|stderr)\b' | grep -v 'snprintf\|vsnprintf'; }
+src_term_io() {
+    src_files src | grep -vE '^src/base/diag\.[ch]$' | xargs -r grep -nE \
+        '\b(stdin|stdout|stderr)\b|\b(printf|puts|putchar|getchar|perror|isatty|ttyname)[[:space:]]*\(|STD(IN|OUT|ERR)_FILENO|/dev/tty|\\(033|x1b|e)\['
+}
 nonui_curses() { src_files engine src cli tests | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+)\.h>'; }
 # engine/'s sub-folders, bottom floor first; one floor may hold several
 # (none of them includes another of its floor).
@@ -139,6 +146,7 @@ check "above the engine, only its public headers (engine/elm*.h)" private_engine
 check "engine/ includes no terminal or YAML headers" engine_term
 check "engine/ never prints or exits" engine_print
 check "only ui/ includes curses or readline" nonui_curses
+check "src/ neither reads nor writes the terminal (but diag.c's error format)" src_term_io
 check "engine/: a sub-folder includes only lower floors ($ENGINE_FLOORS)" engine_up_floor
 check "no include circles" include_circles
 check "engine/: no circles of includes or calls" engine_call_circles

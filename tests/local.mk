@@ -1,9 +1,10 @@
 # The test suite: TAP programs and scripts in one folder per layer
 # (tests/README.md), each folder with its own fragment.  This one holds what
 # checks the whole tree rather than one layer: the include rules between
-# the layers (tests/check-layering.sh).
-dist_check_SCRIPTS += tests/check-layering.sh
-TESTS += tests/check-layering.sh
+# the layers (tests/check-layering.sh), and that the maps name files that
+# exist and every source file (tests/check-docs.sh).
+dist_check_SCRIPTS += tests/check-layering.sh tests/check-docs.sh
+TESTS += tests/check-layering.sh tests/check-docs.sh
 # configure finds upstream BLIS's include/blis/blis.h (two configure runs)
 dist_check_SCRIPTS += tests/check-configure-blis.sh
 TESTS += tests/check-configure-blis.sh

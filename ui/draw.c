@@ -22,7 +22,7 @@ static int put_text(WINDOW *w, const char *s, size_t n, int max_cols)
     uint32_t cp;
     while (u8_next(s, n, &i, &cp, &cw)) {
         if (cw < 0)
-            cp = U8_REPLACEMENT, cw = 1;
+            cp = UTF8_REPLACEMENT, cw = 1;
         if (cols + cw > max_cols)
             break;
         wchar_t wc = (wchar_t)cp;
@@ -229,7 +229,7 @@ static void cut_cols(char *s, size_t size, int cols)
     int used = 0;
     while (i < len) {
         uint32_t cp;
-        size_t k = u8_decode(s + i, len - i, &cp);
+        size_t k = utf8_decode(s + i, len - i, &cp);
         int cw = k ? u8_cp_width(cp) : 1;
         if (!k || used + (cw > 0 ? cw : 0) > cols - 1)
             break;

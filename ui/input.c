@@ -606,12 +606,12 @@ static struct unit next_unit(const char *s, size_t n, size_t i, int col)
         return u;
     }
     uint32_t cp;
-    size_t k = u8_decode(s + i, n - i, &cp);
+    size_t k = utf8_decode(s + i, n - i, &cp);
     if (k == 0)
-        k = n - i, cp = U8_REPLACEMENT;
+        k = n - i, cp = UTF8_REPLACEMENT;
     int w = u8_cp_width(cp);
     if (w < 0)
-        cp = U8_REPLACEMENT, w = 1;
+        cp = UTF8_REPLACEMENT, w = 1;
     u.cp = cp, u.cols = w, u.next = i + k;
     return u;
 }

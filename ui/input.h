@@ -28,6 +28,7 @@ enum input_action {
     IA_FIND_PREV,      /* elmchat-find-previous: Ctrl-B on an empty line, Shift-Tab */
     IA_SELECT_PREV,    /* elmchat-select-previous: Alt-Up (an earlier message) */
     IA_SELECT_NEXT,    /* elmchat-select-next: Alt-Down */
+    IA_COUNT
 };
 
 struct input_hooks {

@@ -15,5 +15,7 @@ ui_libui_a_SOURCES = \
 	ui/session_list.c ui/session_list.h \
 	ui/tree_view.c ui/tree_view.h \
 	ui/input.c ui/input.h \
+	ui/keys.c ui/keys.h \
+	ui/pull_progress.c ui/pull_progress.h \
 	ui/draw.c ui/draw.h \
 	ui/chat_view.c ui/chat_view.h

@@ -9,76 +9,7 @@
 #include <string.h>
 #include <wchar.h>
 
-
-size_t u8_decode(const char *s, size_t n, uint32_t *cp)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    unsigned c = p[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        *cp = U8_REPLACEMENT;
-        return 1;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if (i >= n)
-            return 0; /* a valid prefix so far: wait for the rest */
-        if ((p[i] & 0xC0) != 0x80) {
-            *cp = U8_REPLACEMENT;
-            return 1;
-        }
-        v = (v << 6) | (p[i] & 0x3F);
-        /* Reject overlongs and out-of-range values as early as the second
-         * byte, so that an impossible prefix never waits for more input. */
-        if (i == 1 && ((len == 3 && c == 0xE0 && p[1] < 0xA0) ||
-                       (len == 3 && c == 0xED && p[1] > 0x9F) ||
-                       (len == 4 && c == 0xF0 && p[1] < 0x90) ||
-                       (len == 4 && c == 0xF4 && p[1] > 0x8F))) {
-            *cp = U8_REPLACEMENT;
-            return 1;
-        }
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
-        *cp = U8_REPLACEMENT;
-        return 1;
-    }
-    *cp = v;
-    return len;
-}
-
-size_t u8_encode(uint32_t cp, char out[4])
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
+#include "src/base/utf8.h"
 
 int u8_cp_width(uint32_t cp)
 {
@@ -96,7 +27,7 @@ bool u8_next(const char *s, size_t n, size_t *i, uint32_t *cp, int *cols)
 {
     if (*i >= n)
         return false;
-    size_t k = u8_decode(s + *i, n - *i, cp);
+    size_t k = utf8_decode(s + *i, n - *i, cp);
     if (k == 0)
         return false;
     *cols = u8_cp_width(*cp);
@@ -117,7 +48,7 @@ int u8_width(const char *s, size_t n)
 static void add_cp(struct sbuf *out, uint32_t cp)
 {
     char tmp[4];
-    sbuf_add(out, tmp, u8_encode(cp, tmp));
+    sbuf_add(out, tmp, utf8_encode(cp, tmp));
 }
 
 /* Column of the end of out's last line (for tab stops). */
@@ -231,11 +162,11 @@ size_t sanitize_append(struct sbuf *out, const char *s, size_t n, bool final)
             continue;
         }
         uint32_t cp;
-        size_t k = u8_decode(s + i, n - i, &cp);
+        size_t k = utf8_decode(s + i, n - i, &cp);
         if (k == 0) {
             if (!final)
                 return i;
-            cp = U8_REPLACEMENT;
+            cp = UTF8_REPLACEMENT;
             k = 1;
         }
         if (cp == 0x9B || cp == 0x9D || cp == 0x90 || cp == 0x9F || cp == 0x9E || cp == 0x98) {
@@ -251,7 +182,7 @@ size_t sanitize_append(struct sbuf *out, const char *s, size_t n, bool final)
             continue;
         }
         if (u8_cp_width(cp) < 0)
-            cp = U8_REPLACEMENT;
+            cp = UTF8_REPLACEMENT;
         add_cp(out, cp);
         i += k;
     }

@@ -1,4 +1,4 @@
-/* sanitize.h: UTF-8 decoding, display widths, and the filter that makes
+/* sanitize.h: display widths (decoding: src/base/utf8.h), and the filter that makes
  * model (or any untrusted) text safe to draw.  Pure functions: no curses, no
  * global state except the C library's LC_CTYPE (wcwidth).  Any thread. */
 #ifndef ELMCHAT_UI_SANITIZE_H
@@ -9,16 +9,8 @@
 #include <stdint.h>
 
 #include "src/base/strbuf.h" /* struct sbuf */
+#include "src/base/utf8.h"    /* utf8_decode, UTF8_REPLACEMENT */
 
-#define U8_REPLACEMENT 0xFFFDu
-
-/* Decode the sequence at s (n > 0 bytes available).  Returns the bytes used
- * (1..4) and sets *cp; an invalid or overlong sequence, a surrogate or a
- * value above U+10FFFF uses 1 byte and gives U8_REPLACEMENT.  When the bytes
- * are a valid but incomplete prefix, returns 0 (need more input). */
-size_t u8_decode(const char *s, size_t n, uint32_t *cp);
-/* Encode cp (<= U+10FFFF) into out; returns 1..4. */
-size_t u8_encode(uint32_t cp, char out[4]);
 /* Display columns of one code point: 0 (combining), 1 or 2; -1 for a
  * control or anything the terminal cannot be trusted to draw. */
 int u8_cp_width(uint32_t cp);

@@ -36,7 +36,7 @@ bool wrap_next(struct wrap_iter *it, size_t *off, size_t *len, int *cols)
             return true; /* a trailing '\n' leaves one more (empty) line */
         }
         uint32_t cp;
-        size_t k = u8_decode(s + i, n - i, &cp);
+        size_t k = utf8_decode(s + i, n - i, &cp);
         if (k == 0)
             k = n - i; /* truncated tail: treat as one cell */
         int cw = u8_cp_width(cp);

@@ -32,8 +32,10 @@
 #include "ui/draw.h"
 #include "ui/external_editor.h"
 #include "ui/input.h"
+#include "ui/keys.h"
 #include "ui/layout.h"
 #include "ui/message_actions.h"
+#include "ui/pull_progress.h"
 #include "ui/screen.h"
 
 /* How far the worker and its compute threads sit below the UI thread
@@ -54,19 +56,6 @@ static void on_signal(int sig)
         /* pipe full: a byte for this signal is already pending */
     }
     errno = saved;
-}
-
-static void install_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGTSTP, SIGQUIT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
 }
 
 /* ------------------------------------------------------------- the screen */
@@ -196,8 +185,24 @@ static void fatal_hook(void)
 
 /* --------------------------------------------------------------- callbacks */
 
+/* The one place reactions are acted on, at once (a relayout before the
+ * next key of the same read).  Resize and quit are the loop's: a burst of
+ * signals is one resize. */
+static unsigned react(struct tui *t, unsigned r)
+{
+    if (r & REACT_RELAYOUT)
+        relayout(t);
+    if (r & REACT_CLEAR)
+        clearok(curscr, TRUE);
+    if (r & REACT_REDRAW_ALL)
+        t->full_redraw = true;
+    if (r & REACT_REDRAW)
+        t->view.changed = true;
+    return r & (REACT_RESIZE | REACT_QUIT);
+}
+
 /* Ctrl-F (dir 1: older) / Ctrl-B (-1: newer) while searching. */
-static void find_step(struct tui *t, int dir)
+static unsigned find_step(struct tui *t, int dir)
 {
     size_t i, n;
     if (transcript_search_step(&t->view.tr, dir, t->layout.transcript.h, &i, &n))
@@ -206,7 +211,7 @@ static void find_step(struct tui *t, int dir)
                     t->view.tr.search, i, n);
     else
         chat_notice(&t->chat, true, "find '%s': not in this conversation", t->view.tr.search);
-    t->view.changed = true;
+    return REACT_REDRAW;
 }
 
 /* Esc on an empty line while searching: the search ends. */
@@ -216,7 +221,6 @@ static bool find_leave(struct tui *t)
         return false;
     transcript_search(&t->view.tr, NULL, t->layout.transcript.h);
     chat_notice(&t->chat, false, "search off");
-    t->view.changed = true;
     return true;
 }
 
@@ -225,7 +229,7 @@ static void on_line(char *line, void *user)
     struct tui *t = user;
     if (line && !*line && t->view.tr.search) { /* Enter: the next match */
         free(line);
-        find_step(t, 1);
+        react(t, find_step(t, 1));
         return;
     }
     chat_submit(&t->chat, line);
@@ -257,75 +261,255 @@ static void on_matches(const char *const *m, int n, void *user)
     chat_notice(&t->chat, false, "%s", buf);
 }
 
+/* ------------------------------------------- readline's actions (input.h) */
+
+static int page_rows(const struct tui *t)
+{
+    int h = t->layout.transcript.h;
+    return h > 2 ? h - 2 : 1;
+}
+
+static unsigned act_scroll_up(struct tui *t)
+{
+    transcript_scroll(&t->view.tr, page_rows(t), t->layout.transcript.h);
+    return REACT_REDRAW;
+}
+
+static unsigned act_scroll_down(struct tui *t)
+{
+    transcript_scroll(&t->view.tr, -page_rows(t), t->layout.transcript.h);
+    return REACT_REDRAW;
+}
+
+static unsigned act_scroll_top(struct tui *t)
+{
+    transcript_scroll_home(&t->view.tr, t->layout.transcript.h);
+    return REACT_REDRAW;
+}
+
+static unsigned act_scroll_bottom(struct tui *t)
+{
+    transcript_scroll_end(&t->view.tr);
+    return REACT_REDRAW;
+}
+
+/* Ctrl-G: the search ends, a queued message comes back, the reply stops,
+ * else the line goes. */
+static unsigned act_cancel(struct tui *t)
+{
+    if (find_leave(t) || (input_line_empty() && chat_unqueue(&t->chat)))
+        return REACT_REDRAW;
+    if (chat_generating(&t->chat))
+        chat_cancel(&t->chat);
+    else
+        input_clear_line();
+    return REACT_REDRAW;
+}
+
+static unsigned act_toggle_sessions(struct tui *t)
+{
+    tui_view_toggle_sessions(&t->view);
+    return REACT_RELAYOUT;
+}
+
+static unsigned act_redraw(struct tui *t)
+{
+    (void)t;
+    return REACT_CLEAR | REACT_REDRAW_ALL | REACT_REDRAW;
+}
+
+static unsigned select_step(struct tui *t, int dir)
+{
+    if (transcript_select_step(&t->view.tr, dir, t->layout.transcript.h) != SIZE_MAX)
+        message_actions_hint(&t->chat, &t->view.tr);
+    else
+        chat_notice(&t->chat, false, "no message selected");
+    return REACT_REDRAW;
+}
+
+static unsigned act_select_prev(struct tui *t)
+{
+    return select_step(t, -1);
+}
+
+static unsigned act_select_next(struct tui *t)
+{
+    return select_step(t, 1);
+}
+
+static unsigned act_find_next(struct tui *t)
+{
+    if (t->view.tr.search)
+        return find_step(t, 1);
+    input_set_text("/find "); /* the search prompt */
+    return REACT_REDRAW;
+}
+
+static unsigned act_find_prev(struct tui *t)
+{
+    return t->view.tr.search ? find_step(t, -1) : REACT_REDRAW;
+}
+
+/* The edited text comes back into the input line, not sent. */
+static unsigned act_edit_external(struct tui *t)
+{
+    char *text = input_text(), *edited = NULL, err[700];
+    if (external_edit(text, &edited, err, sizeof err)) {
+        input_set_text(edited);
+        free(edited);
+    } else {
+        chat_notice(&t->chat, true, "%s", err);
+    }
+    free(text);
+    return REACT_REDRAW_ALL | REACT_REDRAW;
+}
+
+/* Indexed by enum input_action; readline's keymap says which key sends
+ * which (input.c, rebindable in ~/.inputrc). */
+action_fn *const tui_actions[IA_COUNT] = {
+    [IA_SCROLL_UP] = act_scroll_up,
+    [IA_SCROLL_DOWN] = act_scroll_down,
+    [IA_SCROLL_TOP] = act_scroll_top,
+    [IA_SCROLL_BOTTOM] = act_scroll_bottom,
+    [IA_CANCEL] = act_cancel,
+    [IA_TOGGLE_SESSIONS] = act_toggle_sessions,
+    [IA_REDRAW] = act_redraw,
+    [IA_EDIT_EXTERNAL] = act_edit_external,
+    [IA_FIND_NEXT] = act_find_next,
+    [IA_FIND_PREV] = act_find_prev,
+    [IA_SELECT_PREV] = act_select_prev,
+    [IA_SELECT_NEXT] = act_select_next,
+};
+
 static void on_action(enum input_action a, void *user)
 {
-    struct tui *t = user;
-    int h = t->layout.transcript.h;
-    int page = h > 2 ? h - 2 : 1;
-    switch (a) {
-    case IA_SCROLL_UP:
-        transcript_scroll(&t->view.tr, page, h);
+    if (a > 0 && a < IA_COUNT && tui_actions[a])
+        react(user, tui_actions[a](user));
+}
+
+/* ------------------------------------------- keys before readline (keys.h) */
+
+static unsigned key_toggle_sessions(struct tui *t, const struct key *k)
+{
+    (void)k;
+    return act_toggle_sessions(t);
+}
+
+static bool list_has_keyboard(struct tui *t)
+{
+    return t->view.show_sessions && t->view.list.focused;
+}
+
+static unsigned key_session_list(struct tui *t, const struct key *k)
+{
+    return session_list_key(&t->view.list, &t->chat, t->view.session_list,
+                            t->view.n_session_list, k->bytes, k->len)
+               ? REACT_REDRAW
+               : REACT_PASS;
+}
+
+static unsigned key_tree(struct tui *t, const struct key *k)
+{
+    tree_view_key(&t->view.tree, &t->chat, k->bytes, k->len, t->layout.transcript.h);
+    return REACT_REDRAW;
+}
+
+/* Alt-Up/Alt-Down: readline's binding moves the selection. */
+static unsigned key_to_readline(struct tui *t, const struct key *k)
+{
+    (void)t, (void)k;
+    return REACT_PASS;
+}
+
+/* The selected message's action keys; Esc ends the selection, any other
+ * key ends it and types as usual. */
+static unsigned key_message(struct tui *t, const struct key *k)
+{
+    if (message_action(&t->chat, &t->view.tr, k->bytes, k->len))
+        return REACT_REDRAW;
+    t->view.tr.selected = SIZE_MAX;
+    if (key_escape(k) == KEY_ESC_ALONE) {
+        chat_notice(&t->chat, false, "selection off");
+        return REACT_REDRAW;
+    }
+    return REACT_REDRAW | REACT_PASS;
+}
+
+/* Esc alone (nothing after it within the Alt-prefix timeout) is the Esc
+ * key, busy or idle: given to readline it would wait as a prefix for the
+ * next key (Esc, then "/retry" sent "retry", Alt-/ having eaten the
+ * slash).  The search ends, a queued message comes back, the reply stops. */
+static unsigned key_esc(struct tui *t)
+{
+    if (find_leave(t))
+        return REACT_REDRAW;
+    if (!(input_line_empty() && chat_unqueue(&t->chat)))
+        chat_cancel(&t->chat);
+    return 0;
+}
+
+/* The session list has the keyboard (Alt-S, F2): one key at a time, the
+ * rest typed as usual once it lets go.  F2 / Alt-S here too, so that the
+ * keys after it in the same read go where it sent the keyboard. */
+const struct key_binding tui_key_bindings[] = {
+    {KEY_MODE_SESSION_LIST, "\033OQ", NULL, false, key_toggle_sessions}, /* F2 */
+    {KEY_MODE_SESSION_LIST, "\033s", NULL, false, key_toggle_sessions},  /* Alt-S */
+    {KEY_MODE_SESSION_LIST, NULL, list_has_keyboard, true, key_session_list},
+    /* /tree has the keyboard until Enter or Esc. */
+    {KEY_MODE_TREE, NULL, NULL, true, key_tree},
+    {KEY_MODE_SELECTION, "\033[1;3A", NULL, false, key_to_readline}, /* Alt-Up */
+    {KEY_MODE_SELECTION, "\033[1;3B", NULL, false, key_to_readline}, /* Alt-Down */
+    {KEY_MODE_SELECTION, NULL, NULL, false, key_message},
+};
+const size_t tui_n_key_bindings = sizeof tui_key_bindings / sizeof tui_key_bindings[0];
+
+static bool mode_active(struct tui *t, enum key_mode m)
+{
+    switch (m) {
+    case KEY_MODE_SESSION_LIST:
+        return input_line_empty();
+    case KEY_MODE_TREE:
+        return t->view.tree.open;
+    case KEY_MODE_SELECTION:
+        return t->view.tr.selected != SIZE_MAX && input_line_empty();
+    case KEY_MODES:
         break;
-    case IA_SCROLL_DOWN:
-        transcript_scroll(&t->view.tr, -page, h);
-        break;
-    case IA_SCROLL_TOP:
-        transcript_scroll_home(&t->view.tr, h);
-        break;
-    case IA_SCROLL_BOTTOM:
-        transcript_scroll_end(&t->view.tr);
-        break;
-    case IA_CANCEL:
-        /* Esc: the search ends, a queued message comes back, the reply stops */
-        if (find_leave(t) || (input_line_empty() && chat_unqueue(&t->chat)))
-            break;
-        if (chat_generating(&t->chat))
-            chat_cancel(&t->chat);
-        else
-            input_clear_line();
-        break;
-    case IA_TOGGLE_SESSIONS:
-        tui_view_toggle_sessions(&t->view);
-        relayout(t);
-        return;
-    case IA_REDRAW:
-        clearok(curscr, TRUE);
-        t->full_redraw = true;
-        break;
-    case IA_SELECT_PREV:
-    case IA_SELECT_NEXT:
-        if (transcript_select_step(&t->view.tr, a == IA_SELECT_PREV ? -1 : 1,
-                                   t->layout.transcript.h) != SIZE_MAX)
-            message_actions_hint(&t->chat, &t->view.tr);
-        else
-            chat_notice(&t->chat, false, "no message selected");
-        t->view.changed = true;
-        break;
-    case IA_FIND_NEXT:
-        if (t->view.tr.search)
-            find_step(t, 1);
-        else
-            input_set_text("/find "); /* the search prompt */
-        break;
-    case IA_FIND_PREV:
-        if (t->view.tr.search)
-            find_step(t, -1);
-        break;
-    case IA_EDIT_EXTERNAL: {
-        /* the edited text comes back into the input line, not sent */
-        char *text = input_text(), *edited = NULL, err[700];
-        if (external_edit(text, &edited, err, sizeof err)) {
-            input_set_text(edited);
-            free(edited);
-        } else {
-            chat_notice(&t->chat, true, "%s", err);
+    }
+    return false;
+}
+
+/* One read from the tty: each mode in turn takes keys while it is active;
+ * the first key none takes and all after it go to readline, but for an
+ * Esc alone at the end, which is the chat's (unless readline keeps Esc:
+ * vi mode, a history search). */
+static unsigned take_keys(struct tui *t, const char *buf, size_t len, int tty)
+{
+    struct key_read rd = {.buf = buf, .len = len, .fd = tty};
+    unsigned out = 0;
+    size_t off = 0;
+    for (enum key_mode m = 0; m < KEY_MODES; m++) {
+        rd.from = off;
+        while (off < len && mode_active(t, m)) {
+            struct key k = key_at(&rd, off);
+            const struct key_binding *b =
+                key_binding_find(tui_key_bindings, tui_n_key_bindings, m, &k, t);
+            if (!b || (b->waits_for_alt && key_escape(&k) == KEY_ESC_PREFIX))
+                break;
+            unsigned r = b->fn(t, &k);
+            out |= react(t, r);
+            if (r & REACT_PASS)
+                break;
+            off += k.len;
         }
-        free(text);
-        t->full_redraw = true;
-        break;
     }
-    }
-    t->view.changed = true;
+    rd.from = off;
+    bool esc = off < len && !input_wants_esc() && key_read_tail(&rd) == KEY_ESC_ALONE;
+    size_t rest = len - off - (esc ? 1 : 0);
+    if (rest)
+        input_feed(buf + off, rest);
+    if (esc)
+        out |= react(t, key_esc(t));
+    return out;
 }
 
 /* ---------------------------------------------------------------- options */
@@ -408,71 +592,73 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
     return 0;
 }
 
-/* ------------------------------------------------------------- main loop */
+/* -------------------------------------------------------- signals, loop */
 
-static void handle_signals(struct tui *t, bool *resize, bool *leave)
+static unsigned sig_interrupt(struct tui *t)
+{
+    if (chat_generating(&t->chat) || chat_pull_active(&t->chat))
+        chat_cancel(&t->chat);
+    else if (!input_line_empty())
+        input_clear_line();
+    else
+        chat_notice(&t->chat, false, "Ctrl-D or /quit leaves");
+    return REACT_REDRAW;
+}
+
+static unsigned sig_resize(struct tui *t)
+{
+    (void)t;
+    return REACT_RESIZE;
+}
+
+static unsigned sig_suspend(struct tui *t)
+{
+    (void)t;
+    screen_suspend();
+    return REACT_RESIZE | REACT_REDRAW_ALL;
+}
+
+static unsigned sig_leave(struct tui *t)
+{
+    (void)t;
+    return REACT_QUIT;
+}
+
+/* The signals the chat takes (through the self-pipe) and what each does. */
+static const struct {
+    int sig;
+    action_fn *fn;
+} signal_bindings[] = {
+    {SIGINT, sig_interrupt}, {SIGTERM, sig_leave},   {SIGHUP, sig_leave},
+    {SIGWINCH, sig_resize},  {SIGTSTP, sig_suspend}, {SIGQUIT, sig_leave},
+};
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof signal_bindings / sizeof signal_bindings[0]; i++)
+        sigaction(signal_bindings[i].sig, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static unsigned take_signals(struct tui *t)
 {
     unsigned char buf[64];
     ssize_t n;
-    while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0) {
-        for (ssize_t i = 0; i < n; i++) {
-            switch (buf[i]) {
-            case SIGWINCH:
-                *resize = true;
-                break;
-            case SIGINT:
-                if (chat_generating(&t->chat) || chat_pull_active(&t->chat))
-                    chat_cancel(&t->chat);
-                else if (!input_line_empty())
-                    input_clear_line();
-                else
-                    chat_notice(&t->chat, false, "Ctrl-D or /quit leaves");
-                t->view.changed = true;
-                break;
-            case SIGTSTP:
-                screen_suspend();
-                *resize = true;
-                t->full_redraw = true;
-                break;
-            case SIGTERM:
-            case SIGHUP:
-            case SIGQUIT:
-                *leave = true;
-                break;
-            }
-        }
-    }
+    unsigned out = 0;
+    while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0)
+        for (ssize_t i = 0; i < n; i++)
+            for (size_t j = 0; j < sizeof signal_bindings / sizeof signal_bindings[0]; j++)
+                if (signal_bindings[j].sig == buf[i])
+                    out |= react(t, signal_bindings[j].fn(t));
+    return out;
 }
 
-/* The bytes of the first key in buf: a CSI or SS3 sequence, an Alt-key,
- * a UTF-8 character or one byte. */
-static size_t key_length(const char *buf, size_t n)
-{
-    if (n >= 3 && buf[0] == '\033' && buf[1] == 'O')
-        return 3;
-    if (n >= 2 && buf[0] == '\033' && buf[1] == '[') {
-        size_t i = 2;
-        while (i < n && !((unsigned char)buf[i] >= 0x40 && (unsigned char)buf[i] <= 0x7e))
-            i++;
-        return i < n ? i + 1 : n;
-    }
-    if (n >= 2 && buf[0] == '\033')
-        return 2;
-    unsigned char c = (unsigned char)buf[0];
-    size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-    return k <= n ? k : n;
-}
-
-/* A lone ESC at the end of what was read: nothing follows within 30 ms
- * (the man page's Alt-prefix timeout).  Otherwise ESC is the start of a
- * key (Alt keys, arrows) and belongs to readline. */
-static bool trailing_escape(const char *buf, size_t n, int fd)
-{
-    if (n == 0 || buf[n - 1] != '\033' || (n >= 2 && buf[n - 2] == '\033'))
-        return false;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 30) == 0;
-}
+/* ------------------------------------------------------------- main loop */
 
 /* Streamed tokens redraw at most this often; keystrokes, signals and
  * everything else redraw at once.  A small model makes thousands of
@@ -480,16 +666,18 @@ static bool trailing_escape(const char *buf, size_t n, int fd)
  * compute threads for nothing anyone can see. */
 #define STREAM_FRAME_SEC (1.0 / 60)
 
+/* Waits for the tty, the signals and the worker; the handlers say what to
+ * do (reaction bits) and the loop does it. */
 static int run(struct tui *t)
 {
     int tty = STDIN_FILENO;
     int wake = chat_wake_fd(&t->chat);
-    bool leave = false;
+    unsigned r = 0;
     bool urgent = true; /* draw at once, not at the next frame */
     double last_draw = 0;
     input_set_tty_fd(tty);
     relayout(t);
-    while (!chat_quit_requested(&t->chat) && !leave) {
+    while (!chat_quit_requested(&t->chat) && !(r & REACT_QUIT)) {
         chat_tick(&t->chat);
         double now = chat_now();
         bool deferred = !urgent && now - last_draw < STREAM_FRAME_SEC;
@@ -509,134 +697,51 @@ static int run(struct tui *t)
         int timeout = chat_has_notice(&t->chat) ? 250 : -1;
         if (deferred)
             timeout = (int)((last_draw + STREAM_FRAME_SEC - now) * 1e3) + 1;
-        int r = poll(fds, 3, timeout);
-        if (r < 0 && errno != EINTR) {
+        int n = poll(fds, 3, timeout);
+        if (n < 0 && errno != EINTR) {
             chat_notice(&t->chat, true, "poll: %s", strerror(errno));
             break;
         }
-        if (r <= 0) {
+        if (n <= 0) {
             t->view.changed = true;
             urgent = !deferred;
             continue;
         }
-        bool resize = false;
+        r = 0;
         if (fds[1].revents & POLLIN) {
-            handle_signals(t, &resize, &leave);
+            r |= take_signals(t);
             urgent = true;
         }
-        if (leave)
+        if (r & REACT_QUIT)
             break;
         if (fds[2].revents & POLLIN)
             chat_poll_events(&t->chat);
         if (fds[0].revents & (POLLHUP | POLLERR) && !(fds[0].revents & POLLIN)) {
-            leave = true; /* the terminal went away: same as SIGHUP */
+            r |= REACT_QUIT; /* the terminal went away: same as SIGHUP */
             break;
         }
         if (fds[0].revents & POLLIN) {
             char buf[4096];
-            ssize_t n = read(tty, buf, sizeof buf);
-            if (n == 0) {
-                leave = true;
+            ssize_t got = read(tty, buf, sizeof buf);
+            if (got == 0) {
+                r |= REACT_QUIT;
                 break;
             }
-            if (n > 0) {
+            if (got > 0) {
                 urgent = true;
                 if (t->latency_log)
                     t->key_time = chat_now();
-                size_t len = (size_t)n;
-                /* The session list has the keyboard (Alt-S, F2): one key at
-                 * a time, the rest typed as usual once it lets go. */
-                size_t off = 0;
-                while (off < len && input_line_empty()) {
-                    size_t k = key_length(buf + off, len - off);
-                    /* F2 / Alt-S here too, so that the keys after it in the
-                     * same read go where it sent the keyboard */
-                    if ((k == 3 && memcmp(buf + off, "\033OQ", 3) == 0) ||
-                        (k == 2 && memcmp(buf + off, "\033s", 2) == 0)) {
-                        tui_view_toggle_sessions(&t->view);
-                        relayout(t);
-                        off += k;
-                        continue;
-                    }
-                    if (!t->view.show_sessions || !t->view.list.focused)
-                        break;
-                    if (k == 1 && buf[off] == '\033' && off + 1 == len &&
-                        !trailing_escape(buf, len, tty))
-                        break; /* an Alt prefix still coming */
-                    if (!session_list_key(&t->view.list, &t->chat, t->view.session_list,
-                                          t->view.n_session_list, buf + off, k))
-                        break;
-                    off += k;
-                    t->view.changed = true;
-                }
-                if (off) {
-                    memmove(buf, buf + off, len - off);
-                    len -= off;
-                }
-                /* /tree has the keyboard until Enter or Esc. */
-                off = 0;
-                while (off < len && t->view.tree.open) {
-                    size_t k = key_length(buf + off, len - off);
-                    if (k == 1 && buf[off] == '\033' && off + 1 == len &&
-                        !trailing_escape(buf, len, tty))
-                        break; /* an Alt prefix still coming */
-                    tree_view_key(&t->view.tree, &t->chat, buf + off, k, t->layout.transcript.h);
-                    off += k;
-                    t->view.changed = true;
-                }
-                if (off) {
-                    memmove(buf, buf + off, len - off);
-                    len -= off;
-                }
-                /* A message is selected: its action keys, Esc ends it, any
-                 * other key ends it and types as usual. */
-                off = 0;
-                while (off < len && t->view.tr.selected != SIZE_MAX && input_line_empty()) {
-                    size_t k = key_length(buf + off, len - off);
-                    bool select_key = k == 6 && memcmp(buf + off, "\033[1;3", 5) == 0 &&
-                                      (buf[off + 5] == 'A' || buf[off + 5] == 'B');
-                    if (select_key)
-                        break; /* readline's binding moves the selection */
-                    t->view.changed = true;
-                    if (message_action(&t->chat, &t->view.tr, buf + off, k)) {
-                        off += k;
-                        continue;
-                    }
-                    t->view.tr.selected = SIZE_MAX;
-                    if (k == 1 && buf[off] == '\033' && off + 1 == len &&
-                        trailing_escape(buf, len, tty)) {
-                        chat_notice(&t->chat, false, "selection off");
-                        off += k;
-                    }
-                    break;
-                }
-                if (off) {
-                    memmove(buf, buf + off, len - off);
-                    len -= off;
-                }
-                /* Esc alone (nothing after it within the Alt-prefix
-                 * timeout) is the Esc key, busy or idle: given to readline
-                 * it would wait as a prefix for the next key (Esc, then
-                 * "/retry" sent "retry", Alt-/ having eaten the slash).
-                 * Readline keeps it where it is readline's: vi mode (Ctrl-C
-                 * stops the reply there), a history search. */
-                bool esc = len > 0 && !input_wants_esc() && trailing_escape(buf, len, tty);
-                if (esc)
-                    len--;
-                if (len)
-                    input_feed(buf, len);
-                if (esc && !find_leave(t) && !(input_line_empty() && chat_unqueue(&t->chat)))
-                    chat_cancel(&t->chat);
+                r |= take_keys(t, buf, (size_t)got, tty);
             }
         }
-        if (resize) {
+        if (r & REACT_RESIZE) {
             /* Coalesce a burst: read the size once, after the last signal. */
             screen_resize();
             clearok(curscr, TRUE);
             relayout(t);
         }
     }
-    return leave ? 1 : 0;
+    return r & REACT_QUIT ? 1 : 0;
 }
 
 int tui_main(int argc, char **argv)
@@ -676,6 +781,7 @@ int tui_main(int argc, char **argv)
     tui_view_init(&t->view, &t->chat, &ops);
     o.worker_nice = COMPUTE_NICE;
     o.pull_missing = !o.common.no_pull; /* asked and shown before the screen starts */
+    o.pull_ui = pull_progress_terminal();
     if (!chat_init(&t->chat, &o, &ops, err, sizeof err)) {
         cli_error("%s", err);
         chat_fini(&t->chat);

@@ -1,9 +1,10 @@
-/* platform.c: CPU count and thread priority (platform.h). */
+/* platform.c: CPU count, thread priority and the clock (platform.h). */
 #include "config.h"
 
 #include "engine/base/platform.h"
 
 #include <errno.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/elm.h"
@@ -41,4 +42,11 @@ bool elm_thread_lower_priority(int inc)
     (void)inc;
     return false;
 #endif
+}
+
+double elm_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -14,4 +14,8 @@
  * there this does nothing and returns false. */
 bool elm_thread_lower_priority(int inc);
 
+/* Seconds on the monotonic clock (differences only): the engine's one
+ * clock (src/ has its own, src/base/platform.h: it cannot include this). */
+double elm_now_seconds(void);
+
 #endif

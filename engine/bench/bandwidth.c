@@ -4,18 +4,11 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/base/platform.h"
 #include "engine/elm_bench.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/threadpool.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ------------------------------------------------------ read bandwidth */
 
@@ -73,9 +66,9 @@ elm_bw_probe *elm_bw_probe_new(int n_threads, size_t bytes)
 void elm_bw_probe_run(elm_bw_probe *p, int passes, double *bps)
 {
     for (int i = 0; i < passes; i++) {
-        double t0 = now_s();
+        double t0 = elm_now_seconds();
         elm_threadpool_for(p->pool, (long)p->n, p->chunk, read_task, p);
-        double t = now_s() - t0;
+        double t = elm_now_seconds() - t0;
         bps[i] = t > 0 ? (double)(p->n * sizeof *p->buf) / t : 0.0;
     }
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/base/platform.h"
 #include "engine/elm_bench.h"
 #include "engine/inference/ctx.h"
 #include "engine/kernels/gemm.h"
@@ -21,10 +22,6 @@ static double clock_s(clockid_t id)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double now_s(void)
-{
-    return clock_s(CLOCK_MONOTONIC);
-}
 
 
 /* ------------------------------------------------ BLIS sgemm reference */
@@ -98,16 +95,16 @@ static void sgemm_threads(int threads, long m, long n, long k, const float *a, l
  * next measurement nor a UI thread competes with them.  At most ~0.2 s. */
 static double settle_openmp(void)
 {
-    double t0 = now_s();
+    double t0 = elm_now_seconds();
     for (int i = 0; i < 100; i++) {
-        double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = now_s();
+        double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = elm_now_seconds();
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL);
-        double busy = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / (now_s() - w0);
+        double busy = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / (elm_now_seconds() - w0);
         if (busy < 0.1) /* of one core: nobody spins */
             break;
     }
-    return now_s() - t0;
+    return elm_now_seconds() - t0;
 }
 
 elm_status elm_blis_reference(const elm_ctx *ctx, int n_tokens, double max_seconds,
@@ -164,7 +161,7 @@ elm_status elm_blis_reference(const elm_ctx *ctx, int n_tokens, double max_secon
     int order[ELM_MAX_LAYERS];
     spread_order(n_layers, order);
 
-    double t_start = now_s(), wall = 0, cpu = 0;
+    double t_start = elm_now_seconds(), wall = 0, cpu = 0;
     /* Warm-up, untimed: BLIS's buffers and the OpenMP team. */
     {
         const struct elm_matrix *w = &model->layers[order[0]].qkv;
@@ -176,7 +173,7 @@ elm_status elm_blis_reference(const elm_ctx *ctx, int n_tokens, double max_secon
                       (long)max_rows, false);
     }
     for (int k = 0; k < n_layers; k++) {
-        double elapsed = now_s() - t_start;
+        double elapsed = elm_now_seconds() - t_start;
         if (k > 0 && elapsed + elapsed / k > max_seconds)
             break;
         const struct elm_layer *l = &model->layers[order[k]];
@@ -198,10 +195,10 @@ elm_status elm_blis_reference(const elm_ctx *ctx, int n_tokens, double max_secon
                  * not get their cores, keeping the fastest shot. */
                 double best = 0, best_cpu = 0;
                 for (int shot = 0; shot < 1 + MAX_RESHOTS; shot++) {
-                    double t0 = now_s(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+                    double t0 = elm_now_seconds(), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
                     sgemm_threads(ctx->n_threads, sizes[v], rows, cols, a, cols, wf, cols, c,
                                   rows, acc);
-                    double t = now_s() - t0, cp = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
+                    double t = elm_now_seconds() - t0, cp = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
                     if (shot == 0 || t < best) {
                         best = t;
                         best_cpu = cp;

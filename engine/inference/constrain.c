@@ -33,8 +33,9 @@ struct constrain {
     double seconds;
 };
 
-/* The grammar's own CPU time (a loaded machine's waits are not its cost). */
-static double now_s(void)
+/* The grammar's own CPU time (a loaded machine's waits are not its cost):
+ * the thread's CPU clock, not the monotonic one of engine/base/platform.h. */
+static double thread_cpu_seconds(void)
 {
     struct timespec ts;
 #ifdef CLOCK_THREAD_CPUTIME_ID
@@ -91,9 +92,9 @@ void constrain_free(struct constrain *c)
 
 static bool allows(struct constrain *c, int32_t id, double *in_grammar)
 {
-    double t0 = now_s();
+    double t0 = thread_cpu_seconds();
     bool fine = gtokens_allows(c->t, id);
-    *in_grammar += now_s() - t0;
+    *in_grammar += thread_cpu_seconds() - t0;
     return fine;
 }
 
@@ -175,15 +176,15 @@ int32_t constrain_sample(struct constrain *c, elm_sampler *smp, float *logits, i
     double in_grammar = 0, t0;
     int32_t id = cheap_draw(c, smp, logits, n_vocab, &in_grammar);
     if (id >= 0) {
-        t0 = now_s();
+        t0 = thread_cpu_seconds();
         gtokens_take(c->t, id);
-        spent(c, in_grammar + now_s() - t0);
+        spent(c, in_grammar + thread_cpu_seconds() - t0);
         return id;
     }
-    t0 = now_s();
+    t0 = thread_cpu_seconds();
     int n_allowed = 0;
     const uint32_t *mask = gtokens_mask(c->t, &n_allowed);
-    in_grammar += now_s() - t0;
+    in_grammar += thread_cpu_seconds() - t0;
     if (!mask) {
         spent(c, in_grammar);
         return CONSTRAIN_ERROR;
@@ -193,18 +194,18 @@ int32_t constrain_sample(struct constrain *c, elm_sampler *smp, float *logits, i
         return gtokens_complete(c->t) ? CONSTRAIN_DONE : CONSTRAIN_ERROR;
     }
     id = elm_sampler_draw(smp, logits, n_vocab, mask);
-    t0 = now_s();
+    t0 = thread_cpu_seconds();
     if (id >= 0)
         gtokens_take(c->t, id);
-    spent(c, in_grammar + now_s() - t0);
+    spent(c, in_grammar + thread_cpu_seconds() - t0);
     return id;
 }
 
 int constrain_drafts(struct constrain *c, const int32_t *ids, int n)
 {
-    double t0 = now_s();
+    double t0 = thread_cpu_seconds();
     int k = gtokens_prefix_allowed(c->t, ids, n);
-    c->seconds += now_s() - t0;
+    c->seconds += thread_cpu_seconds() - t0;
     return k;
 }
 

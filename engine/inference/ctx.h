@@ -3,7 +3,6 @@
 #define ELMCHAT_ENGINE_CTX_H
 
 #include <stdint.h>
-#include <time.h>
 
 #include "engine/elm_bench.h"
 #include "engine/kernels/gemm.h"
@@ -65,14 +64,6 @@ struct elm_ctx {
 static inline float *elm_kv_row(const struct elm_ctx *c, float *base, size_t row, int p)
 {
     return base + (size_t)(p / ELM_KV_STRIPE) * c->kv_stripe + (size_t)(p % ELM_KV_STRIPE) * row;
-}
-
-/* Seconds on the monotonic clock, for the profiling hooks (differences only). */
-static inline double elm_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 #endif

@@ -4,20 +4,13 @@
 #include "engine/inference/draft.h"
 
 #include <string.h>
-#include <time.h>
 
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "engine/base/platform.h"
 
 int elm_draft_propose(elm_ctx *draft, elm_sampler *smp, int32_t *hist, int n_hist, int max,
                       int32_t *out, float *scratch, double *catchup_s)
 {
-    double t0 = now_s();
+    double t0 = elm_now_seconds();
     *catchup_s = 0;
     int n_vocab = elm_model_get_info(elm_ctx_model(draft))->n_vocab;
     int room = elm_ctx_n_ctx(draft) - n_hist;
@@ -34,7 +27,7 @@ int elm_draft_propose(elm_ctx *draft, elm_sampler *smp, int32_t *hist, int n_his
     if (elm_ctx_truncate(draft, keep) != ELM_OK ||
         elm_decode(draft, hist + keep, n_hist - keep, scratch, 0) != ELM_OK)
         return 0;
-    *catchup_s = now_s() - t0;
+    *catchup_s = elm_now_seconds() - t0;
     int k = 0;
     while (k < max) {
         /* the target's penalty over the same history: its pick, if the

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "engine/base/platform.h"
 #include "engine/inference/ctx.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/kernels.h"

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/base/platform.h"
 #include "engine/base/error.h"
 #include "engine/inference/constrain.h"
 #include "engine/elm.h"
@@ -58,13 +58,6 @@ static int32_t sample_next(elm_sampler *smp, struct constrain *gc, float *logits
     return elm_sampler_sample(smp, logits, n_vocab, history, n_history);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Ids that come next without a sample of their own: the drafts a pass
  * accepted (already in the cache at pos) and the id the pass sampled after
  * them (not fed).  row: where that id's successor logits are (fed ones). */
@@ -95,7 +88,7 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     int k = 0;
     int room = n_ctx - base - 1;
     struct elm_lookup *lk = lookup;
-    double t0 = now_s(), draft_steps_s = -1;
+    double t0 = elm_now_seconds(), draft_steps_s = -1;
     /* two plain steps first: what a token costs without drafts, the
      * break-even of both */
     bool calibrated = lookup->n_plain >= 2;
@@ -115,12 +108,12 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
             }
             if (k == 0 && want_draft) {
                 lk = drafting;
-                t0 = now_s(); /* the draft's own steps are part of the pass */
+                t0 = elm_now_seconds(); /* the draft's own steps are part of the pass */
                 int max = drafting->k < room ? drafting->k : room;
                 double catchup = 0;
                 k = elm_draft_propose(p->draft, smp, h, base + 1, max, ps->ids + 1, scratch,
                                       &catchup);
-                draft_steps_s = now_s() - t0 - catchup;
+                draft_steps_s = elm_now_seconds() - t0 - catchup;
                 /* the first catch-up is the new prompt, work of the turn's
                  * (like the model's own prefill), not a cost per token */
                 if (drafting->n_passes == 0)
@@ -132,22 +125,22 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
     if (gc && k > 0) /* drafts the grammar refuses could never be kept */
         k = constrain_drafts(gc, ps->ids + 1, k);
     if (k == 0) {
-        t0 = now_s();
+        t0 = elm_now_seconds();
         elm_status st = elm_decode(ctx, &id, 1, logits, 0);
         if (st == ELM_OK && ps->rows) {
-            double t = now_s() - t0;
+            double t = elm_now_seconds() - t0;
             elm_lookup_plain(lookup, t);
             elm_lookup_plain(drafting, t);
         }
         return st;
     }
     ps->ids[0] = id;
-    double tv = now_s();
+    double tv = elm_now_seconds();
     elm_status st = elm_decode(ctx, ps->ids, k + 1, ps->rows, ELM_DECODE_ALL_LOGITS);
     if (st != ELM_OK)
         return st;
     if (draft_steps_s >= 0)
-        elm_lookup_draft_costs(lk, k, draft_steps_s, now_s() - tv);
+        elm_lookup_draft_costs(lk, k, draft_steps_s, elm_now_seconds() - tv);
     /* Each draft against the model's own sample there (a draft is a point
      * mass: keeping it when the sample equals it gives exactly the model's
      * distribution); the first miss is the next id. */
@@ -159,7 +152,7 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
             elm_ctx_truncate(ctx, base + 1 + i);
             memcpy(logits, ps->rows + (size_t)i * (size_t)n_vocab,
                    (size_t)n_vocab * sizeof *logits);
-            elm_lookup_pass(lk, k, accepted, now_s() - t0);
+            elm_lookup_pass(lk, k, accepted, elm_now_seconds() - t0);
             return ELM_OK;
         }
         memcpy(scratch, ps->rows + (size_t)i * (size_t)n_vocab, (size_t)n_vocab * sizeof *scratch);
@@ -176,7 +169,7 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
         elm_ctx_truncate(ctx, base + 1 + accepted);
     ps->q[ps->n_q++] = (struct queued){next, false, 0, 0};
     memcpy(logits, ps->rows + (size_t)accepted * (size_t)n_vocab, (size_t)n_vocab * sizeof *logits);
-    elm_lookup_pass(lk, k, accepted, now_s() - t0);
+    elm_lookup_pass(lk, k, accepted, elm_now_seconds() - t0);
     return ELM_OK;
 }
 

@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "engine/base/platform.h"
 #include "engine/base/wait_word.h"
 
 #define GEN_SHIFT 32
@@ -25,7 +25,7 @@
 /* Longer than the gaps inside a decode step, far shorter than the gap
  * between two tokens.  Measured by the clock, not by iterations: a pause
  * lasts 10 to 140 cycles on x86, and an emulator runs the loop at any pace. */
-#define SPIN_NS 40000L
+#define SPIN_SEC 40e-6
 /* Pauses between two looks at the clock. */
 #define SPIN_PAUSES 16
 
@@ -52,16 +52,9 @@ struct elm_threadpool {
     atomic_bool stop;
 };
 
-static long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000000000L + ts.tv_nsec;
-}
-
 /* A bounded spin: pauses, with a look at the clock every SPIN_PAUSES. */
 struct spin {
-    long deadline;
+    double deadline; /* 0: not yet looked */
     unsigned n;
 };
 
@@ -77,9 +70,9 @@ static bool spin_more(struct spin *sp)
     elm_spin_pause();
     if (++sp->n % SPIN_PAUSES)
         return true;
-    long t = now_ns();
+    double t = elm_now_seconds();
     if (!sp->deadline)
-        sp->deadline = t + SPIN_NS;
+        sp->deadline = t + SPIN_SEC;
     return t < sp->deadline;
 }
 

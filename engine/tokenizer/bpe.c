@@ -388,47 +388,40 @@ int elm_tokenizer_type(const elm_tokenizer *tok, int32_t id)
 
 /* ---- Encoding ---------------------------------------------------------- */
 
-/* The length a lead byte announces (1..4; 0: never a lead byte) and the
- * range [*lo, *hi] of the byte after it, which excludes overlongs,
- * surrogates and values above U+10FFFF (sentencepiece's DecodeUTF8 rules). */
-static size_t utf8_lead(unsigned c, unsigned *lo, unsigned *hi)
+/* The UTF-8 character at the start of p (n > 0 bytes): its length 1..4
+ * when complete and valid; 0 when p is a valid but incomplete prefix; -1
+ * when p can never start one.  sentencepiece's DecodeUTF8 rules: the byte
+ * after the lead excludes overlongs, surrogates and values above U+10FFFF.
+ * The engine's one decoder (it includes nothing from src/). */
+static int utf8_prefix(const unsigned char *p, size_t n)
 {
-    *lo = 0x80;
-    *hi = 0xBF;
+    unsigned c = p[0], lo = 0x80, hi = 0xBF;
+    size_t need;
     if (c < 0x80)
         return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        return 2;
-    if (c >= 0xE0 && c <= 0xEF) {
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
         if (c == 0xE0)
-            *lo = 0xA0;
+            lo = 0xA0;
         else if (c == 0xED)
-            *hi = 0x9F;
-        return 3;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
         if (c == 0xF0)
-            *lo = 0x90;
+            lo = 0x90;
         else if (c == 0xF4)
-            *hi = 0x8F;
-        return 4;
+            hi = 0x8F;
+    } else {
+        return -1;
     }
-    return 0;
-}
-
-/* Length of the valid UTF-8 character at p (avail bytes), 0 when invalid. */
-static size_t utf8_char_len(const unsigned char *p, size_t avail)
-{
-    unsigned lo, hi;
-    size_t need = utf8_lead(p[0], &lo, &hi);
-    if (need <= 1)
-        return need;
-    if (avail < need || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < need; i++)
+    if (n >= 2 && (p[1] < lo || p[1] > hi))
+        return -1;
+    for (size_t i = 2; i < n && i < need; i++)
         if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    return need;
+            return -1;
+    return n >= need ? (int)need : 0;
 }
 
 struct sym {
@@ -549,7 +542,8 @@ static size_t normalize(const elm_tokenizer *tok, const unsigned char *in, size_
             o += SPACE_SYM_LEN;
             prev_space = true;
         } else {
-            size_t cl = utf8_char_len(in + i, len - i);
+            int st = utf8_prefix(in + i, len - i);
+            size_t cl = st > 0 ? (size_t)st : 0; /* incomplete at the end: invalid */
             if (cl == 0) {
                 memcpy(out + o, REPLACEMENT, 3);
                 o += 3;
@@ -706,29 +700,13 @@ static void sink_put(struct sink *k, const char *p, size_t n)
     k->len += n;
 }
 
-/* 1..4: pending starts with a complete valid character of that length;
- * 0: a valid but incomplete prefix; -1: the first byte can never start one. */
-static int utf8_prefix_status(const unsigned char *p, int n)
-{
-    unsigned lo, hi;
-    int need = (int)utf8_lead(p[0], &lo, &hi);
-    if (need == 0)
-        return -1;
-    if (n >= 2 && need >= 2 && (p[1] < lo || p[1] > hi))
-        return -1;
-    for (int i = 2; i < n && i < need; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return -1;
-    return n >= need ? need : 0;
-}
-
 /* Release what the pending bytes already determine; at the end of a byte run
  * (final) an incomplete sequence is invalid: one U+FFFD per byte, as
  * sentencepiece's ProcessBytePieces does. */
 static void stream_resolve(struct elm_detok_stream *s, struct sink *k, bool final)
 {
     while (s->n_pending > 0) {
-        int st = utf8_prefix_status(s->pending, s->n_pending);
+        int st = utf8_prefix(s->pending, (size_t)s->n_pending);
         int used;
         if (st > 0) {
             sink_put(k, (const char *)s->pending, (size_t)st);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "engine/base/platform.h"
 #include "engine/elm_worker.h"
 
 /* Prefill goes in chunks so a cancel keeps what is done and progress moves. */
@@ -129,9 +130,7 @@ struct elm_worker {
 
 static inline double now_sec(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return elm_now_seconds(); /* engine/base/platform.h */
 }
 
 /* events.c */

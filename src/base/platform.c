@@ -1,4 +1,5 @@
-/* platform.c: the executable's path and the durable fsync (platform.h). */
+/* platform.c: the executable's path, the durable fsync and the clock
+ * (platform.h). */
 #include "config.h"
 
 #include "src/base/platform.h"
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__APPLE__) && !ELM_PORTABLE_FALLBACKS
@@ -82,4 +84,11 @@ int platform_fsync(int fd)
     /* Not supported here (a network or FAT file system): plain fsync. */
 #endif
     return fsync(fd);
+}
+
+double platform_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

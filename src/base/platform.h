@@ -19,4 +19,8 @@ char *platform_exe_path(void);
  * support it).  0, or -1 with errno. */
 int platform_fsync(int fd);
 
+/* Seconds on the monotonic clock (differences only): the one clock of
+ * src/, ui/ and cli/ (the engine's is engine/base/platform.h). */
+double platform_now(void);
+
 #endif

@@ -1,4 +1,4 @@
-/* utf8.c: strict UTF-8 checking (RFC 3629). */
+/* utf8.c: strict UTF-8 (RFC 3629): the one decoder above the engine. */
 #include "config.h"
 
 #include "src/base/utf8.h"
@@ -9,36 +9,82 @@
 
 #include "src/base/xalloc.h"
 
+size_t utf8_decode(const char *s, size_t n, uint32_t *cp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned c = p[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    size_t len;
+    uint32_t v, min;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2, v = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3, v = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4, v = c & 0x07, min = 0x10000;
+    } else {
+        *cp = UTF8_REPLACEMENT;
+        return 1;
+    }
+    for (size_t i = 1; i < len; i++) {
+        if (i >= n)
+            return 0; /* a valid prefix so far: wait for the rest */
+        if ((p[i] & 0xC0) != 0x80) {
+            *cp = UTF8_REPLACEMENT;
+            return 1;
+        }
+        v = (v << 6) | (p[i] & 0x3F);
+        /* Reject overlongs and out-of-range values as early as the second
+         * byte, so that an impossible prefix never waits for more input. */
+        if (i == 1 && ((len == 3 && c == 0xE0 && p[1] < 0xA0) ||
+                       (len == 3 && c == 0xED && p[1] > 0x9F) ||
+                       (len == 4 && c == 0xF0 && p[1] < 0x90) ||
+                       (len == 4 && c == 0xF4 && p[1] > 0x8F))) {
+            *cp = UTF8_REPLACEMENT;
+            return 1;
+        }
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) {
+        *cp = UTF8_REPLACEMENT;
+        return 1;
+    }
+    *cp = v;
+    return len;
+}
+
+size_t utf8_encode(uint32_t cp, char out[4])
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
 size_t utf8_seq_len(const unsigned char *s, size_t avail)
 {
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
-    unsigned min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < n)
-        return 0;
-    unsigned cp = c & (0x7F >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
+    uint32_t cp;
+    size_t n = utf8_decode((const char *)s, avail, &cp);
+    /* a valid prefix waits for more (0); a bad byte is 1 byte of U+FFFD */
+    return n == 1 && s[0] >= 0x80 ? 0 : n;
 }
 
 bool utf8_valid(const char *s, size_t len, size_t *bad)

@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "src/chat/chat_controller.h"
 #include "src/chat/chat_internal.h"
+#include "src/base/platform.h"
 #include "src/conversation/session_tree.h"
 #include "src/base/xalloc.h"
 
@@ -25,9 +25,7 @@ uint64_t chat_post(struct chat *c, const struct elm_request *req)
 
 double chat_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return platform_now();
 }
 
 void chat_notice(struct chat *c, bool error, const char *fmt, ...)

@@ -39,6 +39,7 @@ struct chat_options {
     bool raw;                   /* --raw: replies as written, no markdown */
     int worker_nice;            /* nice levels the worker runs below the caller */
     bool pull_missing;          /* the start's model may be downloaded first (pull_on_demand.h) */
+    const struct pull_ui *pull_ui; /* what that download shows and asks (NULL: nothing, yes) */
     const char *tokenizer;      /* --tokenizer: a server model's (NULL: alias's, elmchat's) */
     const char *api_key;        /* --api-key: a server's bearer token (NULL: $ELMCHAT_API_KEY) */
 };

@@ -19,8 +19,7 @@
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
                         size_t err_size)
 {
-    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
-    return model_resolve(alias ? alias : arg, path, size, err, err_size);
+    return config_find_model(&c->cfg, arg, false, false, NULL, path, size, err, err_size);
 }
 
 bool chat_model_here(struct chat *c, const char *name)
@@ -30,40 +29,19 @@ bool chat_model_here(struct chat *c, const char *name)
 }
 
 /* The tokenizer is loaded here too (it is immutable and cheap), because the
- * templates render on this thread: the model's own, as the engine finds it. */
-/* The model's own tokenizer, else (a folder with none, as Apple's Hub
- * repos are) the one elmchat ships: *from says which (owned path, NULL:
- * the model's). */
-/* A server ("server:URL") has no file here: --tokenizer, else the alias's
- * tokenizer:, else elmchat's LLaMA-2 one (every OpenELM's); the worker
- * checks it against the server's at connect. */
-static elm_tokenizer *server_tokenizer(const struct chat *c, const char *arg, char **from,
-                                       char *err, size_t err_size)
-{
-    const char *path = c->opt.tokenizer;
-    if (!path && arg)
-        path = config_alias_tokenizer(&c->cfg, arg);
-    char *shipped = path ? x_strdup(path) : paths_shipped_tokenizer();
-    elm_tokenizer *tok = NULL;
-    if (elm_tokenizer_load(shipped, &tok, err, err_size) != ELM_OK) {
-        free(shipped);
-        return NULL;
-    }
-    *from = shipped;
-    return tok;
-}
-
+ * templates render on this thread: which one is model_tokenizer's rule;
+ * the chat's --tokenizer and an alias's tokenizer: are a server's.  *from
+ * says which (owned path, NULL: the model's own). */
 static elm_tokenizer *load_tokenizer(const struct chat *c, const char *arg,
                                      const char *model_path, char **from, char *err,
                                      size_t err_size)
 {
-    *from = NULL;
-    if (model_is_server(model_path))
-        return server_tokenizer(c, arg, from, err, err_size);
-    elm_tokenizer *tok = model_fallback_tokenizer(model_path, from);
-    if (tok)
-        return tok;
-    if (elm_tokenizer_load_for_model(model_path, &tok, err, err_size) != ELM_OK)
+    const char *given = !model_is_server(model_path) ? NULL
+                        : c->opt.tokenizer          ? c->opt.tokenizer
+                        : arg                       ? config_alias_tokenizer(&c->cfg, arg)
+                                                    : NULL;
+    elm_tokenizer *tok = model_tokenizer(model_path, given, from, err, err_size);
+    if (!tok && !*err && elm_tokenizer_load_for_model(model_path, &tok, err, err_size) != ELM_OK)
         return NULL;
     return tok;
 }
@@ -103,13 +81,9 @@ static void model_label(const char *path, char *out, size_t size)
  * resolved, named, its tokenizer loaded; the worker loads it later. */
 bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size)
 {
-    const char *alias = arg ? config_alias(&c->cfg, arg) : NULL;
-    bool found = c->opt.pull_missing || c->opt.common.no_pull
-                     ? model_resolve_or_pull(alias ? alias : arg, !c->opt.common.no_pull,
-                                             c->cfg.pull_quantize, c->model_path,
-                                             sizeof c->model_path, err, err_size)
-                     : chat_resolve_model(c, arg, c->model_path, sizeof c->model_path, err,
-                                          err_size);
+    bool found = config_find_model(&c->cfg, arg, c->opt.pull_missing, c->opt.common.no_pull,
+                                   c->opt.pull_ui, c->model_path, sizeof c->model_path, err,
+                                   err_size);
     if (!found)
         return false;
     c->model_arg = arg ? x_strdup(arg) : NULL;

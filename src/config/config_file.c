@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "src/base/options.h"
+#include "src/models/model_find.h"
+#include "src/models/pull_on_demand.h"
 #include "src/store/paths.h"
 #include "src/base/xalloc.h"
 #include "src/store/yamldoc.h"
@@ -67,6 +69,17 @@ const char *config_alias(const struct config *c, const char *name)
         if (strcmp(c->aliases[i].name, name) == 0)
             return c->aliases[i].path;
     return NULL;
+}
+
+bool config_find_model(const struct config *c, const char *arg, bool pull, bool no_pull,
+                       const struct pull_ui *ui, char *path, size_t size, char *err,
+                       size_t err_size)
+{
+    const char *alias = arg ? config_alias(c, arg) : NULL;
+    const char *name = alias ? alias : arg;
+    if (!pull && !no_pull)
+        return model_resolve(name, path, size, err, err_size);
+    return model_resolve_or_pull(name, !no_pull, c->pull_quantize, ui, path, size, err, err_size);
 }
 
 static bool load_models(struct ydoc *d, yaml_node_t *n, struct config *c)

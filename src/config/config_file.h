@@ -68,5 +68,14 @@ const char *config_alias(const struct config *c, const char *name);
 const char *config_alias_tokenizer(const struct config *c, const char *name);
 /* The draft model the alias names (borrowed), NULL when none. */
 const char *config_alias_draft(const struct config *c, const char *name);
+/* A model as the user names it (-m, /model, default_model:), the one place
+ * that says how: an alias of models: first, then model_resolve's names and
+ * paths.  pull: one the Hub has and that is not here is downloaded first,
+ * shown by ui (model_resolve_or_pull, with pull_quantize); no_pull
+ * (--no-pull): it is not, and err says how to get it.  false with err. */
+struct pull_ui;
+bool config_find_model(const struct config *c, const char *arg, bool pull, bool no_pull,
+                       const struct pull_ui *ui, char *path, size_t size, char *err,
+                       size_t err_size);
 
 #endif

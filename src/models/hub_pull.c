@@ -126,7 +126,7 @@ struct pull {
     char *endpoint;
     char *token;
     struct hub_pull_event ev;
-    struct timespec last_event;
+    double last_event; /* platform_now() of the last progress event */
 };
 
 struct file_fetch {
@@ -207,11 +207,8 @@ static size_t sink(const void *data, size_t n, void *ctx)
     struct pull *p = ff->p;
     p->ev.all_done += (long long)n;
     p->ev.file_done = ff->have;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long ms = (now.tv_sec - p->last_event.tv_sec) * 1000 +
-              (now.tv_nsec - p->last_event.tv_nsec) / 1000000;
-    if (ms >= 100 || ff->have == ff->f->size) {
+    double now = platform_now();
+    if (now - p->last_event >= 0.1 || ff->have == ff->f->size) {
         p->last_event = now;
         emit(p, HUB_PULL_PROGRESS);
     }

@@ -10,7 +10,9 @@
 elm_status model_convert(const char *path, const char *out, struct elm_quantize_params *qp,
                          char **vocab_from, char *err, size_t err_size)
 {
-    elm_tokenizer *fallback = model_fallback_tokenizer(path, vocab_from);
+    /* a folder without a tokenizer: the one elmchat ships */
+    char why[ELM_ERR_MAX];
+    elm_tokenizer *fallback = model_tokenizer(path, NULL, vocab_from, why, sizeof why);
     qp->tokenizer = fallback;
     elm_status st = elm_quantize(path, out, qp, err, err_size);
     qp->tokenizer = NULL;

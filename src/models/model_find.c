@@ -181,8 +181,12 @@ bool model_is_server(const char *name)
     return name && strncmp(name, MODEL_SERVER_PREFIX, strlen(MODEL_SERVER_PREFIX)) == 0;
 }
 
-char *model_fallback_tokenizer_path(const char *model_path)
+char *model_tokenizer_path(const char *model_path, const char *given)
 {
+    if (given)
+        return x_strdup(given);
+    if (model_is_server(model_path))
+        return paths_shipped_tokenizer(); /* no file here; every OpenELM's */
     struct stat st;
     if (!model_path || stat(model_path, &st) != 0 || !S_ISDIR(st.st_mode))
         return NULL; /* a GGUF: its vocabulary */
@@ -197,18 +201,25 @@ char *model_fallback_tokenizer_path(const char *model_path)
     return paths_shipped_tokenizer();
 }
 
-elm_tokenizer *model_fallback_tokenizer(const char *model_path, char **from)
+elm_tokenizer *model_tokenizer(const char *model_path, const char *given, char **from,
+                               char *err, size_t err_size)
 {
     *from = NULL;
-    char *shipped = model_fallback_tokenizer_path(model_path);
-    if (!shipped)
+    if (err_size)
+        err[0] = '\0';
+    char *path = model_tokenizer_path(model_path, given);
+    if (!path)
         return NULL;
     elm_tokenizer *tok = NULL;
-    char err[512];
-    if (elm_tokenizer_load(shipped, &tok, err, sizeof err) != ELM_OK) {
-        free(shipped);
+    char why[ELM_ERR_MAX];
+    if (elm_tokenizer_load(path, &tok, why, sizeof why) != ELM_OK) {
+        /* the one named, or a server's, must load; a folder's stand-in
+         * that does not leaves the model's own to say what is missing */
+        if (given || model_is_server(model_path))
+            snprintf(err, err_size, "%s", why);
+        free(path);
         return NULL;
     }
-    *from = shipped;
+    *from = path;
     return tok;
 }

@@ -37,14 +37,21 @@ bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err
 bool model_bundled_default(char *path, size_t path_size);
 /* Is path one of the bundled models (as model_resolve returns them)? */
 bool model_is_bundled(const char *path);
-/* A model folder without a tokenizer of its own (Apple's OpenELM repos
- * ship none): elmchat's LLaMA-2 tokenizer, loaded (owned: free it with
- * elm_tokenizer_free), and *from its path; NULL when the model has its
- * own (a file beside the weights, a GGUF's vocabulary) or none is
- * shipped (*from NULL too). */
-elm_tokenizer *model_fallback_tokenizer(const char *model_path, char **from);
-/* Its path alone (owned), NULL in the same cases. */
-char *model_fallback_tokenizer_path(const char *model_path);
+/* The tokenizer a model is used with, the one place that says which:
+ * given (--tokenizer FILE, an alias's tokenizer:) when not NULL; else for
+ * a server ("server:URL", no file here) and for a model folder without a
+ * tokenizer of its own (Apple's OpenELM repos ship none) elmchat's LLaMA-2
+ * one; else NULL: the model's own (a file beside the weights, a GGUF's
+ * vocabulary), which the engine loads with the weights
+ * (elm_tokenizer_load_for_model alone).  Owned. */
+char *model_tokenizer_path(const char *model_path, const char *given);
+/* That tokenizer loaded (owned: elm_tokenizer_free) and *from its path
+ * (owned).  NULL with *from NULL: with err when the one given or a
+ * server's cannot be loaded; with err empty when the model's own applies
+ * (also when the folder's stand-in would not load: the model's load then
+ * says what is missing). */
+elm_tokenizer *model_tokenizer(const char *model_path, const char *given, char **from,
+                               char *err, size_t err_size);
 
 /* The folders names are looked up in, in order, NULL-terminated (owned:
  * free each and the vector): the user's, then the bundled one. */

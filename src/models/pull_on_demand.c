@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "src/models/http_fetch.h"
 #include "src/models/hub_api.h"
@@ -18,7 +17,6 @@
 #include "src/models/model_convert.h"
 #include "src/models/model_find.h"
 #include "src/base/options.h"
-#include "src/models/pull_progress.h"
 #include "src/base/xalloc.h"
 
 static volatile sig_atomic_t interrupted;
@@ -27,12 +25,6 @@ static void on_sigint(int sig)
 {
     (void)sig;
     interrupted = 1;
-}
-
-static void print_notice(void *ctx, const char *message)
-{
-    fprintf(ctx, "%s\n", message);
-    fflush(ctx);
 }
 
 bool model_hub_id(const char *arg, char *id, size_t size)
@@ -47,67 +39,71 @@ bool model_hub_id(const char *arg, char *id, size_t size)
     return true;
 }
 
-/* The terminal to ask on and show the bar: standard error, else standard
- * output (the chat's tests keep stderr in a file); NULL for a script. */
-static FILE *terminal(void)
+static void tell(const struct pull_ui *ui, const char *line)
 {
-    if (!isatty(STDIN_FILENO))
-        return NULL;
-    return isatty(STDERR_FILENO) ? stderr : isatty(STDOUT_FILENO) ? stdout : NULL;
+    if (ui->notice)
+        ui->notice(ui->user, line);
 }
 
-/* Ask on the terminal; true to go on.  Without one (a script): yes. */
-static bool confirm(FILE *term, const char *id, const struct hub_listing *l)
+static void on_notice(void *ctx, const char *message)
 {
-    if (!term) {
-        fprintf(stderr, "elmchat: %s is not here: downloading it from the Hub\n", id);
-        return true;
-    }
-    long long total = hub_pull_select(l, NULL, NULL);
-    char *cache = hub_cache_dir();
-    char size[32];
-    fprintf(term, "%s is not on this machine. Download it from the Hub (%s) into %s? [Y/n] ", id,
-            human_size(total, size, sizeof size), cache);
-    free(cache);
-    fflush(term);
-    char answer[16] = "";
-    if (!fgets(answer, sizeof answer, stdin))
-        return false;
-    return answer[0] == '\n' || answer[0] == 'y' || answer[0] == 'Y';
+    tell(ctx, message);
 }
 
-static void convert_progress(float f, void *user)
+static void on_event(void *ctx, const struct hub_pull_event *ev)
 {
-    FILE *out = user;
-    fprintf(out, "\rwriting the GGUF: %3d%%", (int)(f * 100.0f));
-    fflush(out);
+    struct pull_ui *ui = ctx;
+    if (ui->event)
+        ui->event(ui->user, ev);
+}
+
+static void on_convert(float f, void *ctx)
+{
+    struct pull_ui *ui = ctx;
+    if (ui->converting)
+        ui->converting(ui->user, f);
 }
 
 /* The GGUF of type name beside the snapshot (elmchat-TYPE.gguf). */
-static bool convert(FILE *term, const char *snapshot, const char *name, char *err, size_t err_size)
+static bool convert(struct pull_ui *ui, const char *snapshot, const char *name, char *err,
+                    size_t err_size)
 {
     struct elm_quantize_params qp = elm_quantize_default_params();
     if (!cli_parse_dtype(name, &qp.type)) {
         snprintf(err, err_size, "pull_quantize: unknown type '%s'", name);
         return false;
     }
-    FILE *out = term ? term : stderr;
-    qp.progress_cb = convert_progress;
-    qp.progress_user = out;
+    qp.progress_cb = on_convert;
+    qp.progress_user = ui;
     char *gguf = x_asprintf("%s/elmchat-%s.gguf", snapshot, elm_dtype_name(qp.type));
     char *from = NULL;
     bool ok = model_convert(snapshot, gguf, &qp, &from, err, err_size) == ELM_OK;
-    fprintf(out, "\n");
-    if (ok)
-        fprintf(out, "wrote %s\n", gguf);
+    if (ui->converted)
+        ui->converted(ui->user, ok ? gguf : NULL);
     free(from);
     free(gguf);
     return ok;
 }
 
-bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantize, char *path,
-                           size_t path_size, char *err, size_t err_size)
+/* Asked with the size, where it goes. */
+static bool confirm(const struct pull_ui *ui, const char *id, const struct hub_listing *l)
 {
+    if (!ui->confirm)
+        return true;
+    char *cache = hub_cache_dir();
+    bool yes = ui->confirm(ui->user, id, hub_pull_select(l, NULL, NULL), cache);
+    free(cache);
+    return yes;
+}
+
+bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantize,
+                           const struct pull_ui *ui_given, char *path, size_t path_size,
+                           char *err, size_t err_size)
+{
+    struct pull_ui shown = {0}; /* none: nothing shown, yes */
+    if (ui_given)
+        shown = *ui_given;
+    struct pull_ui *ui = &shown;
     if (model_resolve(arg, path, path_size, err, err_size))
         return true;
     char id[256];
@@ -130,38 +126,38 @@ bool model_resolve_or_pull(const char *arg, bool allow_pull, const char *quantiz
     interrupted = 0;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    FILE *term = terminal();
-    FILE *out = term ? term : stderr;
     /* the listing twice (here for the size, then in the pull): cheap next
      * to the download, and it keeps hub_pull one call */
     char *token = hub_token();
     char *ep = hub_endpoint();
-    fprintf(out, "%s is not on this machine: asking the Hub (%s) for its size... (Ctrl-C stops)\n",
-            id, ep);
-    fflush(out);
+    char *asking =
+        x_asprintf("%s is not on this machine: asking the Hub (%s) for its size... (Ctrl-C stops)",
+                   id, ep);
+    tell(ui, asking);
+    free(asking);
     free(ep);
     struct hub_listing l;
-    struct hub_wait w = {.cancel = &interrupted, .notice = print_notice, .ctx = out};
+    struct hub_wait w = {.cancel = &interrupted, .notice = on_notice, .ctx = ui};
     enum hub_status st = hub_list(id, "main", token, &w, &l, herr, sizeof herr);
     free(token);
     bool ok = false;
     if (st != HUB_OK) {
         snprintf(err, err_size, "%s", herr);
-    } else if (!confirm(term, id, &l)) {
+    } else if (!confirm(ui, id, &l)) {
         snprintf(err, err_size, "%s: not downloaded", id);
     } else {
-        struct pull_progress pp;
-        pull_progress_init(&pp, id, term ? PULL_PROGRESS_BAR : PULL_PROGRESS_LINES, out);
+        if (ui->begin)
+            ui->begin(ui->user, id);
         struct hub_pull_opts po = {
-            .id = id, .on_event = pull_progress_event, .ctx = &pp, .cancel = &interrupted};
+            .id = id, .on_event = on_event, .ctx = ui, .cancel = &interrupted};
         struct hub_pull_result r;
         st = hub_pull(&po, &r, herr, sizeof herr);
-        pull_progress_end(&pp);
+        if (ui->end)
+            ui->end(ui->user, st == HUB_OK ? &r : NULL);
         if (st != HUB_OK) {
             snprintf(err, err_size, "%s", herr);
         } else {
-            pull_progress_summary(&pp, &r);
-            ok = (!quantize || convert(term, r.snapshot, quantize, err, err_size)) &&
+            ok = (!quantize || convert(ui, r.snapshot, quantize, err, err_size)) &&
                  model_resolve(arg, path, path_size, err, err_size);
             free(r.snapshot);
         }

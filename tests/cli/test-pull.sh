@@ -300,8 +300,9 @@ mkdir -p "$XDG_CONFIG_HOME/elmchat"
 printf 'pull_quantize: q8_0\n' > "$XDG_CONFIG_HOME/elmchat/config.yaml"
 "$ELMCHAT" run -m tester/tiny -n 2 --temp 0 -p hi >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 0 ] && ls "$HF_HUB_CACHE"/models--tester--tiny/snapshots/*/elmchat-q8_0.gguf >/dev/null 2>&1 &&
+    grep -q "writing the GGUF: 100%" "$tmp/err" && grep -q "^wrote .*/elmchat-q8_0.gguf$" "$tmp/err" &&
     "$ELMCHAT" info -m tester/tiny 2>&1 | grep -q "elmchat-q8_0.gguf"
-ok $? "pull_quantize: q8_0 in config.yaml: -m on demand writes and then loads the Q8_0 GGUF"
+ok $? "pull_quantize: q8_0 in config.yaml: -m on demand writes (and says so) and then loads the Q8_0 GGUF"
 printf 'pull_quantize: q9\n' > "$XDG_CONFIG_HOME/elmchat/config.yaml"
 "$ELMCHAT" pull tester/tiny >/dev/null 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "config.yaml:1:16: pull_quantize: unknown type" "$tmp/err"

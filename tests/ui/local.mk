@@ -1,10 +1,13 @@
 # tests/ui/: the UI's tests.  Pure units (layout, wrapping, sanitizing) and
 # the tmux tests that drive the real binary in a pty.
-UI_UNIT_TESTS = tests/ui/test-ui-layout tests/ui/test-ui-text tests/ui/test-markdown
+UI_UNIT_TESTS = tests/ui/test-ui-layout tests/ui/test-ui-text tests/ui/test-markdown \
+	tests/ui/test-key-bindings
 check_PROGRAMS += $(UI_UNIT_TESTS)
 TESTS += $(UI_UNIT_TESTS)
 tests_ui_test_ui_layout_SOURCES = tests/ui/test-ui-layout.c
 tests_ui_test_ui_layout_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
+tests_ui_test_key_bindings_SOURCES = tests/ui/test-key-bindings.c
+tests_ui_test_key_bindings_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 tests_ui_test_ui_text_SOURCES = tests/ui/test-ui-text.c
 tests_ui_test_ui_text_LDADD = tests/lib/libtap.a $(ELM_UI_LIBS)
 # Markdown re-render cost while a reply streams (by hand, not a test).

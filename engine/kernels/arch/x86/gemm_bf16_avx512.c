@@ -16,8 +16,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "engine/base/platform.h"
 #include "engine/kernels/blocks.h"
 #include "engine/base/test_hooks.h"
 #include "engine/kernels/cpu.h"
@@ -205,13 +205,6 @@ AVX512BF16 __attribute__((noinline)) static float chains_fma(long n)
     return _mm512_reduce_add_ps(c[0]);
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static double bf16_ratio = -1.0; /* vdpbf16ps flops / FMA flops, measured */
 static bool bf16_pays;
 
@@ -231,11 +224,11 @@ static void calibrate(void)
     double best_b = 1e9, best_f = 1e9;
     volatile float sink = 0.0f;
     for (int r = 0; r < 3; r++) {
-        double t0 = seconds();
+        double t0 = elm_now_seconds();
         sink += chains_bf16(4000);
-        double t1 = seconds();
+        double t1 = elm_now_seconds();
         sink += chains_fma(4000);
-        double t2 = seconds();
+        double t2 = elm_now_seconds();
         best_b = t1 - t0 < best_b ? t1 - t0 : best_b;
         best_f = t2 - t1 < best_f ? t2 - t1 : best_f;
     }

@@ -1,22 +1,15 @@
-/* pull_progress.c: a pull on standard error (pull_progress.h). */
+/* pull_progress.c: a pull on standard error or the terminal (pull_progress.h). */
 #include "config.h"
 
-#include "src/models/pull_progress.h"
+#include "ui/pull_progress.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "src/base/human_size.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "src/base/platform.h"
 
 void pull_progress_init(struct pull_progress *pp, const char *id, enum pull_progress_mode mode,
                         FILE *out)
@@ -25,7 +18,7 @@ void pull_progress_init(struct pull_progress *pp, const char *id, enum pull_prog
     pp->out = out;
     pp->mode = mode;
     pp->id = id;
-    pp->start = now_s();
+    pp->start = platform_now();
 }
 
 /* Bytes per second over the last few seconds of samples. */
@@ -60,7 +53,7 @@ static void clear_bar(struct pull_progress *pp)
 
 static void draw_bar(struct pull_progress *pp, const struct hub_pull_event *ev)
 {
-    double t = now_s();
+    double t = platform_now();
     double bps = speed(pp, t);
     char done[24], total[24], rate[24], eta[24] = "--:--";
     human_size(ev->all_done, done, sizeof done);
@@ -106,7 +99,7 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
         break;
     case HUB_PULL_FILE_START:
         pp->last_file_done = ev->file_done; /* a resumed part came before */
-        pp->file_start = now_s();
+        pp->file_start = platform_now();
         if (pp->mode == PULL_PROGRESS_BAR)
             draw_bar(pp, ev);
         break;
@@ -122,7 +115,7 @@ void pull_progress_event(void *ctx, const struct hub_pull_event *ev)
                 fprintf(pp->out, "[%zu/%zu] %s %s: already here\n", ev->index, ev->count, ev->file,
                         human_size(ev->file_size, a, sizeof a));
             } else {
-                double dt = now_s() - pp->file_start;
+                double dt = platform_now() - pp->file_start;
                 fprintf(
                     pp->out, "[%zu/%zu] %s %s in %.1f s (%s/s), %s ok\n", ev->index, ev->count,
                     ev->file, human_size(ev->file_size, a, sizeof a), dt,
@@ -150,7 +143,7 @@ void pull_progress_end(struct pull_progress *pp)
 
 void pull_progress_summary(const struct pull_progress *pp, const struct hub_pull_result *r)
 {
-    double dt = now_s() - pp->start;
+    double dt = platform_now() - pp->start;
     char a[24], b[24], c[24];
     fprintf(pp->out,
             "%s: %zu files, %s (%s fetched in %.1f s, %s/s; %zu already here), commit %s\n", pp->id,
@@ -158,4 +151,86 @@ void pull_progress_summary(const struct pull_progress *pp, const struct hub_pull
             human_size(r->bytes_fetched, b, sizeof b), dt,
             human_size(dt > 0 ? (long long)((double)r->bytes_fetched / dt) : 0, c, sizeof c),
             r->files_cached, r->commit);
+}
+
+/* -------------------------------------------------------- a pull on demand */
+
+static struct {
+    FILE *term; /* where to ask and draw the bar; NULL: a script */
+    FILE *out;  /* the lines: the terminal, else standard error */
+    struct pull_progress pp;
+} on_demand;
+
+static void od_notice(void *user, const char *line)
+{
+    (void)user;
+    fprintf(on_demand.out, "%s\n", line);
+    fflush(on_demand.out);
+}
+
+/* Without a terminal (a script): yes, said on standard error. */
+static bool od_confirm(void *user, const char *id, long long bytes, const char *cache)
+{
+    (void)user;
+    FILE *term = on_demand.term;
+    if (!term) {
+        fprintf(stderr, "elmchat: %s is not here: downloading it from the Hub\n", id);
+        return true;
+    }
+    char size[32];
+    fprintf(term, "%s is not on this machine. Download it from the Hub (%s) into %s? [Y/n] ", id,
+            human_size(bytes, size, sizeof size), cache);
+    fflush(term);
+    char answer[16] = "";
+    if (!fgets(answer, sizeof answer, stdin))
+        return false;
+    return answer[0] == '\n' || answer[0] == 'y' || answer[0] == 'Y';
+}
+
+static void od_begin(void *user, const char *id)
+{
+    (void)user;
+    pull_progress_init(&on_demand.pp, id, on_demand.term ? PULL_PROGRESS_BAR : PULL_PROGRESS_LINES,
+                       on_demand.out);
+}
+
+static void od_event(void *user, const struct hub_pull_event *ev)
+{
+    (void)user;
+    pull_progress_event(&on_demand.pp, ev);
+}
+
+static void od_end(void *user, const struct hub_pull_result *r)
+{
+    (void)user;
+    pull_progress_end(&on_demand.pp);
+    if (r)
+        pull_progress_summary(&on_demand.pp, r);
+}
+
+static void od_converting(void *user, float f)
+{
+    (void)user;
+    fprintf(on_demand.out, "\rwriting the GGUF: %3d%%", (int)(f * 100.0f));
+    fflush(on_demand.out);
+}
+
+static void od_converted(void *user, const char *gguf)
+{
+    (void)user;
+    fprintf(on_demand.out, "\n");
+    if (gguf)
+        fprintf(on_demand.out, "wrote %s\n", gguf);
+}
+
+const struct pull_ui *pull_progress_terminal(void)
+{
+    static const struct pull_ui ui = {od_notice, od_confirm,    od_begin,    od_event,
+                                      od_end,    od_converting, od_converted, NULL};
+    on_demand.term = !isatty(STDIN_FILENO)    ? NULL
+                     : isatty(STDERR_FILENO) ? stderr
+                     : isatty(STDOUT_FILENO) ? stdout
+                                             : NULL;
+    on_demand.out = on_demand.term ? on_demand.term : stderr;
+    return &ui;
 }
