@@ -43,7 +43,8 @@ src_libcore_a_SOURCES = \
 	src/conversation/kvcache_store.c src/conversation/kvcache_store.h \
 	src/chat/slash_commands.c src/chat/slash_commands.h \
 	src/chat/chat_status.h \
-	src/chat/chat_controller.c src/chat/chat_controller.h src/chat/chat_internal.h \
+	src/chat/chat_life.c src/chat/chat_events.c src/chat/chat_input.c src/chat/chat_state.c \
+	src/chat/chat_controller.h src/chat/chat_internal.h \
 	src/chat/chat_base.c \
 	src/chat/chat_sessions.c \
 	src/chat/chat_model.c \

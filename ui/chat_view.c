@@ -180,10 +180,9 @@ static void on_line_remembered(void *user, const char *line)
     input_history_add(line);
 }
 
-void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
+void tui_view_init(struct tui_view *v, struct chat_view *ops)
 {
     memset(v, 0, sizeof *v);
-    v->chat = chat;
     transcript_init(&v->tr);
     *ops = (struct chat_view){
         .user = v,
@@ -209,6 +208,8 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
 
 void tui_view_refresh_sessions(struct tui_view *v)
 {
+    if (!v->chat)
+        return; /* chat_new is still starting it: the list is read when shown */
     strv_free(v->session_list);
     v->session_list = chat_names(v->chat, ARG_SESSION);
     v->n_session_list = 0;

@@ -72,7 +72,7 @@ static void install_signals(void)
 /* ------------------------------------------------------------- the screen */
 
 struct tui {
-    struct chat chat;
+    struct chat *chat;
     enum cmd_arg_kind names_kind; /* of the last completion: matches are marked by it */
     struct tui_view view;  /* what the chat reports, drawn here */
     WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
@@ -138,7 +138,7 @@ static void draw(struct tui *t)
 {
     double now = chat_now();
     struct chat_status st;
-    chat_get_status(&t->chat, &st, now);
+    chat_get_status(t->chat, &st, now);
     /* The keys named are the ones that do it in this input mode: in vi
      * mode Esc is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
     const char *vi = input_vi_mode();
@@ -164,12 +164,12 @@ static void draw(struct tui *t)
     }
     if (t->view.changed || t->full_redraw) {
         if (t->view.tree.open)
-            draw_tree(t->w_transcript, &t->view.tree, &t->chat);
+            draw_tree(t->w_transcript, &t->view.tree, t->chat);
         else
-            draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(&t->chat));
+            draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(t->chat));
         if (t->w_sessions)
             draw_sessions(t->w_sessions, t->view.session_list, t->view.n_session_list,
-                          chat_session_name(&t->chat), &t->view.list);
+                          chat_session_name(t->chat), &t->view.list);
     }
     draw_status(t->w_status, &st);
     input_draw(st.busy);
@@ -189,7 +189,7 @@ static void draw(struct tui *t)
 static void fatal_hook(void)
 {
     if (the_tui) {
-        chat_save_all(&the_tui->chat);
+        chat_save_all(the_tui->chat);
     }
     screen_end();
 }
@@ -201,11 +201,11 @@ static void find_step(struct tui *t, int dir)
 {
     size_t i, n;
     if (transcript_search_step(&t->view.tr, dir, t->layout.transcript.h, &i, &n))
-        chat_notice(&t->chat, false, "find '%s': line %zu of %zu · Ctrl-F older · Ctrl-B newer · "
+        chat_notice(t->chat, false, "find '%s': line %zu of %zu · Ctrl-F older · Ctrl-B newer · "
                                      "Esc leaves",
                     t->view.tr.search, i, n);
     else
-        chat_notice(&t->chat, true, "find '%s': not in this conversation", t->view.tr.search);
+        chat_notice(t->chat, true, "find '%s': not in this conversation", t->view.tr.search);
     t->view.changed = true;
 }
 
@@ -215,7 +215,7 @@ static bool find_leave(struct tui *t)
     if (!t->view.tr.search || !input_line_empty())
         return false;
     transcript_search(&t->view.tr, NULL, t->layout.transcript.h);
-    chat_notice(&t->chat, false, "search off");
+    chat_notice(t->chat, false, "search off");
     t->view.changed = true;
     return true;
 }
@@ -228,14 +228,14 @@ static void on_line(char *line, void *user)
         find_step(t, 1);
         return;
     }
-    chat_submit(&t->chat, line);
+    chat_submit(t->chat, line);
 }
 
 static char **on_names(enum cmd_arg_kind kind, void *user)
 {
     struct tui *t = user;
     t->names_kind = kind;
-    return chat_names(&t->chat, kind);
+    return chat_names(t->chat, kind);
 }
 
 static void on_matches(const char *const *m, int n, void *user)
@@ -247,14 +247,14 @@ static void on_matches(const char *const *m, int n, void *user)
     bool marked = false;
     for (int i = 0; i < n && len + 2 < sizeof buf; i++) {
         /* a model named but not downloaded: elmchat -m NAME or pull gets it */
-        bool away = t->names_kind == ARG_MODEL && !chat_model_here(&t->chat, m[i]);
+        bool away = t->names_kind == ARG_MODEL && !chat_model_here(t->chat, m[i]);
         marked |= away;
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s%s", i ? "  " : "", m[i],
                                 away ? "(+)" : "");
     }
     if (marked && len + 2 < sizeof buf)
         snprintf(buf + len, sizeof buf - len, "   (+): not downloaded, elmchat pull NAME");
-    chat_notice(&t->chat, false, "%s", buf);
+    chat_notice(t->chat, false, "%s", buf);
 }
 
 static void on_action(enum input_action a, void *user)
@@ -277,10 +277,10 @@ static void on_action(enum input_action a, void *user)
         break;
     case IA_CANCEL:
         /* Esc: the search ends, a queued message comes back, the reply stops */
-        if (find_leave(t) || (input_line_empty() && chat_unqueue(&t->chat)))
+        if (find_leave(t) || (input_line_empty() && chat_unqueue(t->chat)))
             break;
-        if (chat_generating(&t->chat))
-            chat_cancel(&t->chat);
+        if (chat_generating(t->chat))
+            chat_cancel(t->chat);
         else
             input_clear_line();
         break;
@@ -296,9 +296,9 @@ static void on_action(enum input_action a, void *user)
     case IA_SELECT_NEXT:
         if (transcript_select_step(&t->view.tr, a == IA_SELECT_PREV ? -1 : 1,
                                    t->layout.transcript.h) != SIZE_MAX)
-            message_actions_hint(&t->chat, &t->view.tr);
+            message_actions_hint(t->chat, &t->view.tr);
         else
-            chat_notice(&t->chat, false, "no message selected");
+            chat_notice(t->chat, false, "no message selected");
         t->view.changed = true;
         break;
     case IA_FIND_NEXT:
@@ -318,7 +318,7 @@ static void on_action(enum input_action a, void *user)
             input_set_text(edited);
             free(edited);
         } else {
-            chat_notice(&t->chat, true, "%s", err);
+            chat_notice(t->chat, true, "%s", err);
         }
         free(text);
         t->full_redraw = true;
@@ -421,12 +421,12 @@ static void handle_signals(struct tui *t, bool *resize, bool *leave)
                 *resize = true;
                 break;
             case SIGINT:
-                if (chat_generating(&t->chat) || chat_pull_active(&t->chat))
-                    chat_cancel(&t->chat);
+                if (chat_generating(t->chat) || chat_pull_active(t->chat))
+                    chat_cancel(t->chat);
                 else if (!input_line_empty())
                     input_clear_line();
                 else
-                    chat_notice(&t->chat, false, "Ctrl-D or /quit leaves");
+                    chat_notice(t->chat, false, "Ctrl-D or /quit leaves");
                 t->view.changed = true;
                 break;
             case SIGTSTP:
@@ -483,14 +483,14 @@ static bool trailing_escape(const char *buf, size_t n, int fd)
 static int run(struct tui *t)
 {
     int tty = STDIN_FILENO;
-    int wake = chat_wake_fd(&t->chat);
+    int wake = chat_wake_fd(t->chat);
     bool leave = false;
     bool urgent = true; /* draw at once, not at the next frame */
     double last_draw = 0;
     input_set_tty_fd(tty);
     relayout(t);
-    while (!chat_quit_requested(&t->chat) && !leave) {
-        chat_tick(&t->chat);
+    while (!chat_quit_requested(t->chat) && !leave) {
+        chat_tick(t->chat);
         double now = chat_now();
         bool deferred = !urgent && now - last_draw < STREAM_FRAME_SEC;
         if (!deferred) {
@@ -506,12 +506,12 @@ static int run(struct tui *t)
             {.fd = deferred ? -1 : wake, .events = POLLIN},
         };
         /* Wake up for the notice to expire and the busy display. */
-        int timeout = chat_has_notice(&t->chat) ? 250 : -1;
+        int timeout = chat_has_notice(t->chat) ? 250 : -1;
         if (deferred)
             timeout = (int)((last_draw + STREAM_FRAME_SEC - now) * 1e3) + 1;
         int r = poll(fds, 3, timeout);
         if (r < 0 && errno != EINTR) {
-            chat_notice(&t->chat, true, "poll: %s", strerror(errno));
+            chat_notice(t->chat, true, "poll: %s", strerror(errno));
             break;
         }
         if (r <= 0) {
@@ -527,7 +527,7 @@ static int run(struct tui *t)
         if (leave)
             break;
         if (fds[2].revents & POLLIN)
-            chat_poll_events(&t->chat);
+            chat_poll_events(t->chat);
         if (fds[0].revents & (POLLHUP | POLLERR) && !(fds[0].revents & POLLIN)) {
             leave = true; /* the terminal went away: same as SIGHUP */
             break;
@@ -563,7 +563,7 @@ static int run(struct tui *t)
                     if (k == 1 && buf[off] == '\033' && off + 1 == len &&
                         !trailing_escape(buf, len, tty))
                         break; /* an Alt prefix still coming */
-                    if (!session_list_key(&t->view.list, &t->chat, t->view.session_list,
+                    if (!session_list_key(&t->view.list, t->chat, t->view.session_list,
                                           t->view.n_session_list, buf + off, k))
                         break;
                     off += k;
@@ -580,7 +580,7 @@ static int run(struct tui *t)
                     if (k == 1 && buf[off] == '\033' && off + 1 == len &&
                         !trailing_escape(buf, len, tty))
                         break; /* an Alt prefix still coming */
-                    tree_view_key(&t->view.tree, &t->chat, buf + off, k, t->layout.transcript.h);
+                    tree_view_key(&t->view.tree, t->chat, buf + off, k, t->layout.transcript.h);
                     off += k;
                     t->view.changed = true;
                 }
@@ -598,14 +598,14 @@ static int run(struct tui *t)
                     if (select_key)
                         break; /* readline's binding moves the selection */
                     t->view.changed = true;
-                    if (message_action(&t->chat, &t->view.tr, buf + off, k)) {
+                    if (message_action(t->chat, &t->view.tr, buf + off, k)) {
                         off += k;
                         continue;
                     }
                     t->view.tr.selected = SIZE_MAX;
                     if (k == 1 && buf[off] == '\033' && off + 1 == len &&
                         trailing_escape(buf, len, tty)) {
-                        chat_notice(&t->chat, false, "selection off");
+                        chat_notice(t->chat, false, "selection off");
                         off += k;
                     }
                     break;
@@ -625,8 +625,8 @@ static int run(struct tui *t)
                     len--;
                 if (len)
                     input_feed(buf, len);
-                if (esc && !find_leave(t) && !(input_line_empty() && chat_unqueue(&t->chat)))
-                    chat_cancel(&t->chat);
+                if (esc && !find_leave(t) && !(input_line_empty() && chat_unqueue(t->chat)))
+                    chat_cancel(t->chat);
             }
         }
         if (resize) {
@@ -673,16 +673,17 @@ int tui_main(int argc, char **argv)
     struct tui *t = x_calloc(1, sizeof *t);
     char err[2048];
     struct chat_view ops;
-    tui_view_init(&t->view, &t->chat, &ops);
+    tui_view_init(&t->view, &ops);
     o.worker_nice = COMPUTE_NICE;
     o.pull_missing = !o.common.no_pull; /* asked and shown before the screen starts */
-    if (!chat_init(&t->chat, &o, &ops, err, sizeof err)) {
+    t->chat = chat_new(&o, &ops, err, sizeof err);
+    if (!t->chat) {
         cli_error("%s", err);
-        chat_fini(&t->chat);
         tui_view_fini(&t->view);
         free(t);
         return EXIT_RUNTIME;
     }
+    t->view.chat = t->chat;
     /* Test hook: one line per keystroke read: ms from the read to the
      * refresh written, then both CLOCK_MONOTONIC instants (tests/lib/keylatency). */
     const char *lat = getenv("ELMCHAT_LATENCY_LOG");
@@ -696,7 +697,7 @@ int tui_main(int argc, char **argv)
 
     if (!screen_init(err, sizeof err)) {
         cli_error("%s", err);
-        chat_fini(&t->chat);
+        chat_free(t->chat);
         tui_view_fini(&t->view);
         free(history);
         free(t);
@@ -718,9 +719,9 @@ int tui_main(int argc, char **argv)
     int status = run(t);
 
     /* Shutdown order (docs/STYLE.md B.9): save, stop the worker, readline, curses. */
-    chat_save_all(&t->chat);
-    char *exit_note = chat_exit_note(&t->chat);
-    chat_fini(&t->chat);
+    chat_save_all(t->chat);
+    char *exit_note = chat_exit_note(t->chat);
+    chat_free(t->chat);
     tui_view_fini(&t->view);
     input_fini();
     del_windows(t);

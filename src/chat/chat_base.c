@@ -82,7 +82,7 @@ void chat_session_list_changed(struct chat *c)
 
 bool chat_busy_refuse(struct chat *c)
 {
-    if (c->generating) {
+    if (c->reply.active) {
         chat_notice(c, true, "a reply is being generated: Esc or Ctrl-C stops it");
         return true;
     }
@@ -184,6 +184,21 @@ void chat_show_conv(struct chat *c)
     if (c->cur->read_only)
         chat_read_only_note(c, c->cur);
     chat_changed(c);
+}
+
+/* The line that says a conversation is shown read-only, and the way on. */
+void chat_read_only_note(struct chat *c, const struct conv *v)
+{
+    char pid[32] = "";
+    if (v->lock_holder > 0)
+        snprintf(pid, sizeof pid, " (pid %ld)", v->lock_holder);
+    char *line = x_asprintf(
+        "'%s' is open in another elmchat%s: shown here read-only, its file stays as that one "
+        "writes it. To go on here, /save NEWNAME makes this a copy under a new name (any change "
+        "is saved as '%s-copy' otherwise); /quit leaves it untouched.",
+        v->s->name, pid, v->s->name);
+    chat_info_msg(c, false, line);
+    free(line);
 }
 
 /* A branch switch still computing would end with a note about the path
@@ -304,28 +319,46 @@ static void post_generate(struct chat *c, struct conv *v)
     conversation_request(&v->cv, &req);
     if (c->lookup_off)
         req.flags |= ELM_GEN_NO_LOOKUP;
-    c->gen_req = chat_post(c, &req);
+    c->reply.req = chat_post(c, &req);
 }
 
 /* The conversation stands after a generation prompt: ask for the reply. */
 void chat_start_reply(struct chat *c)
 {
     struct conv *v = c->cur;
-    c->reply_n_ids = 0;
-    sbuf_fini(&c->reply_text);
-    sbuf_add(&c->reply_text, "", 0);
-    c->got_token = false;
-    c->reply_t0 = chat_now();
-    c->prefill_progress = 0;
-    c->generating = true;
-    c->gen_conv = v;
+    c->reply.n_ids = 0;
+    sbuf_fini(&c->reply.text);
+    sbuf_add(&c->reply.text, "", 0);
+    c->reply.got_token = false;
+    c->reply.t0 = chat_now();
+    c->reply.prefill_progress = 0;
+    c->reply.active = true;
+    c->reply.conv = v;
     if (c->view.reply_started) {
         /* a retry: the reply is the newest of the versions after the path */
         int n = (int)session_children_after_path(v->s) + 1;
         struct chat_message m = {.role = CHAT_ASSISTANT, .text = "", .ref = (int)v->s->n_msgs,
-                                 .version = n, .n_versions = n, .model = c->model_name};
+                                 .version = n, .n_versions = n, .model = c->model.name};
         c->view.reply_started(c->view.user, &m);
     }
     post_generate(c, v);
     chat_changed(c);
+}
+
+/* ------------------------------------------------------------ the context */
+
+bool chat_near_full(const struct chat *c, const struct conv *v, int *pct)
+{
+    int n_ctx = v->cv.n_ctx;
+    if (n_ctx <= 0)
+        return false;
+    int reserve = chat_reply_reserve(c);
+    if (reserve > n_ctx / 4)
+        reserve = n_ctx / 4;
+    int used = (int)v->cv.tokens.n;
+    if (pct)
+        *pct = (int)((long long)used * 100 / n_ctx);
+    /* less than a sixth of the window left after the reply's reserve:
+     * the next exchanges will make room by dropping the oldest ones */
+    return n_ctx - used - reserve < n_ctx / 6;
 }

@@ -64,8 +64,8 @@ static void show_info(struct chat *c)
         if (n < sizeof buf)                                                                        \
             n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                           \
     } while (0)
-    ADD("model: %s%s\npath: %s\n", c->model_name,
-        c->bundled ? " (bundled with elmchat: a tiny guide and dictionary)" : "", c->model_path);
+    ADD("model: %s%s\npath: %s\n", c->model.name,
+        c->model.bundled ? " (bundled with elmchat: a tiny guide and dictionary)" : "", c->model.path);
     if (mi && mi->remote)
         ADD("llama-server: %s, vocab %d, %d slot%s; KV snapshots: %s\n", mi->name, mi->n_vocab,
             mi->remote_slots, mi->remote_slots == 1 ? "" : "s",
@@ -75,16 +75,16 @@ static void show_info(struct chat *c)
         ADD("layers %d, dim %d, vocab %d, %.1fM parameters, %s\n", mi->n_layers, mi->model_dim,
             mi->n_vocab, (double)mi->n_params / 1e6, elm_dtype_name(mi->dtype));
     else
-        ADD("%s\n", c->model_loading ? "loading..." : "not loaded");
-    if (c->tokenizer_from && model_is_server(c->model_path))
-        ADD("tokenizer: %s (the server's checked against it: the same ids)\n", c->tokenizer_from);
-    else if (c->tokenizer_from)
+        ADD("%s\n", c->load.active ? "loading..." : "not loaded");
+    if (c->model.tokenizer_from && model_is_server(c->model.path))
+        ADD("tokenizer: %s (the server's checked against it: the same ids)\n", c->model.tokenizer_from);
+    else if (c->model.tokenizer_from)
         ADD("tokenizer: elmchat's LLaMA-2 tokenizer.model (the model folder has none): %s\n",
-            c->tokenizer_from);
+            c->model.tokenizer_from);
     else
         ADD("tokenizer: the model's own\n");
-    if (c->model_loading && c->model_ready)
-        ADD("loading %s: %d%%\n", c->load_name, (int)(c->load_progress * 100));
+    if (c->load.active && c->model_ready)
+        ADD("loading %s: %d%%\n", c->load.next.name, (int)(c->load.progress * 100));
     struct elm_sampler_params p;
     int max_tokens;
     chat_effective_sampling(c, &p, &max_tokens);
@@ -98,7 +98,7 @@ static void show_info(struct chat *c)
     else if (c->cfg.template_name)
         snprintf(why, sizeof why, "config.yaml's template");
     else
-        template_for_model(c->model_path, why, sizeof why);
+        template_for_model(c->model.path, why, sizeof why);
     ADD("template: %s (%s), chosen by %s\nsession: %s (%s), %zu open\n", v->tpl->name,
         v->tpl->path ? v->tpl->path : "", why, v->s->name, spath ? spath : "", c->n_convs);
     ADD("context: %d tokens of %d (%d%%), %zu cached; policy %s; %d messages out of context, "
@@ -210,7 +210,7 @@ static void show_sampling(struct chat *c)
             snprintf(origin, sizeof origin, "template %s", c->cur->tpl->name);
             break;
         case ORIGIN_MODEL:
-            snprintf(origin, sizeof origin, "model %s (its own defaults)", c->model_name);
+            snprintf(origin, sizeof origin, "model %s (its own defaults)", c->model.name);
             break;
         case ORIGIN_CONFIG:
             snprintf(origin, sizeof origin, "config.yaml");
@@ -242,7 +242,7 @@ static bool ready_refuse(struct chat *c)
     if (chat_busy_refuse(c))
         return true;
     if (!c->model_ready) {
-        chat_notice(c, true, c->model_loading ? "wait for the model to load" : "no model loaded");
+        chat_notice(c, true, c->load.active ? "wait for the model to load" : "no model loaded");
         return true;
     }
     return false;
@@ -529,8 +529,8 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
                 chat_notice(c, true, "%s", err);
             break;
         }
-        if (c->model_ready && !c->model_loading && strcmp(path, c->model_path) == 0) {
-            chat_notice(c, false, "%s is the current model", c->model_name);
+        if (c->model_ready && !c->load.active && strcmp(path, c->model.path) == 0) {
+            chat_notice(c, false, "%s is the current model", c->model.name);
             break;
         }
         /* the current model keeps answering until the new one is ready */
@@ -549,11 +549,11 @@ void chat_run_command(struct chat *c, struct cmd *cmd)
             chat_notice(c, true, "%s", err);
             break;
         }
-        conversation_set_template(&v->cv, t, c->tok);
+        conversation_set_template(&v->cv, t, c->model.tok);
         int rc = conversation_render(&v->cv, err, sizeof err);
         if (rc && rc != CONV_FULL) {
             chat_notice(c, true, "%s", err);
-            conversation_set_template(&v->cv, v->tpl, c->tok);
+            conversation_set_template(&v->cv, v->tpl, c->model.tok);
             conversation_render(&v->cv, err, sizeof err);
             template_free(t);
             break;
