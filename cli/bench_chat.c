@@ -254,7 +254,7 @@ static bool timed_reply_fresh(struct chat *c, struct reply_cost *r)
 static bool timed_switch(struct chat *c, const char *label, const char *path)
 {
     double t0 = wall_seconds();
-    chat_submit(c, x_asprintf("/model %s", path));
+    chat_load_model(c, path);
     struct chat_activity a;
     chat_get_activity(c, &a);
     int reused = (int)a.n_tokens, computed = 0; /* the current model: nothing to do */
@@ -310,7 +310,7 @@ static bool bench_resume(struct chat **cp, const struct chat_options *opt, long 
 {
     struct chat *c = *cp;
     double t0 = wall_seconds();
-    chat_submit(c, x_strdup("/save"));
+    chat_save_session(c, NULL, false);
     if (!wait_until(c, idle, "the snapshot"))
         return false;
     double t_save = wall_seconds() - t0;

@@ -35,6 +35,7 @@ src_libcore_a_SOURCES = \
 	src/conversation/code_blocks.c src/conversation/code_blocks.h \
 	src/conversation/attachment.c src/conversation/attachment.h \
 	src/config/config_file.c src/config/config_file.h \
+	src/config/sampling_rule.c src/config/sampling_rule.h \
 	src/conversation/session.c src/conversation/session.h \
 	src/conversation/session_lock.c src/conversation/session_lock.h \
 	src/conversation/session_tree.c src/conversation/session_tree.h \

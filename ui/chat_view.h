@@ -32,6 +32,9 @@ struct tui_view {
 /* An empty view and the callbacks to give chat_new (it reports into them
  * while it starts); its chat is set once chat_new returned it. */
 void tui_view_init(struct tui_view *v, struct chat_view *ops);
+/* The key that does what hint names in the input's mode: in vi mode Esc
+ * is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
+const char *tui_key_name(enum chat_hint hint);
 void tui_view_fini(struct tui_view *v);
 
 /* The session list: open or close it (Alt-S, /sessions); read the names

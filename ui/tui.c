@@ -139,13 +139,13 @@ static void draw(struct tui *t)
     double now = chat_now();
     struct chat_status st;
     chat_get_status(t->chat, &st, now);
-    /* The keys named are the ones that do it in this input mode: in vi
-     * mode Esc is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
+    /* The keys named are the ones that do it in this input mode (tui_key_name). */
     const char *vi = input_vi_mode();
-    const char *hint = st.hint == CHAT_HINT_STOP      ? vi ? " · Ctrl-C stops" : " · Esc stops"
-                       : st.hint == CHAT_HINT_UNQUEUE ? vi ? " (Ctrl-G takes it back)"
-                                                           : " (Esc takes it back)"
-                                                      : "";
+    char hint[64] = "";
+    if (st.hint == CHAT_HINT_STOP)
+        snprintf(hint, sizeof hint, " · %s stops", tui_key_name(st.hint));
+    else if (st.hint == CHAT_HINT_UNQUEUE)
+        snprintf(hint, sizeof hint, " (%s takes it back)", tui_key_name(st.hint));
     char state[200];
     snprintf(state, sizeof state, "%s%s%s%s", st.state ? st.state : "idle", hint, vi ? " · " : "",
              vi ? vi : "");

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,12 @@ void chat_info_msg(struct chat *c, bool error, const char *text)
     chat_changed(c);
 }
 
+const char *chat_key_name(const struct chat *c, enum chat_hint hint)
+{
+    const char *k = c->view.key_name ? c->view.key_name(c->view.user, hint) : NULL;
+    return k ? k : "Esc";
+}
+
 void chat_put_input(struct chat *c, const char *text)
 {
     if (c->view.input_replaced)
@@ -92,17 +99,23 @@ bool chat_busy_refuse(struct chat *c)
 size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
                           const char *verb)
 {
-    size_t want = 0;
+    int want = 0;
     if (arg) {
         char *end;
         errno = 0;
         long k = strtol(arg, &end, 10);
-        if (errno || *end || k < 1) {
+        if (errno || *end || k < 1 || k > INT_MAX) {
             chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
             return SIZE_MAX;
         }
-        want = (size_t)k;
+        want = (int)k;
     }
+    return chat_exchange_index(c, s, want, verb);
+}
+
+size_t chat_exchange_index(struct chat *c, const struct session *s, int n, const char *verb)
+{
+    size_t want = n > 0 ? (size_t)n : 0;
     size_t last = 0, idx = SIZE_MAX;
     for (size_t i = 0; i < s->n_msgs; i++) {
         if (s->msgs[i].role != ROLE_USER)
@@ -218,39 +231,25 @@ void chat_path_replaced(struct chat *c, struct conv *v)
 
 /* Each layer's values over the ones below, and who set each field (the
  * field's bit number: SAMPLING_*). */
-static void apply_layer(const struct sampling *layer, enum sampling_origin origin,
-                        struct elm_sampler_params *p, int *max_tokens, enum sampling_origin *from)
-{
-    sampling_apply(layer, p, max_tokens);
-    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
-        if (layer->set & (1u << bit))
-            from[bit] = origin;
-}
-
 void chat_sampling_sources(const struct chat *c, struct elm_sampler_params *p, int *max_tokens,
                            enum sampling_origin from[SAMPLING_N_FIELDS])
 {
-    *p = elm_sampler_default_params();
-    *max_tokens = CHAT_DEFAULT_MAX_TOKENS;
-    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
-        from[bit] = ORIGIN_DEFAULT;
-    if (c->cur)
-        apply_layer(&c->cur->tpl->sampling, ORIGIN_TEMPLATE, p, max_tokens, from);
-    if (c->info) {
-        struct sampling model = sampling_from_model(&c->info->sampling);
-        apply_layer(&model, ORIGIN_MODEL, p, max_tokens, from);
-    }
-    apply_layer(&c->cfg.sampling, ORIGIN_CONFIG, p, max_tokens, from);
-    if (!c->cur)
-        return;
-    /* the session's own values: saved with it, or given in this run by the
-     * command line or /set (which are saved with it too) */
     const struct conv *v = c->cur;
-    apply_layer(&v->s->sampling, ORIGIN_SESSION, p, max_tokens, from);
+    const struct sampling_layers layers = {
+        .tpl = v ? &v->tpl->sampling : NULL,
+        .model = c->info ? &c->info->sampling : NULL,
+        .cfg = &c->cfg,
+        .own = v ? &v->s->sampling : NULL, /* saved with it, or given in this run */
+    };
+    enum sampling_layer layer[SAMPLING_N_FIELDS];
+    sampling_resolve(&layers, CHAT_DEFAULT_MAX_TOKENS, p, max_tokens, layer);
     for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++) {
-        if (v->sampling_by_set & (1u << bit))
+        from[bit] = (enum sampling_origin)layer[bit];
+        /* the session's own values that the command line or /set gave
+         * in this run (saved with it too) */
+        if (v && (v->sampling_by_set & (1u << bit)))
             from[bit] = ORIGIN_SET;
-        else if (v->sampling_by_cli & (1u << bit))
+        else if (v && (v->sampling_by_cli & (1u << bit)))
             from[bit] = ORIGIN_COMMAND_LINE;
     }
 }

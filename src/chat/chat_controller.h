@@ -90,6 +90,9 @@ struct chat_view {
     void (*tree_shown)(void *user);
     /* A submitted line worth keeping in the input history. */
     void (*line_remembered)(void *user, const char *line);
+    /* The key that does what hint names, in the input's mode (vi's Esc is
+     * readline's): for the notices that name it.  NULL: "Esc". */
+    const char *(*key_name)(void *user, enum chat_hint hint);
 };
 
 
@@ -104,6 +107,35 @@ void chat_free(struct chat *c);
 
 /* A submitted line (owned; freed here).  NULL: end of input (quit). */
 void chat_submit(struct chat *c, char *line);
+/* The commands, typed: the slash commands (chat_submit parses them) and
+ * the UI's keys both come here.  Each is a row of the action table
+ * (chat_commands.c: cmd_table): refused with a notice where the row says
+ * it may not run now (a reply streaming, no model), else run; false when
+ * refused.  n is an exchange number (1 = the first), 0: the last one. */
+bool chat_run_command(struct chat *c, const struct cmd *cmd); /* a parsed one */
+bool chat_pin(struct chat *c, int n);
+bool chat_unpin(struct chat *c, int n);
+/* Message n into the input line (input_replaced); the next message sent
+ * replaces it, what followed stays as a branch. */
+bool chat_edit(struct chat *c, int n);
+/* Message n sent again as it is (the r key): a new version of its reply. */
+bool chat_resend(struct chat *c, int n);
+bool chat_remove(struct chat *c, int n);
+bool chat_fork(struct chat *c, int n);
+/* Version k of message n (reply: of its reply); k 0: say which there are. */
+bool chat_branch(struct chat *c, int n, bool reply, int k);
+/* User message n to the clipboard (struct chat_view's copy). */
+bool chat_copy_message(struct chat *c, int n);
+bool chat_switch_session(struct chat *c, const char *name);
+/* A saved session other than the open one: its file and snapshot. */
+bool chat_delete_session(struct chat *c, const char *name);
+bool chat_retry(struct chat *c);
+bool chat_undo(struct chat *c);
+/* /model NAME: loaded in the background, the current one answers meanwhile. */
+bool chat_load_model(struct chat *c, const char *name);
+/* Saved (as name, NULL: its own; force: over a saved name). */
+bool chat_save_session(struct chat *c, const char *name, bool force);
+
 /* Drain the worker's events (after chat_wake_fd became readable). */
 void chat_poll_events(struct chat *c);
 /* Ctrl-C / Esc while generating. */

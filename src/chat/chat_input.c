@@ -10,6 +10,7 @@
 
 #include "src/chat/chat_controller.h"
 #include "src/chat/chat_internal.h"
+#include "src/base/xalloc.h"
 
 static void remember_line(struct chat *c, const char *line)
 {
@@ -64,6 +65,17 @@ static bool submit_edit(struct chat *c, const char *text)
     v->edited_exchange = k;
     chat_start_reply(c);
     return true;
+}
+
+bool chat_resend(struct chat *c, int n)
+{
+    if (!chat_resend_begin(c, n))
+        return false;
+    char *text = x_strdup(c->cur->s->msgs[c->edit_msg].content);
+    remember_line(c, text);
+    bool sent = submit_edit(c, text);
+    free(text);
+    return sent;
 }
 
 void chat_submit(struct chat *c, char *line)

@@ -24,6 +24,7 @@
 #include "src/base/strbuf.h"
 #include "src/chat/chat_controller.h"
 #include "src/config/config_file.h"
+#include "src/config/sampling_rule.h"
 #include "src/conversation/attachment.h"
 #include "src/conversation/conversation.h"
 #include "src/conversation/session.h"
@@ -161,6 +162,8 @@ void chat_show_conv(struct chat *c);
  * saved, shown, and a pending branch-switch note dropped */
 void chat_path_replaced(struct chat *c, struct conv *v);
 void chat_put_input(struct chat *c, const char *text);
+/* The key the view names for hint ("Esc", "Ctrl-C" in vi mode...). */
+const char *chat_key_name(const struct chat *c, enum chat_hint hint);
 /* The line that says a conversation is shown read-only, and the way on. */
 void chat_read_only_note(struct chat *c, const struct conv *v);
 /* v's context is near full: less than a sixth of it left after the reply's
@@ -175,17 +178,18 @@ bool chat_busy_refuse(struct chat *c);
  * after saying why (verb names the command). */
 size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
                           const char *verb);
-/* The sampling in effect, each layer over the ones below: the engine's
+/* The same for exchange n (0: the last one). */
+size_t chat_exchange_index(struct chat *c, const struct session *s, int n, const char *verb);
+/* The sampling in effect (src/config/sampling_rule.h): the engine's
  * defaults < the template < the model (generation_config.json, GGUF) <
  * config.yaml < the session's own (the command line, /set). */
 #define CHAT_DEFAULT_MAX_TOKENS 256
-#define SAMPLING_N_FIELDS 8 /* the SAMPLING_* bits */
 enum sampling_origin {
-    ORIGIN_DEFAULT,
-    ORIGIN_TEMPLATE,
-    ORIGIN_MODEL,
-    ORIGIN_CONFIG,
-    ORIGIN_SESSION,      /* saved with the session */
+    ORIGIN_DEFAULT = SAMPLING_FROM_DEFAULT,
+    ORIGIN_TEMPLATE = SAMPLING_FROM_TEMPLATE,
+    ORIGIN_MODEL = SAMPLING_FROM_MODEL,
+    ORIGIN_CONFIG = SAMPLING_FROM_CONFIG,
+    ORIGIN_SESSION = SAMPLING_FROM_OWN, /* saved with the session */
     ORIGIN_COMMAND_LINE, /* given to this run */
     ORIGIN_SET,          /* /set in this run */
 };
@@ -221,9 +225,9 @@ struct session *chat_session_load(const char *name, bool create, char *err, size
  * removed.  /delete NAME: a session other than the open one, its file,
  * snapshot and (when open in the background) its conversation and cache.
  * false with err filled. */
-bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
-                         size_t err_size);
-bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size);
+bool chat_conv_rename(struct chat *c, struct conv *v, const char *name, char *err,
+                      size_t err_size);
+bool chat_session_delete(struct chat *c, const char *name, char *err, size_t err_size);
 struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
                                size_t err_size);
 char *chat_auto_session_name(void);
@@ -245,8 +249,8 @@ void chat_try_snapshot(struct chat *c, struct conv *v);
 void chat_switch_to(struct chat *c, struct conv *v);
 
 /* chat_branches.c: /fork [N], /branch N [reply] [K], /tree */
-void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
-void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
+void chat_fork_command(struct chat *c, struct conv *v, int n);
+void chat_branch_command(struct chat *c, struct conv *v, int n, bool reply, int k);
 void chat_tree_command(struct chat *c);
 /* /undo right after /clear or /remove: the path as it was, prefilled */
 void chat_undo_restore(struct chat *c, struct conv *v);
@@ -281,13 +285,16 @@ bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, ch
 void chat_model_ready(struct chat *c, struct elm_event *ev);
 void chat_model_failed(struct chat *c, const struct elm_event *ev);
 
+/* chat_commands.c: the r key's resend begins as an /edit of exchange n
+ * does (the row's checks, a model ready), without the input line: false
+ * (and a notice) when refused. */
+bool chat_resend_begin(struct chat *c, int n);
+
 /* chat_events.c: stopping the reply; its end (from DONE, or a cancel
  * chat_save_all makes one); the KV snapshots still being written */
 void chat_cancel_reply(struct chat *c);
 void chat_finish_reply(struct chat *c, const struct elm_event *ev);
 void chat_wait_kv_saves(struct chat *c, double limit);
 
-/* chat_commands.c */
-void chat_run_command(struct chat *c, struct cmd *cmd);
 
 #endif

@@ -242,10 +242,20 @@ void chat_model_ready(struct chat *c, struct elm_event *ev)
         c->model = c->load.next;
         memset(&c->load.next, 0, sizeof c->load.next);
         adopt_tokenizer(c);
+    } else if (model_is_server(c->model.path)) {
+        /* the first load of a server: its model's name is known only now
+         * and may choose the template (unless -t, the session or config) */
+        adopt_tokenizer(c);
+        redraw = true;
     }
     for (size_t i = 0; i < c->n_convs; i++) {
         struct conv *v = c->convs[i];
         char err[1024];
+        /* a conversation goes on with the new model: saved naming it, even
+         * when no turn follows (/model X, then /quit) */
+        if (new_model && c->model.arg && v->s->n_msgs > 0 &&
+            (!v->s->model || strcmp(v->s->model, c->model.arg) != 0))
+            v->dirty = true;
         size_t before = n_out_of_context(v->s);
         int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
         if (rc && v == c->cur)

@@ -79,7 +79,7 @@ const char *chat_wanted_template(const struct chat *c, const struct conv *v)
         return c->opt.template_name;
     if (c->cfg.template_name)
         return c->cfg.template_name;
-    return template_default_for_model(c->model.path);
+    return template_for_model_named(c->model.path, c->info ? c->info->name : NULL, NULL, 0);
 }
 
 /* The context length before the worker tells it. */
@@ -468,8 +468,8 @@ bool chat_conv_take_name(struct chat *c, struct conv *v, const char *name, bool 
     return true;
 }
 
-bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
-                         size_t err_size)
+bool chat_conv_rename(struct chat *c, struct conv *v, const char *name, char *err,
+                      size_t err_size)
 {
     char *old_name = x_strdup(v->s->name);
     char *old_path = session_path_for(old_name);
@@ -498,7 +498,7 @@ bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char 
     return ok;
 }
 
-bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size)
+bool chat_session_delete(struct chat *c, const char *name, char *err, size_t err_size)
 {
     if (c->cur && strcmp(c->cur->s->name, name) == 0) {
         snprintf(err, err_size, "'%s' is the open conversation: /switch to another first", name);

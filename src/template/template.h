@@ -140,6 +140,10 @@ void strv_free(char **v);
  * why (may be NULL with why_size 0) gets the reason, e.g.
  * "repo id apple/OpenELM-270M-Instruct".  Static string. */
 const char *template_for_model(const char *model_path, char *why, size_t why_size);
+/* The same; a llama-server's ("server:URL") by the name it gives its
+ * model (MODEL_READY's info.name; NULL: not known yet). */
+const char *template_for_model_named(const char *model_path, const char *server_name, char *why,
+                                     size_t why_size);
 /* template_for_model without the reason. */
 const char *template_default_for_model(const char *model_path);
 

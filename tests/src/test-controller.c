@@ -1042,6 +1042,220 @@ static void test_second_opener(void)
     free(path);
 }
 
+/* ------------------------------------- every row of the action table (issue 46) */
+
+/* A line of each command that its handler runs with (followed by the
+ * test's folder and file when file is set, a model's path for /model), and
+ * what says it ran: a notice or the last transcript line that holds
+ * expect. */
+struct row_case {
+    const char *name, *line, *expect, *file;
+};
+static const struct row_case row_cases[] = {
+    {"help", "/help", "/pin [N]", NULL},
+    {"new", "/new rows-new", "new session 'rows-new'", NULL},
+    {"sessions", "/sessions", NULL, NULL}, /* the view's session_list_toggled */
+    {"switch", "/switch rows", "session 'rows'", NULL},
+    {"model", "/model ", "is the current model", ""},
+    {"template", "/template openelm-instruct", "template 'openelm-instruct'", NULL},
+    {"system", "/system Be brief.", "system prompt set", NULL},
+    {"role", "/role", "roles (/role NAME)", NULL},
+    {"set", "/set", "temperature", NULL},
+    {"save", "/save", "saved 'rows'", NULL},
+    {"load", "/load rows", "session 'rows'", NULL},
+    {"rename", "/rename rows-b", "renamed 'rows' to 'rows-b'", NULL},
+    {"delete", "/delete rows-new", "rows-new", NULL},
+    {"export", "/export ", "exported to", "rows.md"},
+    {"read", "/read ", "rows.txt", "rows.txt"},
+    {"find", "/find hello", "find 'hello'", NULL},
+    {"copy", "/copy #1", "clipboard", NULL},
+    {"retry", "/retry", NULL, NULL}, /* a reply starts */
+    {"undo", "/undo", "removed the last exchange", NULL},
+    {"remove", "/remove 1", "removed exchange 1", NULL},
+    {"edit", "/edit 1", "editing message #1", NULL},
+    {"fork", "/fork 1", "exchange 1", NULL},
+    {"branch", "/branch 1", "message #1", NULL},
+    {"tree", "/tree", "you #1", NULL},
+    {"pin", "/pin 1", "exchange 1 pinned", NULL},
+    {"unpin", "/unpin 1", "exchange 1 unpinned", NULL},
+    {"clear", "/clear", "conversation cleared", NULL},
+    {"info", "/info", "template:", NULL},
+    {"quit", "/quit", NULL, NULL}, /* chat_quit_requested */
+};
+
+static const struct row_case *row_case(const char *name)
+{
+    for (size_t i = 0; i < sizeof row_cases / sizeof row_cases[0]; i++)
+        if (strcmp(row_cases[i].name, name) == 0)
+            return &row_cases[i];
+    return NULL;
+}
+
+/* The command as the slash parser makes it of the case's line. */
+static bool row_cmd(const struct row_case *rc, struct cmd *cmd)
+{
+    char *line = !rc->file                       ? x_strdup(rc->line)
+                 : strcmp(rc->name, "model") == 0 ? x_asprintf("%s%s", rc->line, model_a)
+                              : x_asprintf("%s%s/%s", rc->line, tap_tmpdir(), rc->file);
+    size_t start;
+    char err[512];
+    bool ok_ = cmd_parse(line, cmd, &start, err, sizeof err) == CMD_OK;
+    if (!ok_)
+        diag("%s: %s", line, err);
+    free(line);
+    return ok_;
+}
+
+static bool shown(const char *expect)
+{
+    if (strstr(notice(), expect))
+        return true;
+    return rec.n_msgs > 0 && strstr(rec.msgs[rec.n_msgs - 1].text, expect);
+}
+
+/* What a row leaves behind that the next one needs: one exchange on the
+ * path, no edit in progress. */
+static void row_restore(const char *name)
+{
+    if (strcmp(name, "undo") == 0 || strcmp(name, "clear") == 0 ||
+        strcmp(name, "remove") == 0) {
+        submit("/undo");
+        run_until(settled);
+        if (activity().n_tokens == 0 || count_role(CHAT_USER) == 0)
+            one_turn("the exchange again");
+    } else if (strcmp(name, "edit") == 0) {
+        submit("%s", ""); /* a blank line ends the edit */
+    }
+}
+
+/* While a reply streams, every row flagged CMD_REFUSED_BUSY is refused
+ * with the same notice, by the dispatcher (the parsed line and the typed
+ * entry point alike); the others are not refused for it. */
+static void test_rows_refused_busy(void)
+{
+    submit("/set max-tokens 400");
+    submit("a long reply, please");
+    ok(run_until(streaming) && chat_generating(chat), "rows: a reply streams");
+    size_t n_busy = 0;
+    bool all = true;
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        const struct cmd_info *row = &cmd_table[i];
+        if (!(row->flags & CMD_REFUSED_BUSY))
+            continue;
+        n_busy++;
+        const struct row_case *rc = row_case(row->name);
+        struct cmd cmd;
+        if (!rc || !row_cmd(rc, &cmd)) {
+            all = false;
+            continue;
+        }
+        bool ran = chat_run_command(chat, &cmd);
+        cmd_fini(&cmd);
+        if (ran || !strstr(notice(), "a reply is being generated")) {
+            diag("/%s was not refused while a reply streams (%s)", row->name, notice());
+            all = false;
+        }
+    }
+    ok(all && n_busy >= 12, "the %zu rows flagged refused-while-busy are refused", n_busy);
+    ok(!chat_pin(chat, 1) && strstr(notice(), "a reply is being generated"),
+       "chat_pin from a key is refused the same way");
+    ok(!chat_resend(chat, 1) && strstr(notice(), "a reply is being generated"),
+       "chat_resend (the r key) too");
+    chat_cancel(chat);
+    ok(run_until(settled), "rows: the reply stopped");
+    submit("/set max-tokens 8");
+}
+
+static void test_rows(void)
+{
+    char *txt = x_asprintf("%s/rows.txt", tap_tmpdir());
+    FILE *f = fopen(txt, "w");
+    if (f)
+        fputs("a line to attach\n", f), fclose(f);
+    free(txt);
+    struct chat_options o = plain_options("rows", model_a);
+    o.template_name = "openelm-instruct";
+    ok(start_with(&o) && run_until(settled) && one_turn("hello rows"), "rows: one exchange");
+    test_rows_refused_busy();
+    bool every = true;
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        const struct cmd_info *row = &cmd_table[i];
+        const struct row_case *rc = row_case(row->name);
+        if (!rc) {
+            diag("/%s: no case here (every row of cmd_table gets one)", row->name);
+            every = false;
+            continue;
+        }
+        struct cmd cmd;
+        if (!row_cmd(rc, &cmd)) {
+            every = false;
+            continue;
+        }
+        int toggled = rec.n_list_toggled, started = rec.n_started;
+        bool ran = chat_run_command(chat, &cmd);
+        cmd_fini(&cmd);
+        run_until(settled);
+        bool seen = rc->expect ? shown(rc->expect)
+                    : strcmp(row->name, "sessions") == 0 ? rec.n_list_toggled == toggled + 1
+                    : strcmp(row->name, "retry") == 0    ? rec.n_started == started + 1
+                                                         : chat_quit_requested(chat);
+        ok(ran && seen, "/%s reaches its handler (%s)", row->name,
+           rc->expect ? rc->expect : row->name);
+        row_restore(row->name);
+    }
+    ok(every, "every row of the table has its case");
+    chat_free(chat);
+    chat = NULL;
+    rec_clear();
+}
+
+/* The typed entry points the UI's keys call: the same handlers. */
+static void test_typed_entry_points(void)
+{
+    struct chat_options o = plain_options("typed", model_a);
+    o.template_name = "openelm-instruct";
+    ok(start_with(&o) && run_until(settled) && one_turn("first") && one_turn("second"),
+       "typed: two exchanges");
+    ok(chat_pin(chat, 1) && strstr(notice(), "exchange 1 pinned"), "chat_pin(c, 1)");
+    ok(chat_unpin(chat, 1) && strstr(notice(), "exchange 1 unpinned"), "chat_unpin(c, 1)");
+    int started = rec.n_started;
+    ok(chat_resend(chat, 1) && run_until(settled) && rec.n_started == started + 1,
+       "chat_resend(c, 1): message 1 sent again, a reply to it");
+    ok(count_role(CHAT_USER) == 1, "the path is exchange 1 with its new reply");
+    ok(chat_branch(chat, 1, true, 0) && strstr(notice(), "version 2 of 2"),
+       "chat_branch(c, 1, reply, 0): its reply has two versions (%s)", notice());
+    ok(chat_branch(chat, 1, true, 1) && run_until(settled) && strstr(notice(), "version 1 of 2"),
+       "chat_branch(c, 1, reply, 1): the first one back (%s)", notice());
+    ok(chat_edit(chat, 1) && rec.input && strcmp(rec.input, "first") == 0,
+       "chat_edit(c, 1): its text in the input line");
+    submit("%s", "");
+    ok(chat_remove(chat, 9) && strstr(notice(), "there is no exchange 9"),
+       "chat_remove(c, 9): not refused; its handler says there is no such exchange (%s)",
+       notice());
+    ok(chat_switch_session(chat, "rows-b") && strcmp(chat_session_name(chat), "rows-b") == 0,
+       "chat_switch_session(c, name)");
+    chat_free(chat);
+    chat = NULL;
+    rec_clear();
+}
+
+/* /model X, then /quit without a turn: the file names X (issue 50). */
+static void test_model_switch_saved(void)
+{
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/ms.yaml");
+    struct chat_options o = plain_options("ms", model_a);
+    ok(start_with(&o) && run_until(settled) && one_turn("on a"), "ms: a turn on a");
+    ok(file_has(path, model_a) && !file_has(path, model_b), "the file names a");
+    ok(chat_load_model(chat, model_b) && run_until(settled), "/model b, loaded");
+    is_str(status().model, "b", "b is the current model");
+    submit("/quit");
+    chat_free(chat);
+    chat = NULL;
+    rec_clear();
+    ok(file_has(path, model_b), "after /quit with no new turn the file names b");
+    free(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -1091,6 +1305,9 @@ int main(int argc, char **argv)
     test_own_model();
     test_continue();
     test_second_opener();
+    test_model_switch_saved();
+    test_rows();
+    test_typed_entry_points();
     free(rec.msgs);
     free(rec.input);
     free(rec.remembered);
