@@ -72,15 +72,15 @@ static unsigned option_bit(int opt)
 {
     switch (opt) {
     case OPT_TEMP:
-        return SAMPLING_TEMPERATURE;
+        return ELM_SAMPLING_TEMPERATURE;
     case OPT_TOP_K:
-        return SAMPLING_TOP_K;
+        return ELM_SAMPLING_TOP_K;
     case OPT_TOP_P:
-        return SAMPLING_TOP_P;
+        return ELM_SAMPLING_TOP_P;
     case OPT_MIN_P:
-        return SAMPLING_MIN_P;
+        return ELM_SAMPLING_MIN_P;
     case OPT_REPEAT_PENALTY:
-        return SAMPLING_REPEAT_PENALTY;
+        return ELM_SAMPLING_REPEAT_PENALTY;
     case OPT_SEED:
         return SAMPLING_SEED;
     case OPT_MAX_TOKENS:

@@ -265,15 +265,15 @@ unsigned chat_cli_sampling(const struct chat *c, struct sampling *out)
     const struct elm_sampler_params *o = &c->opt.common.sampler;
     struct sampling sp = {0};
     if (o->temperature != d.temperature)
-        sp.set |= SAMPLING_TEMPERATURE, sp.p.temperature = o->temperature;
+        sp.set |= ELM_SAMPLING_TEMPERATURE, sp.p.temperature = o->temperature;
     if (o->top_k != d.top_k)
-        sp.set |= SAMPLING_TOP_K, sp.p.top_k = o->top_k;
+        sp.set |= ELM_SAMPLING_TOP_K, sp.p.top_k = o->top_k;
     if (o->top_p != d.top_p)
-        sp.set |= SAMPLING_TOP_P, sp.p.top_p = o->top_p;
+        sp.set |= ELM_SAMPLING_TOP_P, sp.p.top_p = o->top_p;
     if (o->min_p != d.min_p)
-        sp.set |= SAMPLING_MIN_P, sp.p.min_p = o->min_p;
+        sp.set |= ELM_SAMPLING_MIN_P, sp.p.min_p = o->min_p;
     if (o->repeat_penalty != d.repeat_penalty)
-        sp.set |= SAMPLING_REPEAT_PENALTY, sp.p.repeat_penalty = o->repeat_penalty;
+        sp.set |= ELM_SAMPLING_REPEAT_PENALTY, sp.p.repeat_penalty = o->repeat_penalty;
     if (o->seed != d.seed)
         sp.set |= SAMPLING_SEED, sp.p.seed = o->seed;
     if (c->opt.common.max_tokens >= 0)

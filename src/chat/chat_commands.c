@@ -1,6 +1,9 @@
-/* chat_commands.c: what the slash commands do (slash_commands.c parses
- * them).  Commands that would change the conversation under a streaming
- * reply are refused until it ends. */
+/* chat_commands.c: the action table (cmd_table: one row per slash command),
+ * the dispatcher that applies a row's flags (chat_run_command), the
+ * handlers and the typed entry points (chat_controller.h) that the UI's
+ * keys call.  slash_commands.c parses a line into a struct cmd.  Commands
+ * that would change the conversation under a streaming reply are refused
+ * until it ends (CMD_REFUSED_BUSY). */
 #include "config.h"
 
 #include <errno.h>
@@ -143,22 +146,22 @@ static void show_info(struct chat *c)
     chat_info_msg(c, false, buf);
 }
 
-/* The SAMPLING_* bit of a /set parameter (0: not a sampling one). */
+/* The sampling bit (template.h) of a /set parameter (0: not a sampling one). */
 static unsigned sampling_bit(enum cmd_param param)
 {
     switch (param) {
     case PARAM_TEMPERATURE:
-        return SAMPLING_TEMPERATURE;
+        return ELM_SAMPLING_TEMPERATURE;
     case PARAM_TOP_K:
-        return SAMPLING_TOP_K;
+        return ELM_SAMPLING_TOP_K;
     case PARAM_TOP_P:
-        return SAMPLING_TOP_P;
+        return ELM_SAMPLING_TOP_P;
     case PARAM_MIN_P:
-        return SAMPLING_MIN_P;
+        return ELM_SAMPLING_MIN_P;
     case PARAM_REPEAT_PENALTY:
-        return SAMPLING_REPEAT_PENALTY;
+        return ELM_SAMPLING_REPEAT_PENALTY;
     case PARAM_REPEAT_LAST_N:
-        return SAMPLING_REPEAT_LAST_N;
+        return ELM_SAMPLING_REPEAT_LAST_N;
     case PARAM_SEED:
         return SAMPLING_SEED;
     case PARAM_MAX_TOKENS:
@@ -190,7 +193,7 @@ static void show_sampling(struct chat *c)
              p.repeat_last_n < 0 ? " (the whole sequence)" : p.repeat_last_n == 0 ? " (off)" : "");
     snprintf(val[6], sizeof val[6], "%llu", (unsigned long long)p.seed);
     snprintf(val[7], sizeof val[7], "%d", max_tokens);
-    /* names in the SAMPLING_* bits' order, as /set spells them */
+    /* names in the sampling bits' order, as /set spells them */
     static const char *const names[SAMPLING_N_FIELDS] = {
         "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "repeat-last-n", "seed",
         "max-tokens"};

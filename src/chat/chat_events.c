@@ -72,16 +72,13 @@ void chat_finish_reply(struct chat *c, const struct elm_event *ev)
     c->reply.conv = NULL;
     if (!v)
         return;
-    bool interrupted = ev->reason == ELM_DONE_CANCELLED || ev->reason == ELM_DONE_LENGTH ||
-                       ev->reason == ELM_DONE_ERROR || ev->reason == ELM_DONE_CONTEXT_FULL;
-    /* a stop string: its ids stay in the sequence (TEMPLATE_END_STOP), its
-     * text never came */
-    bool stopped = ev->reason == ELM_DONE_STOP_STRING;
+    const struct conv_reply_end end = conversation_end_from_done(ev->reason);
+    bool interrupted = end.interrupted;
+    bool stopped = end.stop_string;
     char *content = x_strdup(c->reply.text.data ? c->reply.text.data : "");
-    enum template_end how = conversation_end_from_done(ev->reason);
     char err[512];
     size_t kept_end = v->cv.tokens.n;
-    if (conversation_reply_end(&v->cv, how, content, interrupted, err, sizeof err) != 0) {
+    if (conversation_reply_end(&v->cv, end.how, content, interrupted, err, sizeof err) != 0) {
         chat_notice(c, true, "%s", err);
     } else if (v->s->n_msgs > 0 && v->s->msgs[v->s->n_msgs - 1].role == ROLE_ASSISTANT) {
         /* the reply keeps its author's name after a model switch */

@@ -11,7 +11,7 @@
 #include "src/config/config_file.h"
 #include "src/template/template.h"
 
-#define SAMPLING_N_FIELDS 8 /* the SAMPLING_* bits */
+#define SAMPLING_N_FIELDS 8 /* the sampling bits of struct sampling (template.h) */
 
 /* Where a value comes from: the layer that set it last. */
 enum sampling_layer {
@@ -32,7 +32,7 @@ struct sampling_layers {
 
 /* The sampling in effect (*max_tokens from default_max_tokens up); from
  * (NULL: not wanted) gets each field's layer, by the bit number of its
- * SAMPLING_* bit. */
+ * sampling bit (template.h). */
 void sampling_resolve(const struct sampling_layers *l, int default_max_tokens,
                       struct elm_sampler_params *p, int *max_tokens,
                       enum sampling_layer from[SAMPLING_N_FIELDS]);
