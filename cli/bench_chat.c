@@ -188,14 +188,14 @@ static bool wait_until(struct chat *c, until_fn until, const char *what)
 /* Start the chat on session (loading the model) and wait until the model
  * is ready: *load its load time, *settle the time after it until the
  * background work (snapshot, prefill) is done. */
-static bool start(struct chat *c, const struct chat_options *opt, double *load, double *settle,
-                  double *settle_cpu)
+static bool start(struct chat **cp, const struct chat_options *opt, double *load,
+                  double *settle, double *settle_cpu)
 {
     char err[2048];
     double t0 = wall_seconds();
-    if (!chat_init(c, opt, NULL, err, sizeof err)) {
+    struct chat *c = *cp = chat_new(opt, NULL, err, sizeof err);
+    if (!c) {
         cli_error("%s", err);
-        chat_fini(c);
         return false;
     }
     if (!wait_until(c, model_settled, "loading the model"))
@@ -254,7 +254,7 @@ static bool timed_reply_fresh(struct chat *c, struct reply_cost *r)
 static bool timed_switch(struct chat *c, const char *label, const char *path)
 {
     double t0 = wall_seconds();
-    chat_submit(c, x_asprintf("/model %s", path));
+    chat_load_model(c, path);
     struct chat_activity a;
     chat_get_activity(c, &a);
     int reused = (int)a.n_tokens, computed = 0; /* the current model: nothing to do */
@@ -274,17 +274,19 @@ static bool timed_switch(struct chat *c, const char *label, const char *path)
 
 /* --switch: a restart without the snapshot (the first load prefills the
  * whole conversation), then back and forth. */
-static bool bench_switch(struct chat *c, const struct chat_options *opt, const char *p1,
+static bool bench_switch(struct chat **cp, const struct chat_options *opt, const char *p1,
                          const char *p2)
 {
-    chat_fini(c);
+    chat_free(*cp);
+    *cp = NULL;
     char *kv = kvcache_path_for(opt->session_name);
     if (kv)
         kvcache_remove(kv);
     free(kv);
     double load, settle;
-    if (!start(c, opt, &load, &settle, NULL))
+    if (!start(cp, opt, &load, &settle, NULL))
         return false;
+    struct chat *c = *cp;
     struct chat_activity a;
     chat_get_activity(c, &a);
     printf("\nmodel switch through the worker (%zu tokens in the conversation):\n", a.n_tokens);
@@ -303,18 +305,21 @@ static bool bench_switch(struct chat *c, const struct chat_options *opt, const c
 
 /* After the table: /save, a restart adopting the snapshot, the next turn
  * with it and without. */
-static bool bench_resume(struct chat *c, const struct chat_options *opt, long turn, long n_words,
-                         const struct reply_cost *live)
+static bool bench_resume(struct chat **cp, const struct chat_options *opt, long turn,
+                         long n_words, const struct reply_cost *live)
 {
+    struct chat *c = *cp;
     double t0 = wall_seconds();
-    chat_submit(c, x_strdup("/save"));
+    chat_save_session(c, NULL, false);
     if (!wait_until(c, idle, "the snapshot"))
         return false;
     double t_save = wall_seconds() - t0;
-    chat_fini(c);
+    chat_free(c);
+    *cp = NULL;
     double load, t_load, cpu_load;
-    if (!start(c, opt, &load, &t_load, &cpu_load))
+    if (!start(cp, opt, &load, &t_load, &cpu_load))
         return false;
+    c = *cp;
     int reused, computed;
     chat_last_request(c, &reused, &computed);
     struct reply_cost next, fresh;
@@ -409,9 +414,9 @@ int bench_chat_main(int argc, char **argv)
     o.common.max_tokens = (int)n_reply;
 
     int rc = EXIT_RUNTIME;
-    struct chat *c = x_calloc(1, sizeof *c);
+    struct chat *c = NULL;
     double load, settle;
-    if (!start(c, &o, &load, &settle, NULL))
+    if (!start(&c, &o, &load, &settle, NULL))
         goto done;
     const struct elm_model_info *in = chat_model_info(c);
     struct chat_status st;
@@ -448,14 +453,13 @@ int bench_chat_main(int argc, char **argv)
            "(cpu time: %.2fx, %.2fx)\n",
            turns, last.ttft / first.ttft, last_fresh.ttft / first_fresh.ttft,
            last.cpu / first.cpu, last_fresh.cpu / first_fresh.cpu);
-    if (resume && !bench_resume(c, &o, turns + 1, n_words, &last))
+    if (resume && !bench_resume(&c, &o, turns + 1, n_words, &last))
         goto done;
-    if (switch_arg && !bench_switch(c, &o, p1, p2))
+    if (switch_arg && !bench_switch(&c, &o, p1, p2))
         goto done;
     rc = EXIT_OK;
 done:
-    chat_fini(c);
-    free(c);
+    chat_free(c);
     remove_tree(root);
     return rc;
 }

@@ -25,6 +25,7 @@
 #include "src/base/idvec.h"
 #include "src/models/model_find.h"
 #include "src/base/options.h"
+#include "src/config/sampling_rule.h"
 #include "src/template/template.h"
 #include "src/base/xalloc.h"
 
@@ -426,12 +427,12 @@ int bench_spec_main(int argc, char **argv)
         goto done;
     }
     const struct elm_model_info *in = elm_model_get_info(model);
-    /* The template's sampling and the model's, then greedy unless told. */
-    s.sampler = elm_sampler_default_params();
-    int unused = 0;
-    sampling_apply(&tpl->sampling, &s.sampler, &unused);
-    struct sampling own = sampling_from_model(&in->sampling);
-    sampling_apply(&own, &s.sampler, &unused);
+    /* The template's sampling and the model's (sampling_rule.h; not
+     * config.yaml's: the comparison is the same on every machine), then
+     * greedy unless told. */
+    const struct sampling_layers layers = {.tpl = &tpl->sampling, .model = &in->sampling};
+    int unused;
+    sampling_resolve(&layers, 0, &s.sampler, &unused, NULL);
     s.sampler.temperature = (float)temperature;
     s.sampler.seed = 7;
     /* Every prompt rendered first: the context fits the longest. */

@@ -19,6 +19,7 @@
 #include "src/base/options.h"
 #include "src/store/paths.h"
 #include "src/config/config_file.h"
+#include "src/config/sampling_rule.h"
 #include "src/store/store.h"
 #include "src/template/template.h"
 #include "src/base/utf8.h"
@@ -75,15 +76,15 @@ static unsigned option_bit(int opt)
 {
     switch (opt) {
     case OPT_TEMP:
-        return SAMPLING_TEMPERATURE;
+        return ELM_SAMPLING_TEMPERATURE;
     case OPT_TOP_K:
-        return SAMPLING_TOP_K;
+        return ELM_SAMPLING_TOP_K;
     case OPT_TOP_P:
-        return SAMPLING_TOP_P;
+        return ELM_SAMPLING_TOP_P;
     case OPT_MIN_P:
-        return SAMPLING_MIN_P;
+        return ELM_SAMPLING_MIN_P;
     case OPT_REPEAT_PENALTY:
-        return SAMPLING_REPEAT_PENALTY;
+        return ELM_SAMPLING_REPEAT_PENALTY;
     case OPT_SEED:
         return SAMPLING_SEED;
     case OPT_MAX_TOKENS:
@@ -464,17 +465,17 @@ int cmd_run(int argc, char **argv)
     }
 
     /* Sampling: engine defaults < template < the model's own < config.yaml
-     * < options. */
-    struct elm_sampler_params sp = elm_sampler_default_params();
-    int max_tokens = RUN_DEFAULT_MAX_TOKENS;
-    sampling_apply(&tpl->sampling, &sp, &max_tokens);
-    if (model) {
-        struct sampling model_defaults = sampling_from_model(&elm_model_get_info(model)->sampling);
-        sampling_apply(&model_defaults, &sp, &max_tokens);
-    }
-    sampling_apply(&cfg.sampling, &sp, &max_tokens);
+     * < options (sampling_rule.h). */
     struct sampling opts = {given, c.sampler, c.max_tokens};
-    sampling_apply(&opts, &sp, &max_tokens);
+    const struct sampling_layers layers = {
+        .tpl = &tpl->sampling,
+        .model = model ? &elm_model_get_info(model)->sampling : NULL,
+        .cfg = &cfg,
+        .own = &opts,
+    };
+    struct elm_sampler_params sp;
+    int max_tokens;
+    sampling_resolve(&layers, RUN_DEFAULT_MAX_TOKENS, &sp, &max_tokens, NULL);
     if (!c.n_ctx)
         c.n_ctx = cfg.n_ctx;
     if (server && grammar) {

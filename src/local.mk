@@ -34,6 +34,7 @@ src_libcore_a_SOURCES = \
 	src/conversation/code_blocks.c src/conversation/code_blocks.h \
 	src/conversation/attachment.c src/conversation/attachment.h \
 	src/config/config_file.c src/config/config_file.h \
+	src/config/sampling_rule.c src/config/sampling_rule.h \
 	src/conversation/session.c src/conversation/session.h \
 	src/conversation/session_lock.c src/conversation/session_lock.h \
 	src/conversation/session_tree.c src/conversation/session_tree.h \
@@ -42,7 +43,8 @@ src_libcore_a_SOURCES = \
 	src/conversation/kvcache_store.c src/conversation/kvcache_store.h \
 	src/chat/slash_commands.c src/chat/slash_commands.h \
 	src/chat/chat_status.h \
-	src/chat/chat_controller.c src/chat/chat_controller.h src/chat/chat_internal.h \
+	src/chat/chat_life.c src/chat/chat_events.c src/chat/chat_input.c src/chat/chat_state.c \
+	src/chat/chat_controller.h src/chat/chat_internal.h \
 	src/chat/chat_base.c \
 	src/chat/chat_sessions.c \
 	src/chat/chat_model.c \

@@ -174,16 +174,29 @@ static void on_tree_shown(void *user)
     v->changed = true;
 }
 
+const char *tui_key_name(enum chat_hint hint)
+{
+    bool vi = input_vi_mode() != NULL;
+    if (hint == CHAT_HINT_UNQUEUE)
+        return vi ? "Ctrl-G" : "Esc";
+    return vi ? "Ctrl-C" : "Esc";
+}
+
+static const char *on_key_name(void *user, enum chat_hint hint)
+{
+    (void)user;
+    return tui_key_name(hint);
+}
+
 static void on_line_remembered(void *user, const char *line)
 {
     (void)user;
     input_history_add(line);
 }
 
-void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
+void tui_view_init(struct tui_view *v, struct chat_view *ops)
 {
     memset(v, 0, sizeof *v);
-    v->chat = chat;
     transcript_init(&v->tr);
     *ops = (struct chat_view){
         .user = v,
@@ -202,6 +215,7 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
         .find = on_find,
         .queued_changed = on_queued_changed,
         .tree_shown = on_tree_shown,
+        .key_name = on_key_name,
     };
     v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
     v->queued_msg = SIZE_MAX;
@@ -209,6 +223,8 @@ void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops)
 
 void tui_view_refresh_sessions(struct tui_view *v)
 {
+    if (!v->chat)
+        return; /* chat_new is still starting it: the list is read when shown */
     strv_free(v->session_list);
     v->session_list = chat_names(v->chat, ARG_SESSION);
     v->n_session_list = 0;

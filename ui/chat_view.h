@@ -15,7 +15,7 @@
 #include "ui/tree_view.h"
 
 struct tui_view {
-    struct chat *chat;           /* for the session names */
+    struct chat *chat;           /* for the session names (set once chat_new returns) */
     struct transcript tr;
     size_t reply_msg;            /* the streaming reply's transcript message */
     bool show_sessions;          /* the session list window is open */
@@ -29,9 +29,12 @@ struct tui_view {
     int height;                  /* the transcript's rows (scrolling to a match) */
 };
 
-/* An empty view for chat (not yet initialised: chat_init reports into it)
- * and the callbacks to give chat_init. */
-void tui_view_init(struct tui_view *v, struct chat *chat, struct chat_view *ops);
+/* An empty view and the callbacks to give chat_new (it reports into them
+ * while it starts); its chat is set once chat_new returned it. */
+void tui_view_init(struct tui_view *v, struct chat_view *ops);
+/* The key that does what hint names in the input's mode: in vi mode Esc
+ * is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
+const char *tui_key_name(enum chat_hint hint);
 void tui_view_fini(struct tui_view *v);
 
 /* The session list: open or close it (Alt-S, /sessions); read the names

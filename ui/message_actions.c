@@ -1,7 +1,8 @@
-/* message_actions.c: a selected message's actions are the slash commands
- * that already exist (/copy, /edit, /pin, /unpin, /branch), given the
- * message's exchange number; "retry from here" is /edit with the same text
- * sent (conversation.h: another reply to the same message). */
+/* message_actions.c: a selected message's actions are the controller's
+ * typed entry points that the slash commands also reach (chat_copy_message,
+ * chat_edit, chat_pin, chat_unpin, chat_branch, chat_remove), given the
+ * message's exchange number; "retry from here" is chat_resend: the same
+ * text sent as an edit (conversation.h: another reply to the same message). */
 #include "config.h"
 
 #include "ui/message_actions.h"
@@ -11,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/base/xalloc.h"
-#include "ui/input.h"
 #include "ui/screen.h"
 
 /* The user message of the exchange the message i belongs to (NULL: none). */
@@ -61,14 +60,6 @@ void message_actions_hint(struct chat *c, const struct transcript *t)
                 pinned(t, t->selected) ? "unpin" : "pin");
 }
 
-/* The command with its exchange number, e.g. "/edit 3". */
-static void run(struct chat *c, const char *command, int n)
-{
-    char line[64];
-    snprintf(line, sizeof line, "%s %d", command, n);
-    chat_submit(c, x_strdup(line));
-}
-
 /* d asked about this exchange: y removes it (0: nothing asked). */
 static int asked_remove;
 
@@ -89,9 +80,7 @@ static bool other_version(struct chat *c, struct transcript *t, int dir)
     }
     enum tr_role role = m->role;
     int ref = m->ref;
-    char line[64];
-    snprintf(line, sizeof line, "/branch %d%s %d", x, role == TR_USER ? "" : " reply", k);
-    chat_submit(c, x_strdup(line));
+    chat_branch(c, x, role != TR_USER, k);
     reselect(t, role, ref);
     return true;
 }
@@ -111,7 +100,7 @@ bool message_action(struct chat *c, struct transcript *t, const char *key_bytes,
         asked_remove = 0;
         if (key == 'y') {
             t->selected = SIZE_MAX;
-            run(c, "/remove", n);
+            chat_remove(c, n);
         } else {
             chat_notice(c, false, "exchange #%d kept", n);
         }
@@ -126,9 +115,7 @@ bool message_action(struct chat *c, struct transcript *t, const char *key_bytes,
         if (m->role == TR_USER) {
             enum tr_role role = m->role;
             int ref = m->ref;
-            char line[32];
-            snprintf(line, sizeof line, "/copy #%d", x);
-            chat_submit(c, x_strdup(line));
+            chat_copy_message(c, x);
             reselect(t, role, ref);
         } else if (screen_clipboard(m->text.data ? m->text.data : "", m->text.len)) {
             chat_notice(c, false, "copied the reply to #%d (%zu bytes) to the clipboard (OSC 52)",
@@ -139,20 +126,13 @@ bool message_action(struct chat *c, struct transcript *t, const char *key_bytes,
         return true;
     case 'e':
         t->selected = SIZE_MAX;
-        run(c, "/edit", x);
+        chat_edit(c, x);
         return true;
-    case 'r': {
+    case 'r':
         /* the exchange's message sent again: what followed it goes */
         t->selected = SIZE_MAX;
-        run(c, "/edit", x);
-        char *text = input_text();
-        input_clear_line(); /* sent from here, not from the input line */
-        if (*text)
-            chat_submit(c, text);
-        else
-            free(text);
+        chat_resend(c, x);
         return true;
-    }
     case 'd':
         asked_remove = x;
         chat_notice(c, false, "remove exchange #%d (your message and its reply)? y removes it, "
@@ -163,7 +143,10 @@ bool message_action(struct chat *c, struct transcript *t, const char *key_bytes,
         /* the transcript is drawn again with the mark: the selection stays */
         enum tr_role role = m->role;
         int ref = m->ref;
-        run(c, pinned(t, t->selected) ? "/unpin" : "/pin", x);
+        if (pinned(t, t->selected))
+            chat_unpin(c, x);
+        else
+            chat_pin(c, x);
         reselect(t, role, ref);
         return true;
     }

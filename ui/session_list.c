@@ -93,13 +93,6 @@ void session_list_focus(struct session_list *l, char *const *names, size_t n,
             l->sel = i;
 }
 
-static void command(struct chat *c, const char *verb, const char *name)
-{
-    char line[512];
-    snprintf(line, sizeof line, "%s %s", verb, name);
-    chat_submit(c, x_strdup(line));
-}
-
 bool session_list_key(struct session_list *l, struct chat *c, char *const *names, size_t n,
                       const char *buf, size_t len)
 {
@@ -112,7 +105,7 @@ bool session_list_key(struct session_list *l, struct chat *c, char *const *names
     if (l->confirm) {
         /* d asked: y deletes, anything else keeps it */
         if (len == 1 && (buf[0] == 'y' || buf[0] == 'Y'))
-            command(c, "/delete", l->confirm);
+            chat_delete_session(c, l->confirm);
         else
             chat_notice(c, false, "kept '%s'", l->confirm);
         free(l->confirm);
@@ -142,13 +135,13 @@ bool session_list_key(struct session_list *l, struct chat *c, char *const *names
             say_chosen(c, names[kept[l->sel]]);
     } else if (len == 1 && (buf[0] == '\r' || buf[0] == '\n')) {
         if (name)
-            command(c, "/switch", name);
+            chat_switch_session(c, name);
         l->focused = false;
     } else if (len == 1 && buf[0] == 'r' && name) {
         /* rename works on the open conversation: open it first */
         const char *cur = chat_session_name(c);
         if (!cur || strcmp(cur, name) != 0)
-            command(c, "/switch", name);
+            chat_switch_session(c, name);
         input_set_text("/rename ");
         l->focused = false;
     } else if (len == 1 && buf[0] == 'd' && name) {

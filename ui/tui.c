@@ -61,7 +61,7 @@ static void on_signal(int sig)
 /* ------------------------------------------------------------- the screen */
 
 struct tui {
-    struct chat chat;
+    struct chat *chat;
     enum cmd_arg_kind names_kind; /* of the last completion: matches are marked by it */
     struct tui_view view;  /* what the chat reports, drawn here */
     WINDOW *w_transcript, *w_status, *w_input, *w_sessions;
@@ -127,14 +127,14 @@ static void draw(struct tui *t)
 {
     double now = chat_now();
     struct chat_status st;
-    chat_get_status(&t->chat, &st, now);
-    /* The keys named are the ones that do it in this input mode: in vi
-     * mode Esc is vi's, Ctrl-C stops and Ctrl-G takes a message back. */
+    chat_get_status(t->chat, &st, now);
+    /* The keys named are the ones that do it in this input mode (tui_key_name). */
     const char *vi = input_vi_mode();
-    const char *hint = st.hint == CHAT_HINT_STOP      ? vi ? " · Ctrl-C stops" : " · Esc stops"
-                       : st.hint == CHAT_HINT_UNQUEUE ? vi ? " (Ctrl-G takes it back)"
-                                                           : " (Esc takes it back)"
-                                                      : "";
+    char hint[64] = "";
+    if (st.hint == CHAT_HINT_STOP)
+        snprintf(hint, sizeof hint, " · %s stops", tui_key_name(st.hint));
+    else if (st.hint == CHAT_HINT_UNQUEUE)
+        snprintf(hint, sizeof hint, " (%s takes it back)", tui_key_name(st.hint));
     char state[200];
     snprintf(state, sizeof state, "%s%s%s%s", st.state ? st.state : "idle", hint, vi ? " · " : "",
              vi ? vi : "");
@@ -153,12 +153,12 @@ static void draw(struct tui *t)
     }
     if (t->view.changed || t->full_redraw) {
         if (t->view.tree.open)
-            draw_tree(t->w_transcript, &t->view.tree, &t->chat);
+            draw_tree(t->w_transcript, &t->view.tree, t->chat);
         else
-            draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(&t->chat));
+            draw_transcript(t->w_transcript, &t->view.tr, chat_model_label(t->chat));
         if (t->w_sessions)
             draw_sessions(t->w_sessions, t->view.session_list, t->view.n_session_list,
-                          chat_session_name(&t->chat), &t->view.list);
+                          chat_session_name(t->chat), &t->view.list);
     }
     draw_status(t->w_status, &st);
     input_draw(st.busy);
@@ -178,7 +178,7 @@ static void draw(struct tui *t)
 static void fatal_hook(void)
 {
     if (the_tui) {
-        chat_save_all(&the_tui->chat);
+        chat_save_all(the_tui->chat);
     }
     screen_end();
 }
@@ -206,11 +206,11 @@ static unsigned find_step(struct tui *t, int dir)
 {
     size_t i, n;
     if (transcript_search_step(&t->view.tr, dir, t->layout.transcript.h, &i, &n))
-        chat_notice(&t->chat, false, "find '%s': line %zu of %zu · Ctrl-F older · Ctrl-B newer · "
+        chat_notice(t->chat, false, "find '%s': line %zu of %zu · Ctrl-F older · Ctrl-B newer · "
                                      "Esc leaves",
                     t->view.tr.search, i, n);
     else
-        chat_notice(&t->chat, true, "find '%s': not in this conversation", t->view.tr.search);
+        chat_notice(t->chat, true, "find '%s': not in this conversation", t->view.tr.search);
     return REACT_REDRAW;
 }
 
@@ -220,7 +220,7 @@ static bool find_leave(struct tui *t)
     if (!t->view.tr.search || !input_line_empty())
         return false;
     transcript_search(&t->view.tr, NULL, t->layout.transcript.h);
-    chat_notice(&t->chat, false, "search off");
+    chat_notice(t->chat, false, "search off");
     return true;
 }
 
@@ -232,14 +232,14 @@ static void on_line(char *line, void *user)
         react(t, find_step(t, 1));
         return;
     }
-    chat_submit(&t->chat, line);
+    chat_submit(t->chat, line);
 }
 
 static char **on_names(enum cmd_arg_kind kind, void *user)
 {
     struct tui *t = user;
     t->names_kind = kind;
-    return chat_names(&t->chat, kind);
+    return chat_names(t->chat, kind);
 }
 
 static void on_matches(const char *const *m, int n, void *user)
@@ -251,14 +251,14 @@ static void on_matches(const char *const *m, int n, void *user)
     bool marked = false;
     for (int i = 0; i < n && len + 2 < sizeof buf; i++) {
         /* a model named but not downloaded: elmchat -m NAME or pull gets it */
-        bool away = t->names_kind == ARG_MODEL && !chat_model_here(&t->chat, m[i]);
+        bool away = t->names_kind == ARG_MODEL && !chat_model_here(t->chat, m[i]);
         marked |= away;
         len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s%s", i ? "  " : "", m[i],
                                 away ? "(+)" : "");
     }
     if (marked && len + 2 < sizeof buf)
         snprintf(buf + len, sizeof buf - len, "   (+): not downloaded, elmchat pull NAME");
-    chat_notice(&t->chat, false, "%s", buf);
+    chat_notice(t->chat, false, "%s", buf);
 }
 
 /* ------------------------------------------- readline's actions (input.h) */
@@ -297,10 +297,10 @@ static unsigned act_scroll_bottom(struct tui *t)
  * else the line goes. */
 static unsigned act_cancel(struct tui *t)
 {
-    if (find_leave(t) || (input_line_empty() && chat_unqueue(&t->chat)))
+    if (find_leave(t) || (input_line_empty() && chat_unqueue(t->chat)))
         return REACT_REDRAW;
-    if (chat_generating(&t->chat))
-        chat_cancel(&t->chat);
+    if (chat_generating(t->chat))
+        chat_cancel(t->chat);
     else
         input_clear_line();
     return REACT_REDRAW;
@@ -321,9 +321,9 @@ static unsigned act_redraw(struct tui *t)
 static unsigned select_step(struct tui *t, int dir)
 {
     if (transcript_select_step(&t->view.tr, dir, t->layout.transcript.h) != SIZE_MAX)
-        message_actions_hint(&t->chat, &t->view.tr);
+        message_actions_hint(t->chat, &t->view.tr);
     else
-        chat_notice(&t->chat, false, "no message selected");
+        chat_notice(t->chat, false, "no message selected");
     return REACT_REDRAW;
 }
 
@@ -358,7 +358,7 @@ static unsigned act_edit_external(struct tui *t)
         input_set_text(edited);
         free(edited);
     } else {
-        chat_notice(&t->chat, true, "%s", err);
+        chat_notice(t->chat, true, "%s", err);
     }
     free(text);
     return REACT_REDRAW_ALL | REACT_REDRAW;
@@ -402,7 +402,7 @@ static bool list_has_keyboard(struct tui *t)
 
 static unsigned key_session_list(struct tui *t, const struct key *k)
 {
-    return session_list_key(&t->view.list, &t->chat, t->view.session_list,
+    return session_list_key(&t->view.list, t->chat, t->view.session_list,
                             t->view.n_session_list, k->bytes, k->len)
                ? REACT_REDRAW
                : REACT_PASS;
@@ -410,7 +410,7 @@ static unsigned key_session_list(struct tui *t, const struct key *k)
 
 static unsigned key_tree(struct tui *t, const struct key *k)
 {
-    tree_view_key(&t->view.tree, &t->chat, k->bytes, k->len, t->layout.transcript.h);
+    tree_view_key(&t->view.tree, t->chat, k->bytes, k->len, t->layout.transcript.h);
     return REACT_REDRAW;
 }
 
@@ -425,11 +425,11 @@ static unsigned key_to_readline(struct tui *t, const struct key *k)
  * key ends it and types as usual. */
 static unsigned key_message(struct tui *t, const struct key *k)
 {
-    if (message_action(&t->chat, &t->view.tr, k->bytes, k->len))
+    if (message_action(t->chat, &t->view.tr, k->bytes, k->len))
         return REACT_REDRAW;
     t->view.tr.selected = SIZE_MAX;
     if (key_escape(k) == KEY_ESC_ALONE) {
-        chat_notice(&t->chat, false, "selection off");
+        chat_notice(t->chat, false, "selection off");
         return REACT_REDRAW;
     }
     return REACT_REDRAW | REACT_PASS;
@@ -443,8 +443,8 @@ static unsigned key_esc(struct tui *t)
 {
     if (find_leave(t))
         return REACT_REDRAW;
-    if (!(input_line_empty() && chat_unqueue(&t->chat)))
-        chat_cancel(&t->chat);
+    if (!(input_line_empty() && chat_unqueue(t->chat)))
+        chat_cancel(t->chat);
     return 0;
 }
 
@@ -596,12 +596,12 @@ static int parse_options(int argc, char **argv, struct chat_options *o)
 
 static unsigned sig_interrupt(struct tui *t)
 {
-    if (chat_generating(&t->chat) || chat_pull_active(&t->chat))
-        chat_cancel(&t->chat);
+    if (chat_generating(t->chat) || chat_pull_active(t->chat))
+        chat_cancel(t->chat);
     else if (!input_line_empty())
         input_clear_line();
     else
-        chat_notice(&t->chat, false, "Ctrl-D or /quit leaves");
+        chat_notice(t->chat, false, "Ctrl-D or /quit leaves");
     return REACT_REDRAW;
 }
 
@@ -671,14 +671,14 @@ static unsigned take_signals(struct tui *t)
 static int run(struct tui *t)
 {
     int tty = STDIN_FILENO;
-    int wake = chat_wake_fd(&t->chat);
+    int wake = chat_wake_fd(t->chat);
     unsigned r = 0;
     bool urgent = true; /* draw at once, not at the next frame */
     double last_draw = 0;
     input_set_tty_fd(tty);
     relayout(t);
-    while (!chat_quit_requested(&t->chat) && !(r & REACT_QUIT)) {
-        chat_tick(&t->chat);
+    while (!chat_quit_requested(t->chat) && !(r & REACT_QUIT)) {
+        chat_tick(t->chat);
         double now = chat_now();
         bool deferred = !urgent && now - last_draw < STREAM_FRAME_SEC;
         if (!deferred) {
@@ -694,12 +694,12 @@ static int run(struct tui *t)
             {.fd = deferred ? -1 : wake, .events = POLLIN},
         };
         /* Wake up for the notice to expire and the busy display. */
-        int timeout = chat_has_notice(&t->chat) ? 250 : -1;
+        int timeout = chat_has_notice(t->chat) ? 250 : -1;
         if (deferred)
             timeout = (int)((last_draw + STREAM_FRAME_SEC - now) * 1e3) + 1;
         int n = poll(fds, 3, timeout);
         if (n < 0 && errno != EINTR) {
-            chat_notice(&t->chat, true, "poll: %s", strerror(errno));
+            chat_notice(t->chat, true, "poll: %s", strerror(errno));
             break;
         }
         if (n <= 0) {
@@ -715,7 +715,7 @@ static int run(struct tui *t)
         if (r & REACT_QUIT)
             break;
         if (fds[2].revents & POLLIN)
-            chat_poll_events(&t->chat);
+            chat_poll_events(t->chat);
         if (fds[0].revents & (POLLHUP | POLLERR) && !(fds[0].revents & POLLIN)) {
             r |= REACT_QUIT; /* the terminal went away: same as SIGHUP */
             break;
@@ -778,17 +778,18 @@ int tui_main(int argc, char **argv)
     struct tui *t = x_calloc(1, sizeof *t);
     char err[2048];
     struct chat_view ops;
-    tui_view_init(&t->view, &t->chat, &ops);
+    tui_view_init(&t->view, &ops);
     o.worker_nice = COMPUTE_NICE;
     o.pull_missing = !o.common.no_pull; /* asked and shown before the screen starts */
     o.pull_ui = pull_progress_terminal();
-    if (!chat_init(&t->chat, &o, &ops, err, sizeof err)) {
+    t->chat = chat_new(&o, &ops, err, sizeof err);
+    if (!t->chat) {
         cli_error("%s", err);
-        chat_fini(&t->chat);
         tui_view_fini(&t->view);
         free(t);
         return EXIT_RUNTIME;
     }
+    t->view.chat = t->chat;
     /* Test hook: one line per keystroke read: ms from the read to the
      * refresh written, then both CLOCK_MONOTONIC instants (tests/lib/keylatency). */
     const char *lat = getenv("ELMCHAT_LATENCY_LOG");
@@ -802,7 +803,7 @@ int tui_main(int argc, char **argv)
 
     if (!screen_init(err, sizeof err)) {
         cli_error("%s", err);
-        chat_fini(&t->chat);
+        chat_free(t->chat);
         tui_view_fini(&t->view);
         free(history);
         free(t);
@@ -824,9 +825,9 @@ int tui_main(int argc, char **argv)
     int status = run(t);
 
     /* Shutdown order (docs/STYLE.md B.9): save, stop the worker, readline, curses. */
-    chat_save_all(&t->chat);
-    char *exit_note = chat_exit_note(&t->chat);
-    chat_fini(&t->chat);
+    chat_save_all(t->chat);
+    char *exit_note = chat_exit_note(t->chat);
+    chat_free(t->chat);
     tui_view_fini(&t->view);
     input_fini();
     del_windows(t);

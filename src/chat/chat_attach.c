@@ -24,7 +24,7 @@ static size_t count_tokens(const struct chat *c, const char *text, size_t len)
 {
     int32_t *ids = NULL;
     size_t n = 0;
-    if (elm_tokenize(c->tok, text, len, false, &ids, &n) != ELM_OK)
+    if (elm_tokenize(c->model.tok, text, len, false, &ids, &n) != ELM_OK)
         n = len; /* cannot happen for valid UTF-8; count it as too many */
     free(ids);
     return n;
@@ -96,7 +96,7 @@ void chat_read_command(struct chat *c, struct conv *v, const char *arg)
         }
         return;
     }
-    if (!c->tok) {
+    if (!c->model.tok) {
         chat_notice(c, true, "wait for the model: its tokenizer counts the file's tokens");
         return;
     }

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,12 @@ void chat_info_msg(struct chat *c, bool error, const char *text)
     chat_changed(c);
 }
 
+const char *chat_key_name(const struct chat *c, enum chat_hint hint)
+{
+    const char *k = c->view.key_name ? c->view.key_name(c->view.user, hint) : NULL;
+    return k ? k : "Esc";
+}
+
 void chat_put_input(struct chat *c, const char *text)
 {
     if (c->view.input_replaced)
@@ -80,7 +87,7 @@ void chat_session_list_changed(struct chat *c)
 
 bool chat_busy_refuse(struct chat *c)
 {
-    if (c->generating) {
+    if (c->reply.active) {
         chat_notice(c, true, "a reply is being generated: Esc or Ctrl-C stops it");
         return true;
     }
@@ -90,17 +97,23 @@ bool chat_busy_refuse(struct chat *c)
 size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
                           const char *verb)
 {
-    size_t want = 0;
+    int want = 0;
     if (arg) {
         char *end;
         errno = 0;
         long k = strtol(arg, &end, 10);
-        if (errno || *end || k < 1) {
+        if (errno || *end || k < 1 || k > INT_MAX) {
             chat_notice(c, true, "/%s N: N is an exchange number (1 = the first)", verb);
             return SIZE_MAX;
         }
-        want = (size_t)k;
+        want = (int)k;
     }
+    return chat_exchange_index(c, s, want, verb);
+}
+
+size_t chat_exchange_index(struct chat *c, const struct session *s, int n, const char *verb)
+{
+    size_t want = n > 0 ? (size_t)n : 0;
     size_t last = 0, idx = SIZE_MAX;
     for (size_t i = 0; i < s->n_msgs; i++) {
         if (s->msgs[i].role != ROLE_USER)
@@ -184,6 +197,21 @@ void chat_show_conv(struct chat *c)
     chat_changed(c);
 }
 
+/* The line that says a conversation is shown read-only, and the way on. */
+void chat_read_only_note(struct chat *c, const struct conv *v)
+{
+    char pid[32] = "";
+    if (v->lock_holder > 0)
+        snprintf(pid, sizeof pid, " (pid %ld)", v->lock_holder);
+    char *line = x_asprintf(
+        "'%s' is open in another elmchat%s: shown here read-only, its file stays as that one "
+        "writes it. To go on here, /save NEWNAME makes this a copy under a new name (any change "
+        "is saved as '%s-copy' otherwise); /quit leaves it untouched.",
+        v->s->name, pid, v->s->name);
+    chat_info_msg(c, false, line);
+    free(line);
+}
+
 /* A branch switch still computing would end with a note about the path
  * that is gone, so the note goes with it; an /edit in progress names a
  * message by its place on the old path, so it ends too (else it would
@@ -201,39 +229,25 @@ void chat_path_replaced(struct chat *c, struct conv *v)
 
 /* Each layer's values over the ones below, and who set each field (the
  * field's bit number: SAMPLING_*). */
-static void apply_layer(const struct sampling *layer, enum sampling_origin origin,
-                        struct elm_sampler_params *p, int *max_tokens, enum sampling_origin *from)
-{
-    sampling_apply(layer, p, max_tokens);
-    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
-        if (layer->set & (1u << bit))
-            from[bit] = origin;
-}
-
 void chat_sampling_sources(const struct chat *c, struct elm_sampler_params *p, int *max_tokens,
                            enum sampling_origin from[SAMPLING_N_FIELDS])
 {
-    *p = elm_sampler_default_params();
-    *max_tokens = CHAT_DEFAULT_MAX_TOKENS;
-    for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++)
-        from[bit] = ORIGIN_DEFAULT;
-    if (c->cur)
-        apply_layer(&c->cur->tpl->sampling, ORIGIN_TEMPLATE, p, max_tokens, from);
-    if (c->info) {
-        struct sampling model = sampling_from_model(&c->info->sampling);
-        apply_layer(&model, ORIGIN_MODEL, p, max_tokens, from);
-    }
-    apply_layer(&c->cfg.sampling, ORIGIN_CONFIG, p, max_tokens, from);
-    if (!c->cur)
-        return;
-    /* the session's own values: saved with it, or given in this run by the
-     * command line or /set (which are saved with it too) */
     const struct conv *v = c->cur;
-    apply_layer(&v->s->sampling, ORIGIN_SESSION, p, max_tokens, from);
+    const struct sampling_layers layers = {
+        .tpl = v ? &v->tpl->sampling : NULL,
+        .model = c->info ? &c->info->sampling : NULL,
+        .cfg = &c->cfg,
+        .own = v ? &v->s->sampling : NULL, /* saved with it, or given in this run */
+    };
+    enum sampling_layer layer[SAMPLING_N_FIELDS];
+    sampling_resolve(&layers, CHAT_DEFAULT_MAX_TOKENS, p, max_tokens, layer);
     for (int bit = 0; from && bit < SAMPLING_N_FIELDS; bit++) {
-        if (v->sampling_by_set & (1u << bit))
+        from[bit] = (enum sampling_origin)layer[bit];
+        /* the session's own values that the command line or /set gave
+         * in this run (saved with it too) */
+        if (v && (v->sampling_by_set & (1u << bit)))
             from[bit] = ORIGIN_SET;
-        else if (v->sampling_by_cli & (1u << bit))
+        else if (v && (v->sampling_by_cli & (1u << bit)))
             from[bit] = ORIGIN_COMMAND_LINE;
     }
 }
@@ -249,15 +263,15 @@ unsigned chat_cli_sampling(const struct chat *c, struct sampling *out)
     const struct elm_sampler_params *o = &c->opt.common.sampler;
     struct sampling sp = {0};
     if (o->temperature != d.temperature)
-        sp.set |= SAMPLING_TEMPERATURE, sp.p.temperature = o->temperature;
+        sp.set |= ELM_SAMPLING_TEMPERATURE, sp.p.temperature = o->temperature;
     if (o->top_k != d.top_k)
-        sp.set |= SAMPLING_TOP_K, sp.p.top_k = o->top_k;
+        sp.set |= ELM_SAMPLING_TOP_K, sp.p.top_k = o->top_k;
     if (o->top_p != d.top_p)
-        sp.set |= SAMPLING_TOP_P, sp.p.top_p = o->top_p;
+        sp.set |= ELM_SAMPLING_TOP_P, sp.p.top_p = o->top_p;
     if (o->min_p != d.min_p)
-        sp.set |= SAMPLING_MIN_P, sp.p.min_p = o->min_p;
+        sp.set |= ELM_SAMPLING_MIN_P, sp.p.min_p = o->min_p;
     if (o->repeat_penalty != d.repeat_penalty)
-        sp.set |= SAMPLING_REPEAT_PENALTY, sp.p.repeat_penalty = o->repeat_penalty;
+        sp.set |= ELM_SAMPLING_REPEAT_PENALTY, sp.p.repeat_penalty = o->repeat_penalty;
     if (o->seed != d.seed)
         sp.set |= SAMPLING_SEED, sp.p.seed = o->seed;
     if (c->opt.common.max_tokens >= 0)
@@ -303,7 +317,7 @@ static void post_generate(struct chat *c, struct conv *v)
     if (c->lookup_off)
         req.flags |= ELM_GEN_NO_LOOKUP;
     req.grammar = chat_format_grammar(c, v);
-    c->gen_req = chat_post(c, &req);
+    c->reply.req = chat_post(c, &req);
     elm_grammar_free(req.grammar); /* post took its own reference */
 }
 
@@ -311,21 +325,39 @@ static void post_generate(struct chat *c, struct conv *v)
 void chat_start_reply(struct chat *c)
 {
     struct conv *v = c->cur;
-    c->reply_n_ids = 0;
-    sbuf_fini(&c->reply_text);
-    sbuf_add(&c->reply_text, "", 0);
-    c->got_token = false;
-    c->reply_t0 = chat_now();
-    c->prefill_progress = 0;
-    c->generating = true;
-    c->gen_conv = v;
+    c->reply.n_ids = 0;
+    sbuf_fini(&c->reply.text);
+    sbuf_add(&c->reply.text, "", 0);
+    c->reply.got_token = false;
+    c->reply.t0 = chat_now();
+    c->reply.prefill_progress = 0;
+    c->reply.active = true;
+    c->reply.conv = v;
     if (c->view.reply_started) {
         /* a retry: the reply is the newest of the versions after the path */
         int n = (int)session_children_after_path(v->s) + 1;
         struct chat_message m = {.role = CHAT_ASSISTANT, .text = "", .ref = (int)v->s->n_msgs,
-                                 .version = n, .n_versions = n, .model = c->model_name};
+                                 .version = n, .n_versions = n, .model = c->model.name};
         c->view.reply_started(c->view.user, &m);
     }
     post_generate(c, v);
     chat_changed(c);
+}
+
+/* ------------------------------------------------------------ the context */
+
+bool chat_near_full(const struct chat *c, const struct conv *v, int *pct)
+{
+    int n_ctx = v->cv.n_ctx;
+    if (n_ctx <= 0)
+        return false;
+    int reserve = chat_reply_reserve(c);
+    if (reserve > n_ctx / 4)
+        reserve = n_ctx / 4;
+    int used = (int)v->cv.tokens.n;
+    if (pct)
+        *pct = (int)((long long)used * 100 / n_ctx);
+    /* less than a sixth of the window left after the reply's reserve:
+     * the next exchanges will make room by dropping the oldest ones */
+    return n_ctx - used - reserve < n_ctx / 6;
 }

@@ -17,7 +17,7 @@
 #include "src/base/xalloc.h"
 
 /* The path changed: show it, prefill it, and say what it cost when the
- * worker has done it (chat_controller.c, on the prefill's DONE). */
+ * worker has done it (chat_events.c, on the prefill's DONE). */
 static void path_switched(struct chat *c, struct conv *v, const struct conv_plan *plan,
                           const char *what)
 {
@@ -45,23 +45,10 @@ static void describe(const struct session *s, size_t i, char *buf, size_t size)
              s->msgs[i].role == ROLE_USER ? "message" : "the reply to", x, k, n);
 }
 
-static bool parse_count(const char *s, size_t *out)
+void chat_fork_command(struct chat *c, struct conv *v, int n)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < 1)
-        return false;
-    *out = (size_t)v;
-    return true;
-}
-
-void chat_fork_command(struct chat *c, struct conv *v, const char *arg)
-{
-    if (chat_busy_refuse(c))
-        return;
     struct session *s = v->s;
-    size_t u = chat_find_exchange(c, s, arg, "fork");
+    size_t u = chat_exchange_index(c, s, n, "fork");
     if (u == SIZE_MAX)
         return;
     /* after the exchange: its user message and the replies to it */
@@ -88,32 +75,16 @@ void chat_fork_command(struct chat *c, struct conv *v, const char *arg)
 }
 
 /* /branch N [reply] [K]: without K, say which versions there are. */
-void chat_branch_command(struct chat *c, struct conv *v, const char *arg)
+void chat_branch_command(struct chat *c, struct conv *v, int n_exchange, bool reply, int k_version)
 {
-    if (chat_busy_refuse(c))
-        return;
     struct session *s = v->s;
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", arg ? arg : "");
-    char *words[4] = {0};
-    size_t nw = 0;
-    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w && nw < 4;
-         w = strtok_r(NULL, " \t", &save))
-        words[nw++] = w;
-    bool reply = nw >= 2 && strcmp(words[1], "reply") == 0;
-    size_t k = 0;
-    const char *k_word = words[reply ? 2 : 1];
-    if (nw == 0 || nw > (reply ? 3u : 2u) || (k_word && !parse_count(k_word, &k))) {
-        chat_notice(c, true, "/branch N [reply] [K]: version K of your message N (or of its "
-                             "reply); without K, the versions there are");
-        return;
-    }
-    size_t i = chat_find_exchange(c, s, words[0], "branch");
+    size_t k = (size_t)k_version;
+    size_t i = chat_exchange_index(c, s, n_exchange, "branch");
     if (i == SIZE_MAX)
         return;
     if (reply) {
         if (i + 1 >= s->n_msgs || s->msgs[i + 1].role != ROLE_ASSISTANT) {
-            chat_notice(c, true, "exchange %s has no reply", words[0]);
+            chat_notice(c, true, "exchange %d has no reply", n_exchange);
             return;
         }
         i++;
@@ -127,9 +98,9 @@ void chat_branch_command(struct chat *c, struct conv *v, const char *arg)
             size_t rk, rn;
             session_siblings(s, i + 1, &rk, &rn);
             if (rn > 1) {
-                chat_notice(c, false, "message #%s has one version; its reply has %zu "
-                                      "(/branch %s reply K)",
-                            words[0], rn, words[0]);
+                chat_notice(c, false, "message #%d has one version; its reply has %zu "
+                                      "(/branch %d reply K)",
+                            n_exchange, rn, n_exchange);
                 return;
             }
         }

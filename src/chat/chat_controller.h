@@ -10,7 +10,7 @@
  * callbacks of struct chat_view, called from inside those calls; the TUI
  * (ui/chat_view.c) draws them, a bench times them, a test records them.
  *
- * One thread: the one that calls chat_init. */
+ * One thread: the one that calls chat_new. */
 #ifndef ELMCHAT_SRC_CHAT_CONTROLLER_H
 #define ELMCHAT_SRC_CHAT_CONTROLLER_H
 
@@ -19,15 +19,12 @@
 #include <stdint.h>
 
 #include "engine/elm_worker.h"
-#include "src/conversation/attachment.h"
 #include "src/chat/chat_status.h"
-#include "src/config/config_file.h"
-#include "src/conversation/conversation.h"
 #include "src/base/options.h"
 #include "src/chat/slash_commands.h"
-#include "src/base/strbuf.h"
 
-struct conv;
+/* The controller (opaque: its fields are src/chat/chat_internal.h's). */
+struct chat;
 
 struct chat_options {
     struct cli_common common;   /* -m, --temp, ... (model: NULL = config/default) */
@@ -94,108 +91,52 @@ struct chat_view {
     void (*tree_shown)(void *user);
     /* A submitted line worth keeping in the input history. */
     void (*line_remembered)(void *user, const char *line);
+    /* The key that does what hint names, in the input's mode (vi's Esc is
+     * readline's): for the notices that name it.  NULL: "Esc". */
+    const char *(*key_name)(void *user, enum chat_hint hint);
 };
 
-struct chat {
-    struct chat_options opt;
-    struct chat_view view;
-    struct config cfg;
-    struct conv_policy policy;   /* from config.yaml's context: section */
-    elm_worker *worker;
-    uint64_t mem_budget;         /* ELMCHAT_MEM_BUDGET: models + caches kept (0: default) */
-
-    /* the current model */
-    char *model_arg;             /* as the user named it (owned), NULL: default */
-    char model_path[4096];
-    char model_name[128];
-    bool bundled;                /* one of the models elmchat ships (model_find.h) */
-    bool model_ready;            /* a model is current in the worker */
-    struct elm_model_info *info; /* owned copy from MODEL_READY */
-    elm_tokenizer *tok;          /* owned: loaded here, immutable, any thread */
-    char *tokenizer_from;        /* owned: elmchat's tokenizer.model it came from (the model
-                                    folder has none), NULL: the model's own */
-    char *load_tokenizer_from;   /* the same for the model being loaded */
-    int n_ctx;
-
-    /* a model being loaded (/model, or the first one) */
-    bool model_loading;
-    float load_progress;
-    uint64_t load_req;
-    char *load_arg;              /* owned */
-    char load_path[4096];
-    char load_name[128];
-    elm_tokenizer *load_tok;     /* owned until MODEL_READY */
-    double load_started;
-    /* MODEL_READY that came while a reply was streaming: the switch waits
-     * for its DONE (the old model keeps serving during a load) */
-    struct elm_event pending_ready;
-    bool has_pending_ready;
-
-    /* A message typed while a reply streams or the model loads: sent to
-     * queued_conv when that ends (owned; NULL: none queued) */
-    char *queued;
-    struct conv *queued_conv;
-    bool markdown_off; /* /set markdown off, --raw */
-    bool lookup_off;   /* /set lookup off, --no-lookup */
-    /* the draft model of speculative decoding (--draft, /set draft) */
-    char draft_name[128];        /* as named, "" none */
-    uint64_t draft_req;          /* its SET_DRAFT, until DONE */
-    bool draft_ready;
-    struct elm_draft_stats last_draft;
-    struct elm_draft_stats last_lookup; /* the last reply's (DONE) */
-    struct attachment attach;    /* /read FILE: sent with the next message (name NULL: none) */
-    size_t attach_tokens;
-
-    /* /edit N: the next message sent replaces user message edit_msg (a
-     * session index) of edit_conv and drops what followed */
-    struct conv *edit_conv;
-    size_t edit_msg;
-    int edit_exchange;
-
-    /* conversations */
-    struct conv **convs;
-    size_t n_convs;
-    struct conv *cur;
-    int next_slot;
-
-    /* the reply being generated */
-    bool generating;
-    uint64_t gen_req;
-    struct conv *gen_conv;
-    size_t reply_n_ids;
-    struct sbuf reply_text;
-    float prefill_progress;
-    bool got_token;
-    double reply_t0;   /* chat_now() when the reply was asked for */
-    double ttft_ms;    /* the last reply's time to first token (0: none yet) */
-    uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
-    struct conv *prefill_conv;
-    double prefill_tps, decode_tps;
-    int n_past;
-    int n_kv_saves;              /* SAVE_STATE requests not answered yet */
-
-    char save_error[1024];       /* the last failed save, whole (/info); "" none */
-    char notice[512];
-    bool notice_error;
-    double notice_until;         /* monotonic seconds */
-    char state_text[160];
-    struct chat_pull *pull;      /* a /model download under way (chat_pull.c), NULL: none */
-    bool http_ready;             /* libcurl started (for the pulls) */
-    char warn_text[128];
-    bool quit;
-};
 
 /* Load config, template, tokenizer and session; start the worker and the
- * model load.  view (copied; NULL: none) hears from here on.  false with
+ * model load.  view (copied; NULL: none) hears from here on.  NULL with
  * err filled. */
-bool chat_init(struct chat *c, const struct chat_options *opt, const struct chat_view *view,
-               char *err, size_t err_size);
-/* Save every open conversation with messages, stop the worker, free.
- * Waits up to 3 s for the KV snapshots being written. */
-void chat_fini(struct chat *c);
+struct chat *chat_new(const struct chat_options *opt, const struct chat_view *view, char *err,
+                      size_t err_size);
+/* Save every open conversation with messages, stop the worker, free
+ * (NULL: nothing).  Waits up to 3 s for the KV snapshots being written. */
+void chat_free(struct chat *c);
 
 /* A submitted line (owned; freed here).  NULL: end of input (quit). */
 void chat_submit(struct chat *c, char *line);
+/* The commands, typed: the slash commands (chat_submit parses them) and
+ * the UI's keys both come here.  Each is a row of the action table
+ * (chat_commands.c: cmd_table): refused with a notice where the row says
+ * it may not run now (a reply streaming, no model), else run; false when
+ * refused.  n is an exchange number (1 = the first), 0: the last one. */
+bool chat_run_command(struct chat *c, const struct cmd *cmd); /* a parsed one */
+bool chat_pin(struct chat *c, int n);
+bool chat_unpin(struct chat *c, int n);
+/* Message n into the input line (input_replaced); the next message sent
+ * replaces it, what followed stays as a branch. */
+bool chat_edit(struct chat *c, int n);
+/* Message n sent again as it is (the r key): a new version of its reply. */
+bool chat_resend(struct chat *c, int n);
+bool chat_remove(struct chat *c, int n);
+bool chat_fork(struct chat *c, int n);
+/* Version k of message n (reply: of its reply); k 0: say which there are. */
+bool chat_branch(struct chat *c, int n, bool reply, int k);
+/* User message n to the clipboard (struct chat_view's copy). */
+bool chat_copy_message(struct chat *c, int n);
+bool chat_switch_session(struct chat *c, const char *name);
+/* A saved session other than the open one: its file and snapshot. */
+bool chat_delete_session(struct chat *c, const char *name);
+bool chat_retry(struct chat *c);
+bool chat_undo(struct chat *c);
+/* /model NAME: loaded in the background, the current one answers meanwhile. */
+bool chat_load_model(struct chat *c, const char *name);
+/* Saved (as name, NULL: its own; force: over a saved name). */
+bool chat_save_session(struct chat *c, const char *name, bool force);
+
 /* Drain the worker's events (after chat_wake_fd became readable). */
 void chat_poll_events(struct chat *c);
 /* Ctrl-C / Esc while generating. */

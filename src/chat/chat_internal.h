@@ -1,7 +1,11 @@
 /* chat_internal.h: what the chat controller's files share (not for its
  * callers: they use chat_controller.h; each of those files includes both).
- *   chat_controller.c  life cycle, worker events, replies, submitted lines,
- *                      the status, the notifications
+ *   chat_life.c        chat_new, chat_save_all, chat_free
+ *   chat_events.c      the worker's events: replies, loads, prefills, saves
+ *   chat_input.c       submitted lines: commands, messages, the queue, /edit's
+ *   chat_state.c       the status bar's fields and the accessors
+ *   chat_base.c        what they all share: the worker, the view, notices,
+ *                      the sampling in effect, starting a reply
  *   chat_sessions.c    open conversations (one worker slot each), saving,
  *                      KV snapshots, session switches, name lists
  *   chat_model.c       model names, tokenizers, background loads, switches
@@ -16,12 +20,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/elm_worker.h"
+#include "src/base/strbuf.h"
+#include "src/chat/chat_controller.h"
+#include "src/config/config_file.h"
+#include "src/config/sampling_rule.h"
+#include "src/conversation/attachment.h"
 #include "src/conversation/conversation.h"
 #include "src/conversation/session.h"
 #include "src/template/template.h"
 
-/* Not chat_controller.h: that one's implementation includes this file. */
-struct chat;
 struct cmd;
 
 struct conv {
@@ -45,6 +53,105 @@ struct conv {
     unsigned sampling_by_set;   /* ... and /set, in this run (both are saved with it) */
 };
 
+/* A model as the controller holds it: the current one (struct chat's
+ * model), or the one being loaded (its load.next), which becomes the
+ * current one whole at MODEL_READY. */
+struct chat_model {
+    char *arg;                   /* as the user named it (owned), NULL: default */
+    char path[4096];
+    char name[128];              /* what its replies are labelled with */
+    bool bundled;                /* one of the models elmchat ships (model_find.h) */
+    elm_tokenizer *tok;          /* owned: loaded here, immutable, any thread */
+    char *tokenizer_from;        /* owned: elmchat's tokenizer.model it came from (the model
+                                    folder has none), NULL: the model's own */
+};
+
+/* A model being loaded (/model, or the first one). */
+struct chat_load {
+    bool active;
+    float progress;
+    uint64_t req;
+    double started;
+    /* the model it brings (tok NULL: the first load, of the current model) */
+    struct chat_model next;
+    /* MODEL_READY that came while a reply was streaming: the switch waits
+     * for its DONE (the old model keeps serving during a load) */
+    struct elm_event pending_ready;
+    bool has_pending_ready;
+};
+
+/* The reply being generated. */
+struct chat_reply {
+    bool active;
+    uint64_t req;
+    struct conv *conv;
+    size_t n_ids;
+    struct sbuf text;
+    float prefill_progress;
+    bool got_token;
+    double t0;                   /* chat_now() when the reply was asked for */
+};
+
+struct chat {
+    struct chat_options opt;
+    struct chat_view view;
+    struct config cfg;
+    struct conv_policy policy;   /* from config.yaml's context: section */
+    elm_worker *worker;
+    uint64_t mem_budget;         /* ELMCHAT_MEM_BUDGET: models + caches kept (0: default) */
+
+    struct chat_model model;     /* the current model */
+    bool model_ready;            /* a model is current in the worker */
+    struct elm_model_info *info; /* owned copy from MODEL_READY */
+    int n_ctx;
+    struct chat_load load;
+
+    /* A message typed while a reply streams or the model loads: sent to
+     * queued_conv when that ends (owned; NULL: none queued) */
+    char *queued;
+    struct conv *queued_conv;
+    bool markdown_off; /* /set markdown off, --raw */
+    bool lookup_off;   /* /set lookup off, --no-lookup */
+    /* the draft model of speculative decoding (--draft, /set draft) */
+    char draft_name[128];        /* as named, "" none */
+    uint64_t draft_req;          /* its SET_DRAFT, until DONE */
+    bool draft_ready;
+    struct elm_draft_stats last_draft;
+    struct elm_draft_stats last_lookup; /* the last reply's (DONE) */
+    struct attachment attach;    /* /read FILE: sent with the next message (name NULL: none) */
+    size_t attach_tokens;
+
+    /* /edit N: the next message sent replaces user message edit_msg (a
+     * session index) of edit_conv and drops what followed */
+    struct conv *edit_conv;
+    size_t edit_msg;
+    int edit_exchange;
+
+    /* conversations */
+    struct conv **convs;
+    size_t n_convs;
+    struct conv *cur;
+    int next_slot;
+
+    struct chat_reply reply;
+    double ttft_ms;              /* the last reply's time to first token (0: none yet) */
+    uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
+    struct conv *prefill_conv;
+    double prefill_tps, decode_tps;
+    int n_past;
+    int n_kv_saves;              /* SAVE_STATE requests not answered yet */
+
+    char save_error[1024];       /* the last failed save, whole (/info); "" none */
+    char notice[512];
+    bool notice_error;
+    double notice_until;         /* monotonic seconds */
+    char state_text[160];
+    struct chat_pull *pull;      /* a /model download under way (chat_pull.c), NULL: none */
+    bool http_ready;             /* libcurl started (for the pulls) */
+    char warn_text[128];
+    bool quit;
+};
+
 /* chat_base.c: the worker (every request goes through here), the view,
  * sampling, starting a reply */
 uint64_t chat_post(struct chat *c, const struct elm_request *req);
@@ -55,6 +162,13 @@ void chat_show_conv(struct chat *c);
  * saved, shown, and a pending branch-switch note dropped */
 void chat_path_replaced(struct chat *c, struct conv *v);
 void chat_put_input(struct chat *c, const char *text);
+/* The key the view names for hint ("Esc", "Ctrl-C" in vi mode...). */
+const char *chat_key_name(const struct chat *c, enum chat_hint hint);
+/* The line that says a conversation is shown read-only, and the way on. */
+void chat_read_only_note(struct chat *c, const struct conv *v);
+/* v's context is near full: less than a sixth of it left after the reply's
+ * reserve (*pct: how full, may be NULL). */
+bool chat_near_full(const struct chat *c, const struct conv *v, int *pct);
 void chat_session_list_changed(struct chat *c);
 size_t chat_exchange_of(const struct session *s, size_t i);
 /* A reply is streaming: say so (a notice) and refuse. */
@@ -64,17 +178,18 @@ bool chat_busy_refuse(struct chat *c);
  * after saying why (verb names the command). */
 size_t chat_find_exchange(struct chat *c, const struct session *s, const char *arg,
                           const char *verb);
-/* The sampling in effect, each layer over the ones below: the engine's
+/* The same for exchange n (0: the last one). */
+size_t chat_exchange_index(struct chat *c, const struct session *s, int n, const char *verb);
+/* The sampling in effect (src/config/sampling_rule.h): the engine's
  * defaults < the template < the model (generation_config.json, GGUF) <
  * config.yaml < the session's own (the command line, /set). */
 #define CHAT_DEFAULT_MAX_TOKENS 256
-#define SAMPLING_N_FIELDS 8 /* the SAMPLING_* bits */
 enum sampling_origin {
-    ORIGIN_DEFAULT,
-    ORIGIN_TEMPLATE,
-    ORIGIN_MODEL,
-    ORIGIN_CONFIG,
-    ORIGIN_SESSION,      /* saved with the session */
+    ORIGIN_DEFAULT = SAMPLING_FROM_DEFAULT,
+    ORIGIN_TEMPLATE = SAMPLING_FROM_TEMPLATE,
+    ORIGIN_MODEL = SAMPLING_FROM_MODEL,
+    ORIGIN_CONFIG = SAMPLING_FROM_CONFIG,
+    ORIGIN_SESSION = SAMPLING_FROM_OWN, /* saved with the session */
     ORIGIN_COMMAND_LINE, /* given to this run */
     ORIGIN_SET,          /* /set in this run */
 };
@@ -110,9 +225,9 @@ struct session *chat_session_load(const char *name, bool create, char *err, size
  * removed.  /delete NAME: a session other than the open one, its file,
  * snapshot and (when open in the background) its conversation and cache.
  * false with err filled. */
-bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
-                         size_t err_size);
-bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size);
+bool chat_conv_rename(struct chat *c, struct conv *v, const char *name, char *err,
+                      size_t err_size);
+bool chat_session_delete(struct chat *c, const char *name, char *err, size_t err_size);
 struct conv *chat_open_session(struct chat *c, const char *name, bool create, char *err,
                                size_t err_size);
 char *chat_auto_session_name(void);
@@ -125,8 +240,6 @@ bool chat_save_conv(struct chat *c, struct conv *v, bool quiet);
  * overwrite), or open here or in another elmchat. */
 bool chat_conv_take_name(struct chat *c, struct conv *v, const char *name, bool overwrite,
                          char *err, size_t err_size);
-/* The line that says a conversation is shown read-only, and the way on. */
-void chat_read_only_note(struct chat *c, const struct conv *v);
 /* Whether a file for the session called name is saved. */
 bool chat_session_exists(const char *name);
 /* The most recently saved session's name (owned), NULL when none. */
@@ -136,8 +249,8 @@ void chat_try_snapshot(struct chat *c, struct conv *v);
 void chat_switch_to(struct chat *c, struct conv *v);
 
 /* chat_branches.c: /fork [N], /branch N [reply] [K], /tree */
-void chat_fork_command(struct chat *c, struct conv *v, const char *arg);
-void chat_branch_command(struct chat *c, struct conv *v, const char *arg);
+void chat_fork_command(struct chat *c, struct conv *v, int n);
+void chat_branch_command(struct chat *c, struct conv *v, int n, bool reply, int k);
 void chat_tree_command(struct chat *c);
 /* /undo right after /clear or /remove: the path as it was, prefilled */
 void chat_undo_restore(struct chat *c, struct conv *v);
@@ -156,6 +269,8 @@ elm_grammar *chat_format_grammar(struct chat *c, const struct conv *v);
 const char *chat_format_label(const struct conv *v);
 
 /* chat_model.c */
+/* m's memory freed, m emptied. */
+void chat_model_clear(struct chat_model *m);
 /* --draft, /set draft NAME|off: SET_DRAFT for the worker (false: the name
  * resolves to nothing, err says why). */
 bool chat_set_draft(struct chat *c, const char *name, char *err, size_t err_size);
@@ -177,7 +292,16 @@ bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, ch
 void chat_model_ready(struct chat *c, struct elm_event *ev);
 void chat_model_failed(struct chat *c, const struct elm_event *ev);
 
-/* chat_commands.c */
-void chat_run_command(struct chat *c, struct cmd *cmd);
+/* chat_commands.c: the r key's resend begins as an /edit of exchange n
+ * does (the row's checks, a model ready), without the input line: false
+ * (and a notice) when refused. */
+bool chat_resend_begin(struct chat *c, int n);
+
+/* chat_events.c: stopping the reply; its end (from DONE, or a cancel
+ * chat_save_all makes one); the KV snapshots still being written */
+void chat_cancel_reply(struct chat *c);
+void chat_finish_reply(struct chat *c, const struct elm_event *ev);
+void chat_wait_kv_saves(struct chat *c, double limit);
+
 
 #endif

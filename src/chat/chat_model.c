@@ -16,6 +16,14 @@
 #include "src/store/paths.h"
 #include "src/base/xalloc.h"
 
+void chat_model_clear(struct chat_model *m)
+{
+    free(m->arg);
+    elm_tokenizer_free(m->tok);
+    free(m->tokenizer_from);
+    memset(m, 0, sizeof *m);
+}
+
 bool chat_resolve_model(struct chat *c, const char *arg, char *path, size_t size, char *err,
                         size_t err_size)
 {
@@ -82,38 +90,38 @@ static void model_label(const char *path, char *out, size_t size)
 bool chat_model_init(struct chat *c, const char *arg, char *err, size_t err_size)
 {
     bool found = config_find_model(&c->cfg, arg, c->opt.pull_missing, c->opt.common.no_pull,
-                                   c->opt.pull_ui, c->model_path, sizeof c->model_path, err,
+                                   c->opt.pull_ui, c->model.path, sizeof c->model.path, err,
                                    err_size);
     if (!found)
         return false;
-    c->model_arg = arg ? x_strdup(arg) : NULL;
-    c->bundled = model_is_bundled(c->model_path);
-    model_label(c->model_path, c->model_name, sizeof c->model_name);
-    c->tok = load_tokenizer(c, arg, c->model_path, &c->tokenizer_from, err, err_size);
-    if (!c->tok)
+    c->model.arg = arg ? x_strdup(arg) : NULL;
+    c->model.bundled = model_is_bundled(c->model.path);
+    model_label(c->model.path, c->model.name, sizeof c->model.name);
+    c->model.tok = load_tokenizer(c, arg, c->model.path, &c->model.tokenizer_from, err, err_size);
+    if (!c->model.tok)
         return false;
-    snprintf(c->load_path, sizeof c->load_path, "%s", c->model_path);
-    snprintf(c->load_name, sizeof c->load_name, "%s", c->model_name);
+    snprintf(c->load.next.path, sizeof c->load.next.path, "%s", c->model.path);
+    snprintf(c->load.next.name, sizeof c->load.next.name, "%s", c->model.name);
     return true;
 }
 
 void chat_post_load_model(struct chat *c)
 {
     struct elm_request req = elm_request_default(ELM_REQ_LOAD_MODEL);
-    req.path = c->load_path;
+    req.path = c->load.next.path;
     req.n_ctx = c->opt.common.n_ctx > 0 ? c->opt.common.n_ctx : c->cfg.n_ctx;
     req.n_threads = c->opt.common.n_threads;
     if (c->opt.common.exact)
         req.flags |= ELM_LOAD_EXACT;
     /* the tokenizer loaded here for this path: the model shares it */
-    req.tokenizer = c->load_tok ? c->load_tok : c->tok;
+    req.tokenizer = c->load.next.tok ? c->load.next.tok : c->model.tok;
     /* a server's bearer token (--api-key, else $ELMCHAT_API_KEY) */
     const char *key = c->opt.api_key ? c->opt.api_key : getenv("ELMCHAT_API_KEY");
     req.api_key = key && *key ? (char *)key : NULL;
-    c->load_req = chat_post(c, &req);
-    c->model_loading = true;
-    c->load_progress = 0;
-    c->load_started = chat_now();
+    c->load.req = chat_post(c, &req);
+    c->load.active = true;
+    c->load.progress = 0;
+    c->load.started = chat_now();
 }
 
 /* Start loading path (resolved) in the background; the current model stays
@@ -125,14 +133,14 @@ bool chat_begin_model_load(struct chat *c, const char *arg, const char *path, ch
     elm_tokenizer *tok = load_tokenizer(c, arg, path, &from, err, err_size);
     if (!tok)
         return false;
-    elm_tokenizer_free(c->load_tok);
-    c->load_tok = tok;
-    free(c->load_tokenizer_from);
-    c->load_tokenizer_from = from;
-    free(c->load_arg);
-    c->load_arg = arg ? x_strdup(arg) : NULL;
-    snprintf(c->load_path, sizeof c->load_path, "%s", path);
-    model_label(path, c->load_name, sizeof c->load_name);
+    struct chat_model *m = &c->load.next;
+    chat_model_clear(m);
+    m->arg = arg ? x_strdup(arg) : NULL;
+    m->tok = tok;
+    m->tokenizer_from = from;
+    snprintf(m->path, sizeof m->path, "%s", path);
+    m->bundled = model_is_bundled(m->path);
+    model_label(path, m->name, sizeof m->name);
     chat_post_load_model(c);
     /* an alias of config.yaml may name the draft that speeds it up */
     const char *draft = arg ? config_alias_draft(&c->cfg, arg) : NULL;
@@ -160,14 +168,14 @@ static void adopt_tokenizer(struct chat *c)
             else
                 chat_notice(c, true, "%s", err);
         }
-        conversation_set_template(&v->cv, t, c->tok);
+        conversation_set_template(&v->cv, t, c->model.tok);
         if (t != v->tpl) {
             /* rebuilt against the new template right away, then the old
              * one can go */
             int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
             if (rc && rc != CONV_FULL) {
                 /* keep the template it has (still rendered with it) */
-                conversation_set_template(&v->cv, v->tpl, c->tok);
+                conversation_set_template(&v->cv, v->tpl, c->model.tok);
                 template_free(t);
             } else {
                 template_free(v->tpl);
@@ -193,33 +201,35 @@ static size_t n_out_of_context(const struct session *s)
 void chat_model_ready(struct chat *c, struct elm_event *ev)
 {
     bool first = !c->model_ready;
-    c->model_loading = false;
+    c->load.active = false;
     c->model_ready = true;
     free(c->info);
     c->info = ev->info;
     ev->info = NULL;
     c->n_ctx = ev->n_ctx;
-    bool new_tok = c->load_tok != NULL;
-    bool redraw = new_tok;
-    elm_tokenizer *old_tok = NULL; /* freed once every conversation is rebuilt */
-    if (new_tok) {
-        old_tok = c->tok;
-        c->tok = c->load_tok;
-        c->load_tok = NULL;
-        free(c->tokenizer_from);
-        c->tokenizer_from = c->load_tokenizer_from;
-        c->load_tokenizer_from = NULL;
-        free(c->model_arg);
-        c->model_arg = c->load_arg;
-        c->load_arg = NULL;
-        snprintf(c->model_path, sizeof c->model_path, "%s", c->load_path);
-        c->bundled = model_is_bundled(c->model_path);
-        model_label(c->model_path, c->model_name, sizeof c->model_name);
+    /* the first load brings the model chat_model_init made current */
+    bool new_model = c->load.next.tok != NULL;
+    bool redraw = new_model;
+    struct chat_model old = {0}; /* freed once every conversation is rebuilt */
+    if (new_model) {
+        old = c->model;
+        c->model = c->load.next;
+        memset(&c->load.next, 0, sizeof c->load.next);
         adopt_tokenizer(c);
+    } else if (model_is_server(c->model.path)) {
+        /* the first load of a server: its model's name is known only now
+         * and may choose the template (unless -t, the session or config) */
+        adopt_tokenizer(c);
+        redraw = true;
     }
     for (size_t i = 0; i < c->n_convs; i++) {
         struct conv *v = c->convs[i];
         char err[1024];
+        /* a conversation goes on with the new model: saved naming it, even
+         * when no turn follows (/model X, then /quit) */
+        if (new_model && c->model.arg && v->s->n_msgs > 0 &&
+            (!v->s->model || strcmp(v->s->model, c->model.arg) != 0))
+            v->dirty = true;
         size_t before = n_out_of_context(v->s);
         int rc = conversation_model_changed(&v->cv, c->n_ctx, err, sizeof err);
         if (rc && v == c->cur)
@@ -230,7 +240,7 @@ void chat_model_ready(struct chat *c, struct elm_event *ev)
                 redraw = true;
         }
     }
-    elm_tokenizer_free(old_tok);
+    chat_model_clear(&old);
     if (c->cur) {
         if (redraw)
             chat_show_conv(c); /* out-of-context marks, another template's system prompt */
@@ -238,18 +248,17 @@ void chat_model_ready(struct chat *c, struct elm_event *ev)
         chat_post_prefill(c, c->cur);
     }
     if (!first) {
-        double dt = chat_now() - c->load_started;
+        double dt = chat_now() - c->load.started;
         chat_notice(c, false, "%s loaded in %.2f s; the conversation continues (%zu tokens)",
-                    c->model_name, dt, c->cur ? c->cur->cv.tokens.n : 0);
+                    c->model.name, dt, c->cur ? c->cur->cv.tokens.n : 0);
     }
 }
 
 /* ERROR for our load: the previous model (if any) stays current. */
 void chat_model_failed(struct chat *c, const struct elm_event *ev)
 {
-    c->model_loading = false;
-    elm_tokenizer_free(c->load_tok);
-    c->load_tok = NULL;
+    c->load.active = false;
+    chat_model_clear(&c->load.next);
     char buf[1200];
     snprintf(buf, sizeof buf, "model not loaded: %s", ev->text ? ev->text : "error");
     chat_notice(c, true, "%s", buf);

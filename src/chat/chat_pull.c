@@ -1,7 +1,7 @@
 /* chat_pull.c: /model NAME for a model that is not downloaded, inside the
  * chat: the Hub is asked for its size in a thread, a confirm line asks
  * "y/n", the pull runs in that thread with its progress in the status bar
- * (Esc stops it, resumable), and when it is done the model loads as /model
+ * (Esc stops it, Ctrl-C in vi mode; resumable), and when it is done the model loads as /model
  * loads any.  The thread only fills struct chat_pull under its mutex; the
  * main thread reads it at each tick and draw. */
 #include "config.h"
@@ -149,7 +149,8 @@ bool chat_pull_offer(struct chat *c, const char *name)
         drop(c);
         return true;
     }
-    chat_notice(c, false, "%s is not downloaded: asking the Hub for its size... (Esc stops)", id);
+    chat_notice(c, false, "%s is not downloaded: asking the Hub for its size... (%s stops)", id,
+                chat_key_name(c, CHAT_HINT_STOP));
     chat_changed(c);
     return true;
 }
@@ -170,7 +171,8 @@ bool chat_pull_answer(struct chat *c, const char *line)
     if (!start(c, pull_main))
         drop(c);
     else
-        chat_notice(c, false, "downloading %s (Esc stops it; a later /model resumes it)", p->id);
+        chat_notice(c, false, "downloading %s (%s stops it; a later /model resumes it)", p->id,
+                    chat_key_name(c, CHAT_HINT_STOP));
     chat_changed(c);
     return true;
 }

@@ -79,7 +79,7 @@ const char *chat_wanted_template(const struct chat *c, const struct conv *v)
         return c->opt.template_name;
     if (c->cfg.template_name)
         return c->cfg.template_name;
-    return template_default_for_model(c->model_path);
+    return template_for_model_named(c->model.path, c->info ? c->info->name : NULL, NULL, 0);
 }
 
 /* The context length before the worker tells it. */
@@ -102,7 +102,7 @@ struct conv *chat_conv_open(struct chat *c, struct session *s, char *err, size_t
         chat_conv_free(v);
         return NULL;
     }
-    conversation_init(&v->cv, s, v->tpl, c->tok, requested_ctx(c), &c->policy);
+    conversation_init(&v->cv, s, v->tpl, c->model.tok, requested_ctx(c), &c->policy);
     int rc = conversation_render(&v->cv, err, err_size);
     if (rc && rc != CONV_FULL) {
         chat_conv_free(v);
@@ -188,8 +188,8 @@ char *chat_auto_session_name(void)
  * on the current model. */
 static void save_snapshot(struct chat *c, struct conv *v)
 {
-    if (!c->model_ready || c->model_loading || !c->info || v->cv.cache.n == 0 ||
-        v->cv.in_reply || (c->generating && c->gen_conv == v))
+    if (!c->model_ready || c->load.active || !c->info || v->cv.cache.n == 0 ||
+        v->cv.in_reply || (c->reply.active && c->reply.conv == v))
         return;
     char *path = kvcache_path_for(v->s->name);
     if (!path)
@@ -246,9 +246,9 @@ bool chat_save_conv(struct chat *c, struct conv *v, bool quiet)
     free(dir);
     /* the model named for it; on the default (or when its own could not be
      * opened) it keeps the one it names */
-    if (c->model_arg) {
+    if (c->model.arg) {
         free(v->s->model);
-        v->s->model = x_strdup(c->model_arg);
+        v->s->model = x_strdup(c->model.arg);
     }
     if (!v->s->template_name && c->opt.template_name)
         v->s->template_name = x_strdup(v->tpl->name);
@@ -287,7 +287,7 @@ void chat_post_prefill(struct chat *c, struct conv *v)
  * load the snapshot (silently nothing when it does not match). */
 void chat_try_snapshot(struct chat *c, struct conv *v)
 {
-    if (!v->kv_try || !c->model_ready || c->model_loading || !c->info)
+    if (!v->kv_try || !c->model_ready || c->load.active || !c->info)
         return;
     v->kv_try = false;
     char *path = kvcache_path_for(v->s->name);
@@ -468,8 +468,8 @@ bool chat_conv_take_name(struct chat *c, struct conv *v, const char *name, bool 
     return true;
 }
 
-bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char *err,
-                         size_t err_size)
+bool chat_conv_rename(struct chat *c, struct conv *v, const char *name, char *err,
+                      size_t err_size)
 {
     char *old_name = x_strdup(v->s->name);
     char *old_path = session_path_for(old_name);
@@ -498,7 +498,7 @@ bool chat_rename_session(struct chat *c, struct conv *v, const char *name, char 
     return ok;
 }
 
-bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err_size)
+bool chat_session_delete(struct chat *c, const char *name, char *err, size_t err_size)
 {
     if (c->cur && strcmp(c->cur->s->name, name) == 0) {
         snprintf(err, err_size, "'%s' is the open conversation: /switch to another first", name);
@@ -510,7 +510,7 @@ bool chat_delete_session(struct chat *c, const char *name, char *err, size_t err
         return false;
     }
     struct conv *v = chat_conv_find(c, name);
-    if (v && (v == c->gen_conv || v == c->prefill_conv)) {
+    if (v && (v == c->reply.conv || v == c->prefill_conv)) {
         snprintf(err, err_size, "'%s' is busy: try again when the reply ends", name);
         free(path);
         return false;
@@ -576,20 +576,6 @@ bool chat_session_mentions(const char *name, const char *text)
     free(data);
     free(path);
     return hit;
-}
-
-void chat_read_only_note(struct chat *c, const struct conv *v)
-{
-    char pid[32] = "";
-    if (v->lock_holder > 0)
-        snprintf(pid, sizeof pid, " (pid %ld)", v->lock_holder);
-    char *line = x_asprintf(
-        "'%s' is open in another elmchat%s: shown here read-only, its file stays as that one "
-        "writes it. To go on here, /save NEWNAME makes this a copy under a new name (any change "
-        "is saved as '%s-copy' otherwise); /quit leaves it untouched.",
-        v->s->name, pid, v->s->name);
-    chat_info_msg(c, false, line);
-    free(line);
 }
 
 /* The newest file by its time of change (seconds, as every POSIX stat

@@ -1,4 +1,5 @@
-/* slash_commands.c: slash command parsing and completion (see slash_commands.h). */
+/* slash_commands.c: slash command parsing and completion (see slash_commands.h);
+ * the table is the controller's (chat_commands.c). */
 #include "config.h"
 
 #include "src/chat/slash_commands.h"
@@ -12,60 +13,6 @@
 
 #include "src/base/options.h"
 #include "src/base/xalloc.h"
-
-const struct cmd_info cmd_table[] = {
-    {"help", CMD_HELP, ARG_NONE, -1, "/help", "list the commands and keys"},
-    {"new", CMD_NEW, ARG_TEXT, 0, "/new [NAME]", "start a new conversation"},
-    {"sessions", CMD_SESSIONS, ARG_NONE, -1, "/sessions", "show or hide the session list"},
-    {"switch", CMD_SWITCH, ARG_SESSION, 1, "/switch NAME", "switch to an open or saved session"},
-    {"model", CMD_MODEL, ARG_MODEL, 1, "/model NAME|PATH", "load another model"},
-    {"template", CMD_TEMPLATE, ARG_TEMPLATE, 1, "/template NAME", "use another chat template"},
-    {"system", CMD_SYSTEM, ARG_TEXT, 1, "/system TEXT", "set the system prompt"},
-    {"role", CMD_ROLE, ARG_ROLE, 0, "/role [NAME]",
-     "use a role preset as the system prompt (no NAME: list them)"},
-    {"set", CMD_SET, ARG_PARAM, 0, "/set [PARAM VALUE]",
-     "sampling: temperature top-k top-p min-p repeat-penalty repeat-last-n seed max-tokens; "
-     "markdown on|off; lookup on|off; draft NAME|off; alone: the values and where they come "
-     "from"},
-    {"format", CMD_FORMAT, ARG_TEXT, 0, "/format [json|schema F|grammar F|off]",
-     "structured replies: JSON, JSON the schema F allows, text the GBNF grammar F matches"},
-    {"save", CMD_SAVE, ARG_SESSION, 0, "/save [NAME] [--force]",
-     "save the conversation (as NAME; --force replaces a saved NAME)"},
-    {"load", CMD_LOAD, ARG_SESSION, 1, "/load NAME", "load a saved conversation"},
-    {"rename", CMD_RENAME, ARG_TEXT, 1, "/rename NEW", "rename this conversation (its file too)"},
-    {"delete", CMD_DELETE, ARG_SESSION, 1, "/delete NAME",
-     "delete a saved conversation (not the open one): its file and cache snapshot"},
-    {"export", CMD_EXPORT, ARG_FILE, 1, "/export FILE",
-     "write the conversation as Markdown, or FILE.json: the whole tree as JSON"},
-    {"read", CMD_READ, ARG_FILE, 1, "/read FILE",
-     "attach a text file to your next message (/read off drops it)"},
-    {"find", CMD_FIND, ARG_TEXT, 0, "/find [TEXT]",
-     "search the whole conversation (Ctrl-F next, Ctrl-B previous, Esc leaves)"},
-    {"copy", CMD_COPY, ARG_TEXT, 0, "/copy [N|reply|#M] [FILE]",
-     "copy code block N (default: the last) of the last reply, the reply, or your message #M"},
-    {"retry", CMD_RETRY, ARG_NONE, -1, "/retry",
-     "regenerate the last reply (the old one stays as a branch)"},
-    {"undo", CMD_UNDO, ARG_NONE, -1, "/undo",
-     "take the last exchange back (it stays as a branch); after /clear or /remove: undo them"},
-    {"remove", CMD_REMOVE, ARG_TEXT, 0, "/remove [N]",
-     "remove exchange N (default: the last); it stays as a branch, /undo puts it back"},
-    {"edit", CMD_EDIT, ARG_TEXT, 0, "/edit [N]",
-     "edit your message N (default: the last): the old version stays as a branch"},
-    {"fork", CMD_FORK, ARG_TEXT, 0, "/fork [N]",
-     "start a new branch after exchange N (default: the last); what followed stays"},
-    {"branch", CMD_BRANCH, ARG_TEXT, 1, "/branch N [reply] [K]",
-     "show version K of your message N (or of its reply); no K: list them"},
-    {"tree", CMD_TREE, ARG_NONE, -1, "/tree",
-     "the conversation's branches: Up/Down choose, Enter shows that path"},
-    {"pin", CMD_PIN, ARG_TEXT, 0, "/pin [N]",
-     "keep exchange N (default: the last) in context when old turns are dropped"},
-    {"unpin", CMD_UNPIN, ARG_TEXT, 0, "/unpin [N]", "let exchange N (default: the last) be dropped"},
-    {"clear", CMD_CLEAR, ARG_NONE, -1, "/clear",
-     "start the conversation over (the old one stays as a branch; /undo brings it back)"},
-    {"info", CMD_INFO, ARG_NONE, -1, "/info", "model, template, context and speed"},
-    {"quit", CMD_QUIT, ARG_NONE, -1, "/quit", "save and leave"},
-};
-const size_t cmd_table_len = sizeof cmd_table / sizeof cmd_table[0];
 
 const char *const cmd_param_names[] = {
     "temperature", "top-k", "top-p", "min-p", "repeat-penalty", "seed", "max-tokens", "markdown",
@@ -192,6 +139,68 @@ bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char 
     return true;
 }
 
+/* An exchange number: N >= 1. */
+static bool parse_number(const char *s, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 1 || v > INT_MAX)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+/* ARG_EXCHANGE: [N]; ARG_VERSION: N [reply] [K]. */
+static bool parse_exchange_arg(const struct cmd_info *ci, struct cmd *out, char *err,
+                               size_t err_size)
+{
+    if (ci->arg == ARG_EXCHANGE) {
+        if (out->arg && !parse_number(out->arg, &out->n)) {
+            snprintf(err, err_size, "/%s N: N is an exchange number (1 = the first)", ci->name);
+            return false;
+        }
+        return true;
+    }
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", out->arg ? out->arg : "");
+    char *words[4] = {0};
+    size_t nw = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w && nw < 4;
+         w = strtok_r(NULL, " \t", &save))
+        words[nw++] = w;
+    out->reply = nw >= 2 && strcmp(words[1], "reply") == 0;
+    const char *k_word = words[out->reply ? 2 : 1];
+    if (nw == 0 || nw > (out->reply ? 3u : 2u) || (k_word && !parse_number(k_word, &out->k))) {
+        snprintf(err, err_size, "/branch N [reply] [K]: version K of your message N (or of its "
+                                "reply); without K, the versions there are");
+        return false;
+    }
+    if (!parse_number(words[0], &out->n)) {
+        snprintf(err, err_size, "/%s N: N is an exchange number (1 = the first)", ci->name);
+        return false;
+    }
+    return true;
+}
+
+/* /save [NAME] [--force]: --force replaces a saved NAME. */
+static void parse_force(struct cmd *out)
+{
+    char *name = out->arg;
+    size_t nl = name ? strlen(name) : 0;
+    out->force = nl >= 7 && strcmp(name + nl - 7, "--force") == 0 && (nl == 7 || name[nl - 8] == ' ');
+    if (!out->force)
+        return;
+    nl -= 7;
+    while (nl > 0 && name[nl - 1] == ' ')
+        nl--;
+    name[nl] = '\0';
+    if (!*name) {
+        free(out->arg);
+        out->arg = NULL;
+    }
+}
+
 enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_start, char *err,
                                 size_t err_size)
 {
@@ -259,6 +268,13 @@ enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_
             out->arg = model;
         }
     }
+    if ((ci->arg == ARG_EXCHANGE || ci->arg == ARG_VERSION) &&
+        !parse_exchange_arg(ci, out, err, err_size)) {
+        cmd_fini(out);
+        return CMD_ERROR;
+    }
+    if (ci->id == CMD_SAVE)
+        parse_force(out);
     if ((ci->arg == ARG_SESSION || ci->id == CMD_NEW) && out->arg) {
         /* session names become file names: keep them tame */
         for (const char *q = out->arg; *q; q++) {
@@ -292,7 +308,8 @@ enum cmd_complete_what cmd_complete_context(const char *line, size_t point, size
     }
     bool ambiguous;
     const struct cmd_info *ci = find_command(line + name, j - name, &ambiguous);
-    if (!ci || ci->arg == ARG_NONE || ci->arg == ARG_TEXT)
+    if (!ci || ci->arg == ARG_NONE || ci->arg == ARG_TEXT || ci->arg == ARG_EXCHANGE ||
+        ci->arg == ARG_VERSION)
         return COMPLETE_NOTHING;
     while (j < point && (line[j] == ' ' || line[j] == '\t'))
         j++;

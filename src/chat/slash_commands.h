@@ -1,7 +1,7 @@
 /* slash_commands.h: the slash commands of the chat: the table, parsing,
  * validation, completion candidates.  Application logic, not drawing: the
- * controller (chat_commands.c) runs them, the UI's completion reads the
- * table.  Pure: no I/O.  One thread. */
+ * controller holds the table (chat_commands.c) and runs a parsed command,
+ * the UI's completion reads the table.  Pure: no I/O.  One thread. */
 #ifndef ELMCHAT_SRC_SLASH_COMMANDS_H
 #define ELMCHAT_SRC_SLASH_COMMANDS_H
 
@@ -51,6 +51,8 @@ enum cmd_arg_kind {
     ARG_PARAM,
     ARG_FILE,
     ARG_ROLE,
+    ARG_EXCHANGE, /* N: an exchange number (cmd.n), none: the last */
+    ARG_VERSION,  /* N [reply] [K] (cmd.n, cmd.reply, cmd.k) */
 };
 
 enum cmd_param {
@@ -67,6 +69,20 @@ enum cmd_param {
     PARAM_DRAFT,    /* the draft model: a name or off (the value in cmd.arg) */
 };
 
+struct chat;
+struct cmd;
+
+/* What the dispatcher (chat_run_command) applies before a row's handler. */
+enum cmd_flags {
+    CMD_REFUSED_BUSY = 1 << 0,  /* refused while a reply streams */
+    CMD_ENDS_EDIT = 1 << 1,     /* leaves an /edit in progress (another conversation) */
+    CMD_NEEDS_MODEL = 1 << 2,   /* refused until a model is ready */
+};
+
+/* One slash command, one row: what the parser, the completion and /help
+ * read (name, argument, usage, help), what the dispatcher applies
+ * (flags) and the handler, which calls the controller's typed entry point
+ * (chat_controller.h).  The rows are the controller's (chat_commands.c). */
 struct cmd_info {
     const char *name;  /* without the slash */
     enum cmd_id id;
@@ -74,6 +90,8 @@ struct cmd_info {
     int arg_required;  /* 1: required, 0: optional, -1: none allowed */
     const char *usage; /* "/switch NAME" */
     const char *help;
+    unsigned flags;    /* enum cmd_flags */
+    void (*run)(struct chat *c, const struct cmd *cmd);
 };
 extern const struct cmd_info cmd_table[];
 extern const size_t cmd_table_len;
@@ -84,6 +102,10 @@ struct cmd {
     enum cmd_param param;     /* CMD_SET */
     double value;             /* CMD_SET: the value (floats) */
     long long ivalue;         /* CMD_SET: the value (integers: top-k, seed, max-tokens) */
+    int n;                    /* ARG_EXCHANGE, ARG_VERSION: exchange N (0: the last) */
+    bool reply;               /* ARG_VERSION: of N's reply */
+    int k;                    /* ARG_VERSION: version K (0: list them) */
+    bool force;               /* /save NAME --force (arg: NAME alone) */
 };
 void cmd_fini(struct cmd *c);
 

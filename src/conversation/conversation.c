@@ -1076,14 +1076,24 @@ void conversation_reply_push(struct conversation *cv, const int32_t *ids, size_t
     idvec_append(&cv->tokens, ids, n);
 }
 
-enum template_end conversation_end_from_done(enum elm_done_reason reason)
+struct conv_reply_end conversation_end_from_done(enum elm_done_reason reason)
 {
     switch (reason) {
-    case ELM_DONE_EOS: return TEMPLATE_END_EOS;
+    case ELM_DONE_EOS:
+        return (struct conv_reply_end){TEMPLATE_END_EOS, false, false};
     case ELM_DONE_STOP:
-    case ELM_DONE_STOP_STRING: return TEMPLATE_END_STOP;
-    default: return TEMPLATE_END_CUT;
+        return (struct conv_reply_end){TEMPLATE_END_STOP, false, false};
+    case ELM_DONE_STOP_STRING:
+        return (struct conv_reply_end){TEMPLATE_END_STOP, false, true};
+    case ELM_DONE_LENGTH:
+    case ELM_DONE_CANCELLED:
+    case ELM_DONE_ERROR:
+    case ELM_DONE_CONTEXT_FULL:
+        return (struct conv_reply_end){TEMPLATE_END_CUT, true, false};
+    case ELM_DONE_OK:
+        break;
     }
+    return (struct conv_reply_end){TEMPLATE_END_CUT, false, false};
 }
 
 int conversation_reply_end(struct conversation *cv, enum template_end how, const char *content,

@@ -251,8 +251,16 @@ void conversation_reply_push(struct conversation *cv, const int32_t *ids, size_t
  * error, context full). */
 int conversation_reply_end(struct conversation *cv, enum template_end how, const char *content,
                            bool interrupted, char *err, size_t err_size);
-/* From a worker DONE's done reason. */
-enum template_end conversation_end_from_done(enum elm_done_reason reason);
+/* How a reply ended, from a worker DONE's reason, in one place: the
+ * template's closing (how), whether the reply is marked interrupted, and
+ * whether a stop string ended it (its ids stay in the sequence, its text
+ * never came). */
+struct conv_reply_end {
+    enum template_end how;
+    bool interrupted;
+    bool stop_string;
+};
+struct conv_reply_end conversation_end_from_done(enum elm_done_reason reason);
 
 /* The worker told us (DONE / ERROR n_past) how many tokens its cache holds
  * for this conversation: its first n_past tokens are ours. */

@@ -568,17 +568,17 @@ static void emit_sampling(yaml_emitter_t *e, const struct sampling *s)
         return;
     emit_str(e, "sampling");
     emit_map_start(e, false);
-    if (s->set & SAMPLING_TEMPERATURE)
+    if (s->set & ELM_SAMPLING_TEMPERATURE)
         emit_float(e, "temperature", s->p.temperature);
-    if (s->set & SAMPLING_TOP_K)
+    if (s->set & ELM_SAMPLING_TOP_K)
         emit_long(e, "top_k", s->p.top_k);
-    if (s->set & SAMPLING_TOP_P)
+    if (s->set & ELM_SAMPLING_TOP_P)
         emit_float(e, "top_p", s->p.top_p);
-    if (s->set & SAMPLING_MIN_P)
+    if (s->set & ELM_SAMPLING_MIN_P)
         emit_float(e, "min_p", s->p.min_p);
-    if (s->set & SAMPLING_REPEAT_PENALTY)
+    if (s->set & ELM_SAMPLING_REPEAT_PENALTY)
         emit_float(e, "repeat_penalty", s->p.repeat_penalty);
-    if (s->set & SAMPLING_REPEAT_LAST_N)
+    if (s->set & ELM_SAMPLING_REPEAT_LAST_N)
         emit_long(e, "repeat_last_n", s->p.repeat_last_n);
     if (s->set & SAMPLING_SEED)
         emit_long(e, "seed", (long long)s->p.seed);

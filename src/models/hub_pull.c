@@ -259,6 +259,61 @@ static enum hub_status interrupted(const struct file_fetch *ff, const char *part
     return HUB_CANCELLED;
 }
 
+/* blob.incomplete opened for appending, locked against a second download
+ * of it, and what it holds hashed (ff->have, ff->hash).  false with err. */
+static bool open_partial(struct file_fetch *ff, const char *part, char *err, size_t err_size)
+{
+    const struct hub_file *f = ff->f;
+    ff->fd = open(part, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (ff->fd < 0) {
+        snprintf(err, err_size, "%s: %s", part, strerror(errno));
+        return false;
+    }
+    if (flock(ff->fd, LOCK_EX | LOCK_NB) != 0) {
+        snprintf(err, err_size, "%s: another download of this file is under way (%s)", part,
+                 strerror(errno));
+        close(ff->fd);
+        return false;
+    }
+    struct stat sb;
+    ff->have = fstat(ff->fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size : 0;
+    if (ff->have > f->size && ftruncate(ff->fd, 0) == 0)
+        ff->have = 0;
+    hash_start(&ff->hash, f->sha256[0] != '\0', f->size);
+    if (!hash_existing(ff, part)) {
+        snprintf(err, err_size, "%s: cannot read the partial download: %s", part, strerror(errno));
+        close(ff->fd);
+        return false;
+    }
+    return true;
+}
+
+/* The whole file arrived: its hash checked against the Hub's, then it
+ * becomes blob (a damaged one is removed).  err on failure. */
+static enum hub_status place_file(struct file_fetch *ff, const char *part, const char *blob,
+                                  char *err, size_t err_size)
+{
+    const struct hub_file *f = ff->f;
+    char hex[72];
+    hash_hex(&ff->hash, hex);
+    const char *want = f->sha256[0] ? f->sha256 : f->oid;
+    if (ff->have != f->size || strcmp(hex, want) != 0) {
+        snprintf(err, err_size,
+                 "%s: %s: the download's %s is %s, the Hub's is %s: it is "
+                 "damaged and was removed; run elmchat pull %s again",
+                 ff->p->o->id, f->path, f->sha256[0] ? "sha256" : "git blob id", hex, want,
+                 ff->p->o->id);
+        unlink(part);
+        ff->p->ev.all_done -= ff->have;
+        return HUB_BAD_ANSWER;
+    }
+    if (platform_fsync(ff->fd) != 0 || rename(part, blob) != 0) {
+        snprintf(err, err_size, "%s: %s", blob, strerror(errno));
+        return HUB_BAD_ANSWER;
+    }
+    return HUB_OK;
+}
+
 /* Download f to blob (through blob.incomplete).  err on failure. */
 static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, const char *blob,
                                   char *err, size_t err_size)
@@ -268,27 +323,7 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
     struct file_fetch ff = {.p = p, .f = f, .fd = -1};
     enum hub_status st = HUB_OK;
     char b1[32], b2[32];
-    ff.fd = open(part, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (ff.fd < 0) {
-        snprintf(err, err_size, "%s: %s", part, strerror(errno));
-        free(part);
-        return HUB_BAD_ANSWER;
-    }
-    if (flock(ff.fd, LOCK_EX | LOCK_NB) != 0) {
-        snprintf(err, err_size, "%s: another download of this file is under way (%s)", part,
-                 strerror(errno));
-        close(ff.fd);
-        free(part);
-        return HUB_BAD_ANSWER;
-    }
-    struct stat sb;
-    ff.have = fstat(ff.fd, &sb) == 0 && S_ISREG(sb.st_mode) ? sb.st_size : 0;
-    if (ff.have > f->size && ftruncate(ff.fd, 0) == 0)
-        ff.have = 0;
-    hash_start(&ff.hash, f->sha256[0] != '\0', f->size);
-    if (!hash_existing(&ff, part)) {
-        snprintf(err, err_size, "%s: cannot read the partial download: %s", part, strerror(errno));
-        close(ff.fd);
+    if (!open_partial(&ff, part, err, err_size)) {
         free(part);
         return HUB_BAD_ANSWER;
     }
@@ -405,23 +440,8 @@ static enum hub_status fetch_file(struct pull *p, const struct hub_file *f, cons
         }
     }
     free(url);
-    if (st == HUB_OK) {
-        char hex[72];
-        hash_hex(&ff.hash, hex);
-        const char *want = f->sha256[0] ? f->sha256 : f->oid;
-        if (ff.have != f->size || strcmp(hex, want) != 0) {
-            snprintf(err, err_size,
-                     "%s: %s: the download's %s is %s, the Hub's is %s: it is "
-                     "damaged and was removed; run elmchat pull %s again",
-                     id, f->path, f->sha256[0] ? "sha256" : "git blob id", hex, want, id);
-            unlink(part);
-            p->ev.all_done -= ff.have;
-            st = HUB_BAD_ANSWER;
-        } else if (platform_fsync(ff.fd) != 0 || rename(part, blob) != 0) {
-            snprintf(err, err_size, "%s: %s", blob, strerror(errno));
-            st = HUB_BAD_ANSWER;
-        }
-    }
+    if (st == HUB_OK)
+        st = place_file(&ff, part, blob, err, err_size);
     close(ff.fd);
     free(part);
     return st;

@@ -31,17 +31,17 @@ bool role_parse(const char *s, enum role *out)
 
 void sampling_apply(const struct sampling *s, struct elm_sampler_params *p, int *max_tokens)
 {
-    if (s->set & SAMPLING_TEMPERATURE)
+    if (s->set & ELM_SAMPLING_TEMPERATURE)
         p->temperature = s->p.temperature;
-    if (s->set & SAMPLING_TOP_K)
+    if (s->set & ELM_SAMPLING_TOP_K)
         p->top_k = s->p.top_k;
-    if (s->set & SAMPLING_TOP_P)
+    if (s->set & ELM_SAMPLING_TOP_P)
         p->top_p = s->p.top_p;
-    if (s->set & SAMPLING_MIN_P)
+    if (s->set & ELM_SAMPLING_MIN_P)
         p->min_p = s->p.min_p;
-    if (s->set & SAMPLING_REPEAT_PENALTY)
+    if (s->set & ELM_SAMPLING_REPEAT_PENALTY)
         p->repeat_penalty = s->p.repeat_penalty;
-    if (s->set & SAMPLING_REPEAT_LAST_N)
+    if (s->set & ELM_SAMPLING_REPEAT_LAST_N)
         p->repeat_last_n = s->p.repeat_last_n;
     if (s->set & SAMPLING_SEED)
         p->seed = s->p.seed;
@@ -54,8 +54,8 @@ struct sampling sampling_from_model(const struct elm_model_sampling *m)
 {
     struct sampling s = {0};
     /* the same bits (template.h) */
-    s.set = m->set & (SAMPLING_TEMPERATURE | SAMPLING_TOP_K | SAMPLING_TOP_P | SAMPLING_MIN_P |
-                      SAMPLING_REPEAT_PENALTY | SAMPLING_REPEAT_LAST_N);
+    s.set = m->set & (ELM_SAMPLING_TEMPERATURE | ELM_SAMPLING_TOP_K | ELM_SAMPLING_TOP_P | ELM_SAMPLING_MIN_P |
+                      ELM_SAMPLING_REPEAT_PENALTY | ELM_SAMPLING_REPEAT_LAST_N);
     s.p.temperature = m->temperature;
     s.p.top_k = m->top_k;
     s.p.top_p = m->top_p;

@@ -65,17 +65,12 @@ bool role_parse(const char *s, enum role *out);
 
 /* ---------------------------------------------------- sampling defaults */
 
-/* Sampling parameters a template or config may set; `set` says which.
- * The six a model can bring are the engine's own bits (elm.h). */
+/* Sampling parameters a template or config may set; `set` says which:
+ * the engine's ELM_SAMPLING_* bits (elm.h: the six a model can bring too)
+ * and two that only a template, config.yaml or a session sets. */
 enum {
-    SAMPLING_TEMPERATURE = ELM_SAMPLING_TEMPERATURE,
-    SAMPLING_TOP_K = ELM_SAMPLING_TOP_K,
-    SAMPLING_TOP_P = ELM_SAMPLING_TOP_P,
-    SAMPLING_MIN_P = ELM_SAMPLING_MIN_P,
-    SAMPLING_REPEAT_PENALTY = ELM_SAMPLING_REPEAT_PENALTY,
-    SAMPLING_REPEAT_LAST_N = ELM_SAMPLING_REPEAT_LAST_N,
-    SAMPLING_SEED = 1u << 6,
-    SAMPLING_MAX_TOKENS = 1u << 7,
+    SAMPLING_SEED = ELM_SAMPLING_REPEAT_LAST_N << 1,
+    SAMPLING_MAX_TOKENS = ELM_SAMPLING_REPEAT_LAST_N << 2,
 };
 struct sampling {
     unsigned set;
@@ -140,6 +135,10 @@ void strv_free(char **v);
  * why (may be NULL with why_size 0) gets the reason, e.g.
  * "repo id apple/OpenELM-270M-Instruct".  Static string. */
 const char *template_for_model(const char *model_path, char *why, size_t why_size);
+/* The same; a llama-server's ("server:URL") by the name it gives its
+ * model (MODEL_READY's info.name; NULL: not known yet). */
+const char *template_for_model_named(const char *model_path, const char *server_name, char *why,
+                                     size_t why_size);
 /* template_for_model without the reason. */
 const char *template_default_for_model(const char *model_path);
 

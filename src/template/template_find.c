@@ -112,9 +112,21 @@ static const char *template_of_jinja(const char *jinja)
 
 const char *template_for_model(const char *model, char *why, size_t why_size)
 {
+    return template_for_model_named(model, NULL, why, why_size);
+}
+
+const char *template_for_model_named(const char *model, const char *server_name, char *why,
+                                     size_t why_size)
+{
     if (!model || !*model) {
         WHY("default (no model)");
         return "plain";
+    }
+    if (model_is_server(model) && server_name && *server_name) {
+        /* what the server says its model is: the name, as step 3 below */
+        bool instruct = says_instruct(server_name, strlen(server_name));
+        WHY("the server's model %s%s", server_name, instruct ? "" : ", not an Instruct model");
+        return instruct ? "openelm-instruct" : "plain";
     }
     if (model_is_server(model)) {
         WHY("default for a llama-server (its model is not known here: -t openelm-instruct for an "

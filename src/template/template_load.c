@@ -181,32 +181,32 @@ bool sampling_load(struct ydoc *d, yaml_node_t *n, struct sampling *s)
             if (!ydoc_float(d, v, what, 0, 100, &f))
                 return false;
             s->p.temperature = (float)f;
-            s->set |= SAMPLING_TEMPERATURE;
+            s->set |= ELM_SAMPLING_TEMPERATURE;
         } else if (strcmp(key, "top_k") == 0) {
             if (!ydoc_int(d, v, what, 0, 1 << 30, &l))
                 return false;
             s->p.top_k = (int)l;
-            s->set |= SAMPLING_TOP_K;
+            s->set |= ELM_SAMPLING_TOP_K;
         } else if (strcmp(key, "top_p") == 0) {
             if (!ydoc_float(d, v, what, 0, 1, &f))
                 return false;
             s->p.top_p = (float)f;
-            s->set |= SAMPLING_TOP_P;
+            s->set |= ELM_SAMPLING_TOP_P;
         } else if (strcmp(key, "min_p") == 0) {
             if (!ydoc_float(d, v, what, 0, 1, &f))
                 return false;
             s->p.min_p = (float)f;
-            s->set |= SAMPLING_MIN_P;
+            s->set |= ELM_SAMPLING_MIN_P;
         } else if (strcmp(key, "repeat_penalty") == 0) {
             if (!ydoc_float(d, v, what, 0.01, 100, &f))
                 return false;
             s->p.repeat_penalty = (float)f;
-            s->set |= SAMPLING_REPEAT_PENALTY;
+            s->set |= ELM_SAMPLING_REPEAT_PENALTY;
         } else if (strcmp(key, "repeat_last_n") == 0) {
             if (!ydoc_int(d, v, what, -1, 1 << 30, &l))
                 return false;
             s->p.repeat_last_n = (int)l;
-            s->set |= SAMPLING_REPEAT_LAST_N;
+            s->set |= ELM_SAMPLING_REPEAT_LAST_N;
         } else if (strcmp(key, "seed") == 0) {
             if (!ydoc_int(d, v, what, 0, 0x7fffffffffffffffL, &l))
                 return false;

@@ -1,13 +1,13 @@
 #!/bin/sh
 # test-guide-coverage.sh: the demo models' guide facts
 # (tools/demo-model/guide_data.py) keep up with elmchat: every slash command
-# of src/chat/slash_commands.c has a canonical answer that names it, and every
+# of src/chat/chat_commands.c (cmd_table) has a canonical answer that names it, and every
 # command an answer names exists (a unique prefix, as /q, counts). The models
 # learn what these answers say, so a stale answer is a wrong reply.
 set -u
 top_srcdir=${top_srcdir:-.}
 . "$top_srcdir/tests/lib/tap.sh"
-table="$top_srcdir/src/chat/slash_commands.c"
+table="$top_srcdir/src/chat/chat_commands.c"
 guide="$top_srcdir/tools/demo-model/guide_data.py"
 
 commands=$(sed -n 's/^ *{"\([a-z]*\)", CMD_.*/\1/p' "$table")

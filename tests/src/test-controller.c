@@ -180,7 +180,7 @@ static const struct rec_msg *last_of(enum chat_role role)
 
 /* ---------------------------------------------------------------- helpers */
 
-static struct chat chat;
+static struct chat *chat;
 static char model_a[4096], model_b[4096];
 
 static bool settled(const struct chat_activity *a)
@@ -209,12 +209,12 @@ static bool run_until(bool (*until)(const struct chat_activity *))
     double end = chat_now() + 60;
     for (;;) {
         struct chat_activity a;
-        chat_get_activity(&chat, &a);
+        chat_get_activity(chat, &a);
         if (until(&a))
             return true;
         if (chat_now() > end)
             return false;
-        chat_wait_events(&chat, 50);
+        chat_wait_events(chat, 50);
     }
 }
 
@@ -227,27 +227,27 @@ static void submit(const char *fmt, ...)
     if (vasprintf(&line, fmt, ap) < 0)
         bail_out("out of memory");
     va_end(ap);
-    chat_submit(&chat, line);
+    chat_submit(chat, line);
 }
 
 static struct chat_activity activity(void)
 {
     struct chat_activity a;
-    chat_get_activity(&chat, &a);
+    chat_get_activity(chat, &a);
     return a;
 }
 
 static const char *notice(void)
 {
     struct chat_status st;
-    chat_get_status(&chat, &st, chat_now());
+    chat_get_status(chat, &st, chat_now());
     return st.notice ? st.notice : "";
 }
 
 static struct chat_status status(void)
 {
     struct chat_status st;
-    chat_get_status(&chat, &st, chat_now());
+    chat_get_status(chat, &st, chat_now());
     return st;
 }
 
@@ -265,8 +265,9 @@ static bool start(const char *session)
 {
     struct chat_options o = options(session);
     char err[2048];
-    if (!chat_init(&chat, &o, &view, err, sizeof err)) {
-        diag("chat_init: %s", err);
+    chat = chat_new(&o, &view, err, sizeof err);
+    if (!chat) {
+        diag("chat_new: %s", err);
         return false;
     }
     return true;
@@ -289,7 +290,7 @@ static int turn_seq; /* the sequence the first turn sent */
 
 static void test_load(void)
 {
-    ok(start("t1"), "chat_init");
+    ok(start("t1"), "chat_new");
     is_int(rec.n_cleared, 1, "the transcript is built once");
     ok(rec.n_msgs == 1 && rec.msgs[0].role == CHAT_INFO && strstr(rec.msgs[0].text, "/help"),
        "a new session says how to start (%s)", rec.n_msgs ? rec.msgs[0].text : "nothing");
@@ -305,7 +306,7 @@ static void test_load(void)
     is_str(st.session, "t1", "the session");
     is_str(st.template_name, "openelm-instruct", "the template (-t)");
     ok(st.n_ctx > 0, "the context length came with MODEL_READY (%d)", st.n_ctx);
-    const struct elm_model_info *mi = chat_model_info(&chat);
+    const struct elm_model_info *mi = chat_model_info(chat);
     ok(mi && mi->n_layers == 4, "the model's info (%d layers)", mi ? mi->n_layers : -1);
 }
 
@@ -388,7 +389,7 @@ static void test_turn(void)
     const struct rec_msg *r = last_of(CHAT_ASSISTANT);
     ok(r && strcmp(r->text, rec.reply.data) == 0, "the finished reply is the streamed text");
     int reused, computed;
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     is_int(reused + computed, turn_seq, "reused + computed = the sequence sent (%d + %d)",
            reused, computed);
     ok(reused > 0, "the system prefix came from the load's background prefill (%d)", reused);
@@ -411,7 +412,7 @@ static void test_reuse_and_retry(void)
     int seq = (int)activity().n_tokens;
     ok(run_until(settled), "the second reply");
     int reused, computed;
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     ok(reused >= turn_seq, "the first exchange came from the cache (%d reused of %d)", reused,
        seq);
     is_int(reused + computed, seq, "only the rest was computed (%d)", computed);
@@ -426,7 +427,7 @@ static void test_reuse_and_retry(void)
     is_int((int)count_role(CHAT_ASSISTANT), 2, "two replies shown (the new one streaming)");
     ok(run_until(settled), "the retried reply ends");
     is_str(rec.reply.data, before, "greedy: the same reply again");
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     ok(computed <= 1, "/retry computes (almost) nothing: %d reused, %d computed", reused,
        computed);
     free(before);
@@ -441,17 +442,17 @@ static void test_refuse_and_cancel(void)
     free(rec.input);
     rec.input = NULL;
     submit("too early");
-    ok(rec.input == NULL && chat_queued(&chat) && strcmp(chat_queued(&chat), "too early") == 0,
+    ok(rec.input == NULL && chat_queued(chat) && strcmp(chat_queued(chat), "too early") == 0,
        "a line sent meanwhile is queued");
     ok(strstr(notice(), "queued") != NULL, "... and the status says so (%s)", notice());
     ok(activity().generating, "the reply goes on");
     submit("and another");
     is_str(rec.input, "and another", "a second one goes back to the input");
     ok(strstr(notice(), "already queued") != NULL, "... and the status says why (%s)", notice());
-    ok(chat_unqueue(&chat) && !chat_queued(&chat), "chat_unqueue takes the queued line back");
+    ok(chat_unqueue(chat) && !chat_queued(chat), "chat_unqueue takes the queued line back");
     is_str(rec.input, "too early", "... into the input");
-    ok(!chat_unqueue(&chat), "with nothing queued, chat_unqueue does nothing");
-    chat_cancel(&chat);
+    ok(!chat_unqueue(chat), "with nothing queued, chat_unqueue does nothing");
+    chat_cancel(chat);
     ok(run_until(settled), "cancel ends it");
     size_t n = activity().reply_ids;
     ok(n >= 3 && n < 400, "cut short (%zu ids)", n);
@@ -464,11 +465,11 @@ static void test_refuse_and_cancel(void)
     submit("another long one");
     ok(activity().generating, "a reply starts");
     submit("typed ahead");
-    ok(chat_queued(&chat) != NULL, "a message typed meanwhile is queued");
+    ok(chat_queued(chat) != NULL, "a message typed meanwhile is queued");
     size_t users = count_role(CHAT_USER);
     ok(run_until(settled), "the reply ends, then the queued message's reply");
     const struct rec_msg *u = last_of(CHAT_USER);
-    ok(!chat_queued(&chat) && count_role(CHAT_USER) == users + 1 && u &&
+    ok(!chat_queued(chat) && count_role(CHAT_USER) == users + 1 && u &&
            strcmp(u->text, "typed ahead") == 0,
        "the queued message was sent once, after the reply");
     /* the later tests count this session's exchanges: take both back */
@@ -486,9 +487,9 @@ static void test_model_switch(void)
     ok(strstr(notice(), "b loaded in") != NULL, "the notice says so (%s)", notice());
     ok(run_until(settled), "the conversation is re-prefilled");
     is_str(status().model, "b", "the status names it");
-    is_str(chat_model_label(&chat), "b", "replies are labelled with it");
+    is_str(chat_model_label(chat), "b", "replies are labelled with it");
     int reused, computed;
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     is_int(computed, (int)n, "the whole conversation was prefilled into b");
     is_int(reused, 0, "nothing of a's cache is b's");
     submit("a question for b");
@@ -500,7 +501,7 @@ static void test_model_switch(void)
     submit("/model %s", model_a);
     ok(run_until(settled), "back to a");
     is_str(status().model, "a", "a again");
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     ok(reused > 0 && reused + computed == (int)n && computed < (int)n,
        "a's cache was kept: only b's turn computed (%d reused, %d computed)", reused, computed);
 }
@@ -509,14 +510,14 @@ static void test_sessions(void)
 {
     int cleared = rec.n_cleared, listed = rec.n_list_changed;
     submit("/new other");
-    is_str(chat_session_name(&chat), "other", "/new other");
+    is_str(chat_session_name(chat), "other", "/new other");
     ok(rec.n_cleared == cleared + 1 && count_role(CHAT_USER) == 0, "an empty transcript");
     ok(rec.n_list_changed > listed, "the session list changed");
     ok(run_until(settled), "settled");
     submit("hi other");
     ok(run_until(settled), "a reply in the other session");
     is_int((int)count_role(CHAT_USER), 1, "one exchange there");
-    char **names = chat_names(&chat, ARG_SESSION);
+    char **names = chat_names(chat, ARG_SESSION);
     bool both = false;
     for (size_t i = 0; names && names[i] && names[i + 1]; i++)
         both |= strcmp(names[i], "other") == 0 && strcmp(names[i + 1], "t1") == 0;
@@ -524,7 +525,7 @@ static void test_sessions(void)
     strv_free(names);
 
     submit("/switch t1");
-    is_str(chat_session_name(&chat), "t1", "/switch t1");
+    is_str(chat_session_name(chat), "t1", "/switch t1");
     ok(strstr(notice(), "session 't1'") != NULL, "the notice says so (%s)", notice());
     is_int((int)count_role(CHAT_USER), 4, "its four exchanges are shown again");
     bool numbered = true;
@@ -535,7 +536,7 @@ static void test_sessions(void)
     ok(numbered, "numbered 1..4, each with its session index");
     ok(run_until(settled), "settled");
     int reused, computed;
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     is_int(computed, 0, "its cache was still there (%d reused)", reused);
     submit("/sessions");
     is_int(rec.n_list_toggled, 1, "/sessions asks the view to show the list");
@@ -605,14 +606,14 @@ static const char *shown_users(void)
 static size_t tree_size(void)
 {
     size_t n;
-    free(chat_tree(&chat, &n));
+    free(chat_tree(chat, &n));
     return n;
 }
 
 static bool tree_has(const char *text)
 {
     size_t n;
-    struct session_tree_row *rows = chat_tree(&chat, &n);
+    struct session_tree_row *rows = chat_tree(chat, &n);
     bool found = false;
     for (size_t i = 0; i < n && !found; i++)
         found = strcmp(rows[i].m->content, text) == 0;
@@ -667,7 +668,7 @@ static void test_destructive_commands_keep(void)
     ok(strstr(notice(), "exchange 2 is back") != NULL, "the notice says so (%s)", notice());
     ok(run_until(settled), "the path is prefilled again");
     int reused, computed;
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     ok(reused > 0, "from the cache's common prefix (%d reused, %d computed)", reused, computed);
     ok(strstr(notice(), "reused") != NULL, "the note at its end says what it cost (%s)",
        notice());
@@ -764,7 +765,8 @@ static void test_save_and_restore(void)
     for (size_t i = 0; i < n; i++)
         texts[i] = x_strdup(rec.msgs[i].text);
     size_t n_tokens = activity().n_tokens;
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
 
     ok(start("t1"), "a restart on the session");
@@ -774,7 +776,7 @@ static void test_save_and_restore(void)
     ok(same, "the transcript is back as it was (%zu lines)", rec.n_msgs);
     ok(run_until(settled), "loaded, snapshot restored");
     int reused, computed;
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     is_int((int)activity().n_tokens, (int)n_tokens, "the same token sequence");
     /* not in a snapshot taken after a reply: its last id and the template's
      * closing (a reply's DONE has not fed them) */
@@ -787,7 +789,7 @@ static void test_save_and_restore(void)
     ok(has(l, "7", "session t1 (saved with it)"), "/set: top-k is the session's own (%s)", l);
     submit("after the restart");
     ok(run_until(settled), "the conversation goes on");
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     ok(reused >= (int)n_tokens - 1, "on the restored cache (%d reused)", reused);
     for (size_t i = 0; i < n; i++)
         free(texts[i]);
@@ -799,14 +801,15 @@ static void test_save_and_restore(void)
 
 static void test_quit(void)
 {
-    ok(!chat_quit_requested(&chat), "running");
+    ok(!chat_quit_requested(chat), "running");
     submit("/quit");
-    ok(chat_quit_requested(&chat), "/quit asks to leave");
-    chat_fini(&chat);
+    ok(chat_quit_requested(chat), "/quit asks to leave");
+    chat_free(chat);
+    chat = NULL;
     char *yaml = xdg_file("XDG_DATA_HOME", "sessions/t1.yaml");
     char err[1024];
     struct session *s = session_load(yaml, err, sizeof err);
-    ok(s && s->n_msgs == 10, "chat_fini saved all five exchanges (%zu messages)",
+    ok(s && s->n_msgs == 10, "chat_free saved all five exchanges (%zu messages)",
        s ? s->n_msgs : 0);
     session_free(s);
     free(yaml);
@@ -817,8 +820,9 @@ static void test_quit(void)
 static bool start_with(const struct chat_options *o)
 {
     char err[2048];
-    if (!chat_init(&chat, o, &view, err, sizeof err)) {
-        diag("chat_init: %s", err);
+    chat = chat_new(o, &view, err, sizeof err);
+    if (!chat) {
+        diag("chat_new: %s", err);
         return false;
     }
     return true;
@@ -865,7 +869,8 @@ static void test_save_refuses(void)
 {
     char *sa = xdg_file("XDG_DATA_HOME", "sessions/sa.yaml");
     ok(start("sa") && run_until(settled) && one_turn("alpha's own words"), "sa: one exchange");
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     ok(file_has(sa, "alpha's own words"), "sa is saved");
     ok(start("sb") && run_until(settled) && one_turn("beta's words"), "sb: one exchange");
@@ -880,7 +885,8 @@ static void test_save_refuses(void)
     submit("/save sa --force");
     ok(strstr(notice(), "saved 'sa'") != NULL, "/save sa --force replaces it (%s)", notice());
     ok(file_has(sa, "beta's words") && !file_has(sa, "alpha's own words"), "sa holds sb's now");
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     free(sa);
 }
@@ -900,7 +906,8 @@ static void test_unchanged_not_written(void)
     struct chat_options o = plain_options("sa", model_a);
     ok(start_with(&o) && run_until(settled), "sa opened, its model ready");
     submit("/quit");
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     ok(stat(path, &after) == 0 && same_file(&before, &after),
        "/quit of an unchanged session writes nothing (same inode, mtime and size)");
@@ -914,7 +921,8 @@ static void test_own_model(void)
     char *path = xdg_file("XDG_DATA_HOME", "sessions/mb.yaml");
     struct chat_options o = plain_options("mb", model_b);
     ok(start_with(&o) && run_until(settled) && one_turn("on model b"), "mb: a turn on b");
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     char *line = x_strdup(model_b); /* as model: names it (quoted or not) */
     ok(file_has(path, line), "the file names b");
@@ -924,9 +932,10 @@ static void test_own_model(void)
     is_str(status().model, "b", "it reopens on its own model, b, not the default");
     int reused, computed;
     ok(one_turn("still on b"), "a turn");
-    chat_last_request(&chat, &reused, &computed);
+    chat_last_request(chat, &reused, &computed);
     ok(reused > 0, "on its KV snapshot: %d reused, %d computed", reused, computed);
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     ok(file_has(path, line), "the file still names b");
 
@@ -951,7 +960,8 @@ static void test_own_model(void)
     ok(transcript_has(CHAT_ERROR, "/no/such/model") && transcript_has(CHAT_ERROR, "goes on with a"),
        "the transcript says why and which model is used");
     ok(one_turn("on the default"), "a turn on the default");
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     ok(file_has(path, "/no/such/model") && file_has(path, "on the default"),
        "the file keeps its model's name");
@@ -975,29 +985,30 @@ static void test_continue(void)
     const char *name = status().session;
     ok(name && strcmp(name, "mb") != 0 && strncmp(name, "chat-", 5) != 0,
        "-c opens a saved session, the newest (%s)", name ? name : "none");
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     struct timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
     utimensat(AT_FDCWD, sa, now, 0);
     ok(start_with(&o), "-c again");
     is_str(status().session, "sa", "the session saved last");
     ok(transcript_has(CHAT_USER, "beta's words"), "its conversation is shown");
-    chat_save_all(&chat);
-    char *note = chat_exit_note(&chat);
+    chat_save_all(chat);
+    char *note = chat_exit_note(chat);
     ok(note && strstr(note, "elmchat -s sa") && strstr(note, "elmchat -c") &&
            strstr(note, "sa.yaml"),
        "the exit note: where it is and how to resume (%s)", note ? note : "none");
     free(note);
-    chat_fini(&chat);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
 
     char *empty = x_asprintf("%s/nothing-here", tap_tmpdir());
     char *data = x_strdup(getenv("XDG_DATA_HOME"));
     setenv("XDG_DATA_HOME", empty, 1);
     char err[2048];
-    ok(!chat_init(&chat, &o, &view, err, sizeof err) && strstr(err, "no saved conversation"),
-       "-c with none saved: %s", err);
-    chat_fini(&chat);
+    chat = chat_new(&o, &view, err, sizeof err);
+    ok(!chat && strstr(err, "no saved conversation"), "-c with none saved: %s", err);
     rec_clear();
     setenv("XDG_DATA_HOME", data, 1);
     free(data);
@@ -1016,18 +1027,232 @@ static void test_second_opener(void)
     stat(path, &before);
     struct chat_options o = plain_options("sa", model_a);
     ok(start_with(&o) && run_until(settled), "sa open");
-    struct chat other;
     char err[2048] = "";
-    ok(!chat_init(&other, &o, NULL, err, sizeof err) &&
-           strstr(err, "'sa' is open in another elmchat"),
+    struct chat *other = chat_new(&o, NULL, err, sizeof err);
+    ok(!other && strstr(err, "'sa' is open in another elmchat"),
        "a second opener without a view: %s", err);
-    chat_fini(&other);
-    chat_fini(&chat);
+    chat_free(other);
+    chat_free(chat);
+    chat = NULL;
     rec_clear();
     ok(stat(path, &after) == 0 && same_file(&before, &after), "sa was not written");
     char *lock = xdg_file("XDG_DATA_HOME", "sessions/.sa.lock");
     ok(!exists(lock), "the lock file went with the last opener");
     free(lock);
+    free(path);
+}
+
+/* ------------------------------------- every row of the action table (issue 46) */
+
+/* A line of each command that its handler runs with (followed by the
+ * test's folder and file when file is set, a model's path for /model), and
+ * what says it ran: a notice or the last transcript line that holds
+ * expect. */
+struct row_case {
+    const char *name, *line, *expect, *file;
+};
+static const struct row_case row_cases[] = {
+    {"help", "/help", "/pin [N]", NULL},
+    {"new", "/new rows-new", "new session 'rows-new'", NULL},
+    {"sessions", "/sessions", NULL, NULL}, /* the view's session_list_toggled */
+    {"switch", "/switch rows", "session 'rows'", NULL},
+    {"model", "/model ", "is the current model", ""},
+    {"template", "/template openelm-instruct", "template 'openelm-instruct'", NULL},
+    {"system", "/system Be brief.", "system prompt set", NULL},
+    {"role", "/role", "roles (/role NAME)", NULL},
+    {"set", "/set", "temperature", NULL},
+    {"save", "/save", "saved 'rows'", NULL},
+    {"load", "/load rows", "session 'rows'", NULL},
+    {"rename", "/rename rows-b", "renamed 'rows' to 'rows-b'", NULL},
+    {"delete", "/delete rows-new", "rows-new", NULL},
+    {"export", "/export ", "exported to", "rows.md"},
+    {"read", "/read ", "rows.txt", "rows.txt"},
+    {"find", "/find hello", "find 'hello'", NULL},
+    {"copy", "/copy #1", "clipboard", NULL},
+    {"retry", "/retry", NULL, NULL}, /* a reply starts */
+    {"undo", "/undo", "removed the last exchange", NULL},
+    {"remove", "/remove 1", "removed exchange 1", NULL},
+    {"edit", "/edit 1", "editing message #1", NULL},
+    {"fork", "/fork 1", "exchange 1", NULL},
+    {"branch", "/branch 1", "message #1", NULL},
+    {"tree", "/tree", "you #1", NULL},
+    {"pin", "/pin 1", "exchange 1 pinned", NULL},
+    {"unpin", "/unpin 1", "exchange 1 unpinned", NULL},
+    {"clear", "/clear", "conversation cleared", NULL},
+    {"info", "/info", "template:", NULL},
+    {"quit", "/quit", NULL, NULL}, /* chat_quit_requested */
+};
+
+static const struct row_case *row_case(const char *name)
+{
+    for (size_t i = 0; i < sizeof row_cases / sizeof row_cases[0]; i++)
+        if (strcmp(row_cases[i].name, name) == 0)
+            return &row_cases[i];
+    return NULL;
+}
+
+/* The command as the slash parser makes it of the case's line. */
+static bool row_cmd(const struct row_case *rc, struct cmd *cmd)
+{
+    char *line = !rc->file                       ? x_strdup(rc->line)
+                 : strcmp(rc->name, "model") == 0 ? x_asprintf("%s%s", rc->line, model_a)
+                              : x_asprintf("%s%s/%s", rc->line, tap_tmpdir(), rc->file);
+    size_t start;
+    char err[512];
+    bool ok_ = cmd_parse(line, cmd, &start, err, sizeof err) == CMD_OK;
+    if (!ok_)
+        diag("%s: %s", line, err);
+    free(line);
+    return ok_;
+}
+
+static bool shown(const char *expect)
+{
+    if (strstr(notice(), expect))
+        return true;
+    return rec.n_msgs > 0 && strstr(rec.msgs[rec.n_msgs - 1].text, expect);
+}
+
+/* What a row leaves behind that the next one needs: one exchange on the
+ * path, no edit in progress. */
+static void row_restore(const char *name)
+{
+    if (strcmp(name, "undo") == 0 || strcmp(name, "clear") == 0 ||
+        strcmp(name, "remove") == 0) {
+        submit("/undo");
+        run_until(settled);
+        if (activity().n_tokens == 0 || count_role(CHAT_USER) == 0)
+            one_turn("the exchange again");
+    } else if (strcmp(name, "edit") == 0) {
+        submit("%s", ""); /* a blank line ends the edit */
+    }
+}
+
+/* While a reply streams, every row flagged CMD_REFUSED_BUSY is refused
+ * with the same notice, by the dispatcher (the parsed line and the typed
+ * entry point alike); the others are not refused for it. */
+static void test_rows_refused_busy(void)
+{
+    submit("/set max-tokens 400");
+    submit("a long reply, please");
+    ok(run_until(streaming) && chat_generating(chat), "rows: a reply streams");
+    size_t n_busy = 0;
+    bool all = true;
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        const struct cmd_info *row = &cmd_table[i];
+        if (!(row->flags & CMD_REFUSED_BUSY))
+            continue;
+        n_busy++;
+        const struct row_case *rc = row_case(row->name);
+        struct cmd cmd;
+        if (!rc || !row_cmd(rc, &cmd)) {
+            all = false;
+            continue;
+        }
+        bool ran = chat_run_command(chat, &cmd);
+        cmd_fini(&cmd);
+        if (ran || !strstr(notice(), "a reply is being generated")) {
+            diag("/%s was not refused while a reply streams (%s)", row->name, notice());
+            all = false;
+        }
+    }
+    ok(all && n_busy >= 12, "the %zu rows flagged refused-while-busy are refused", n_busy);
+    ok(!chat_pin(chat, 1) && strstr(notice(), "a reply is being generated"),
+       "chat_pin from a key is refused the same way");
+    ok(!chat_resend(chat, 1) && strstr(notice(), "a reply is being generated"),
+       "chat_resend (the r key) too");
+    chat_cancel(chat);
+    ok(run_until(settled), "rows: the reply stopped");
+    submit("/set max-tokens 8");
+}
+
+static void test_rows(void)
+{
+    char *txt = x_asprintf("%s/rows.txt", tap_tmpdir());
+    FILE *f = fopen(txt, "w");
+    if (f)
+        fputs("a line to attach\n", f), fclose(f);
+    free(txt);
+    struct chat_options o = plain_options("rows", model_a);
+    o.template_name = "openelm-instruct";
+    ok(start_with(&o) && run_until(settled) && one_turn("hello rows"), "rows: one exchange");
+    test_rows_refused_busy();
+    bool every = true;
+    for (size_t i = 0; i < cmd_table_len; i++) {
+        const struct cmd_info *row = &cmd_table[i];
+        const struct row_case *rc = row_case(row->name);
+        if (!rc) {
+            diag("/%s: no case here (every row of cmd_table gets one)", row->name);
+            every = false;
+            continue;
+        }
+        struct cmd cmd;
+        if (!row_cmd(rc, &cmd)) {
+            every = false;
+            continue;
+        }
+        int toggled = rec.n_list_toggled, started = rec.n_started;
+        bool ran = chat_run_command(chat, &cmd);
+        cmd_fini(&cmd);
+        run_until(settled);
+        bool seen = rc->expect ? shown(rc->expect)
+                    : strcmp(row->name, "sessions") == 0 ? rec.n_list_toggled == toggled + 1
+                    : strcmp(row->name, "retry") == 0    ? rec.n_started == started + 1
+                                                         : chat_quit_requested(chat);
+        ok(ran && seen, "/%s reaches its handler (%s)", row->name,
+           rc->expect ? rc->expect : row->name);
+        row_restore(row->name);
+    }
+    ok(every, "every row of the table has its case");
+    chat_free(chat);
+    chat = NULL;
+    rec_clear();
+}
+
+/* The typed entry points the UI's keys call: the same handlers. */
+static void test_typed_entry_points(void)
+{
+    struct chat_options o = plain_options("typed", model_a);
+    o.template_name = "openelm-instruct";
+    ok(start_with(&o) && run_until(settled) && one_turn("first") && one_turn("second"),
+       "typed: two exchanges");
+    ok(chat_pin(chat, 1) && strstr(notice(), "exchange 1 pinned"), "chat_pin(c, 1)");
+    ok(chat_unpin(chat, 1) && strstr(notice(), "exchange 1 unpinned"), "chat_unpin(c, 1)");
+    int started = rec.n_started;
+    ok(chat_resend(chat, 1) && run_until(settled) && rec.n_started == started + 1,
+       "chat_resend(c, 1): message 1 sent again, a reply to it");
+    ok(count_role(CHAT_USER) == 1, "the path is exchange 1 with its new reply");
+    ok(chat_branch(chat, 1, true, 0) && strstr(notice(), "version 2 of 2"),
+       "chat_branch(c, 1, reply, 0): its reply has two versions (%s)", notice());
+    ok(chat_branch(chat, 1, true, 1) && run_until(settled) && strstr(notice(), "version 1 of 2"),
+       "chat_branch(c, 1, reply, 1): the first one back (%s)", notice());
+    ok(chat_edit(chat, 1) && rec.input && strcmp(rec.input, "first") == 0,
+       "chat_edit(c, 1): its text in the input line");
+    submit("%s", "");
+    ok(chat_remove(chat, 9) && strstr(notice(), "there is no exchange 9"),
+       "chat_remove(c, 9): not refused; its handler says there is no such exchange (%s)",
+       notice());
+    ok(chat_switch_session(chat, "rows-b") && strcmp(chat_session_name(chat), "rows-b") == 0,
+       "chat_switch_session(c, name)");
+    chat_free(chat);
+    chat = NULL;
+    rec_clear();
+}
+
+/* /model X, then /quit without a turn: the file names X (issue 50). */
+static void test_model_switch_saved(void)
+{
+    char *path = xdg_file("XDG_DATA_HOME", "sessions/ms.yaml");
+    struct chat_options o = plain_options("ms", model_a);
+    ok(start_with(&o) && run_until(settled) && one_turn("on a"), "ms: a turn on a");
+    ok(file_has(path, model_a) && !file_has(path, model_b), "the file names a");
+    ok(chat_load_model(chat, model_b) && run_until(settled), "/model b, loaded");
+    is_str(status().model, "b", "b is the current model");
+    submit("/quit");
+    chat_free(chat);
+    chat = NULL;
+    rec_clear();
+    ok(file_has(path, model_b), "after /quit with no new turn the file names b");
     free(path);
 }
 
@@ -1080,6 +1305,9 @@ int main(int argc, char **argv)
     test_own_model();
     test_continue();
     test_second_opener();
+    test_model_switch_saved();
+    test_rows();
+    test_typed_entry_points();
     free(rec.msgs);
     free(rec.input);
     free(rec.remembered);

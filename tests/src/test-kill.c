@@ -36,19 +36,19 @@ static void chat_forever(int round)
     o.common.model = model;
     o.common.n_threads = 1;
     o.common.max_tokens = 6;
-    struct chat c;
     char err[2048];
-    if (!chat_init(&c, &o, NULL, err, sizeof err))
+    struct chat *c = chat_new(&o, NULL, err, sizeof err);
+    if (!c)
         _exit(3);
     for (int turn = 0;; turn++) {
         char *line = x_asprintf("message %d of round %d", turn, round);
-        chat_submit(&c, line);
+        chat_submit(c, line);
         for (;;) {
             struct chat_activity a;
-            chat_get_activity(&c, &a);
+            chat_get_activity(c, &a);
             if (a.model_ready && !a.generating)
                 break;
-            chat_wait_events(&c, 10);
+            chat_wait_events(c, 10);
         }
     }
 }
@@ -126,7 +126,7 @@ int main(int argc, char **argv)
     ok(files > 0 && loaded == files, "every session file loads (%d of %d)", loaded, files);
     diag("temporary files left by the kills: %d (sessions), %d (kv)", count_temps(sessions),
          count_temps(kv));
-    /* the next start clears them (chat_init does this) */
+    /* the next start clears them (chat_new does this) */
     store_remove_stale_temps(sessions, time(NULL) - 60);
     store_remove_stale_temps(kv, time(NULL) - 60);
     ok(count_temps(sessions) == 0 && count_temps(kv) == 0,

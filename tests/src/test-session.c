@@ -159,7 +159,7 @@ static struct session *sample_session(void)
     s->model = x_strdup("270M-instruct");
     s->template_name = x_strdup("openelm-instruct");
     s->system = x_strdup("You are terse.");
-    s->sampling.set = SAMPLING_TEMPERATURE | SAMPLING_SEED | SAMPLING_REPEAT_PENALTY;
+    s->sampling.set = ELM_SAMPLING_TEMPERATURE | SAMPLING_SEED | ELM_SAMPLING_REPEAT_PENALTY;
     s->sampling.p.temperature = 0.7f;
     s->sampling.p.seed = 42;
     s->sampling.p.repeat_penalty = 1.2f;
@@ -541,7 +541,7 @@ static void test_config(void)
     is_str(config_alias_tokenizer(&c, "gpu"), "/t/tok.model", "... and its tokenizer");
     ok(config_alias_tokenizer(&c, "3B") == NULL, "an alias without a tokenizer");
     ok(c.policy == CONTEXT_STOP && c.n_ctx == 1024, "context policy and size");
-    ok((c.sampling.set & SAMPLING_TEMPERATURE) && c.sampling.max_tokens == 100, "sampling");
+    ok((c.sampling.set & ELM_SAMPLING_TEMPERATURE) && c.sampling.max_tokens == 100, "sampling");
     config_fini(&c);
     free(path);
 

@@ -192,7 +192,7 @@ static void test_shipped(void)
                "openelm-instruct text is docs/OPENELM.md §5's recommended inference string");
         free(txt);
         ok(t->stop_eos && t->n_stop == 0, "openelm-instruct stops on EOS only");
-        ok((t->sampling.set & SAMPLING_REPEAT_PENALTY) && t->sampling.p.repeat_penalty == 1.2f,
+        ok((t->sampling.set & ELM_SAMPLING_REPEAT_PENALTY) && t->sampling.p.repeat_penalty == 1.2f,
            "openelm-instruct: repetition penalty 1.2 (model card)");
     }
     template_free(t);

@@ -7,7 +7,8 @@
 # mid-reply leaves the partial reply marked and a clear status line, and
 # the chat answers again once it is back; with --slot-save-path the
 # session's cache is saved on the server and restored when the session
-# reopens; a server that is down is named.  The bearer token comes from $ELMCHAT_API_KEY and is written
+# reopens; a server that is down is named; a server's model named Instruct
+# chooses the openelm-instruct template (unless -t).  The bearer token comes from $ELMCHAT_API_KEY and is written
 # nowhere.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
@@ -118,4 +119,22 @@ ui_start 100 30 -s nothing -m "server:http://127.0.0.1:1" --tokenizer "$UI_DIR/h
 ok 'ui_wait "cannot reach http://127.0.0.1:1" 20' "a server that is down: the chat says it cannot reach it"
 ui_keys '/quit' Enter
 ok 'ui_exited 10' "and quits"
+
+# A server's model that names itself Instruct: the chat's template follows
+# its name, as a local model's does (template_find.c), unless -t says.
+cp "$UI_DIR/f32.gguf" "$UI_DIR/tiny-Instruct.gguf"
+ls_start inst -m "$UI_DIR/tiny-Instruct.gguf" -np 1 -c 2048
+ok '[ -n "$LS_URL" ]' "a server whose model is tiny-Instruct.gguf"
+ui_start 100 30 -s inst -m "server:$LS_URL" --tokenizer "$UI_DIR/hf/tokenizer.model"
+ok 'ui_wait "idle" 20 && ui_wait "openelm-instruct" 5' \
+   "the chat takes openelm-instruct from the server's model name"
+ui_keys '/info' Enter
+ok "ui_wait \"chosen by the server's\" 5" "/info says why: the server's model name"
+ui_keys '/quit' Enter
+ok 'ui_exited 10' "quits"
+ui_start 100 30 -s inst2 -t plain -m "server:$LS_URL" --tokenizer "$UI_DIR/hf/tokenizer.model"
+ok 'ui_wait "idle" 20 && ui_screen | tail -n 3 | grep -q plain &&
+    ! ui_screen | grep -q openelm-instruct' "with -t plain the template stays plain"
+ui_keys '/quit' Enter
+ok 'ui_exited 10' "quits"
 ui_done
