@@ -77,7 +77,7 @@ void chat_format_command(struct chat *c, struct conv *v, const char *arg)
         chat_changed(c);
         return;
     }
-    if (model_is_server(c->model_path) || model_is_server(c->model_name)) {
+    if (model_is_server(c->model.path) || model_is_server(c->model.name)) {
         chat_notice(c, true, "/format needs elmchat's own engine, not a server");
         return;
     }
