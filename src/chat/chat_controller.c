@@ -428,7 +428,7 @@ void chat_submit(struct chat *c, char *line)
         c->quit = true;
         return;
     }
-    if (chat_pull_answer(c, line)) {
+    if (chat_pull_answer(c, line) || chat_shell_answer(c, line)) {
         free(line);
         return;
     }
@@ -895,6 +895,7 @@ static void wait_kv_saves(struct chat *c, double limit)
 void chat_fini(struct chat *c)
 {
     chat_pull_fini(c);
+    chat_shell_fini(c);
     if (c->worker) {
         chat_save_all(c);
         wait_kv_saves(c, 3.0);

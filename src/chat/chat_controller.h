@@ -93,6 +93,11 @@ struct chat_view {
     void (*tree_shown)(void *user);
     /* A submitted line worth keeping in the input history. */
     void (*line_remembered)(void *user, const char *line);
+    /* A notice (chat_notice), for a front end without a status bar: it
+     * prints it as a line (ui/inline_chat.c).  chat_get_status has it too. */
+    void (*noticed)(void *user, bool error, const char *text);
+    /* /help's paragraph on keys, when they are not the full screen's. */
+    const char *help_keys;
 };
 
 struct chat {
@@ -182,6 +187,7 @@ struct chat {
     bool http_ready;             /* libcurl started (for the pulls) */
     char warn_text[128];
     bool quit;
+    struct chat_shell *shell;    /* !COMMAND's state (chat_shell.c), NULL: none yet */
 };
 
 /* Load config, template, tokenizer and session; start the worker and the
@@ -281,5 +287,18 @@ bool chat_pull_active(const struct chat *c);
 
 /* Monotonic seconds. */
 double chat_now(void);
+
+/* !COMMAND (attach: its output goes with the next message, as /read's
+ * file does, cut to the room a turn has) and !!COMMAND (attach false: only
+ * shown).  cmd runs in /bin/sh -c, stdin /dev/null, stdout and stderr
+ * together, for at most config.yaml's shell_timeout seconds (Ctrl-C stops
+ * it), its output capped at CHAT_SHELL_MAX_BYTES.  The first command of a
+ * run asks y/n first (the next submitted line answers; shell_confirm:
+ * false in config.yaml turns the question off).  Blocks while it runs. */
+#define CHAT_SHELL_MAX_BYTES (256u * 1024)
+void chat_shell(struct chat *c, const char *cmd, bool attach);
+/* Is line a shell command (!CMD or !!CMD)?  Then chat_shell_line runs it:
+ * the front ends' one hook for the input line. */
+bool chat_shell_line(struct chat *c, const char *line);
 
 #endif
