@@ -437,7 +437,19 @@ static void on_input_replaced(void *user, const char *text)
     struct inline_chat *ic = the_chat;
     (void)user;
     free(ic->next_input);
-    ic->next_input = text && *text && ic->terminal ? x_strdup(text) : NULL;
+    ic->next_input = NULL;
+    if (!text || !*text || !ic->terminal)
+        return;
+    /* one line at the prompt (readline would move the cursor up over
+     * several): without an attached output or file, newlines as spaces */
+    char *t = x_strdup(text);
+    char *block = strstr(t, "\n\n<file name=");
+    if (block)
+        *block = '\0';
+    for (char *p = t; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    ic->next_input = t;
 }
 
 static void on_line_remembered(void *user, const char *line)

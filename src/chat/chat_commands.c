@@ -34,7 +34,7 @@ static const char *help_limit(const struct chat *c, enum cmd_id id)
 {
     switch (id) {
     case CMD_FIND:
-        return c->view.find ? "" : " [not here: the terminal's own search finds]";
+        return c->view.find ? "" : " [not here: the terminal's search]";
     case CMD_COPY:
         return c->view.copy ? "" : " [here: only with FILE]";
     case CMD_TREE:
