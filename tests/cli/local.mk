@@ -73,3 +73,9 @@ TESTS += tests/cli/test-pull.sh
 dist_check_SCRIPTS += tests/cli/test-hub-interop.sh
 TESTS += tests/cli/test-hub-interop.sh
 EXTRA_DIST += tests/cli/hub-interop.mjs
+
+# plain elmchat on a pipe (issue 48): a message a line, -f -, replies on
+# stdout and status lines on stderr, the session file, /retry, /undo,
+# /model, !COMMAND (asked, attached, exit status, cut), shell_confirm.
+dist_check_SCRIPTS += tests/cli/test-pipe-chat.sh
+TESTS += tests/cli/test-pipe-chat.sh
