@@ -57,8 +57,7 @@ static void show_help(struct chat *c)
         sbuf_add(&b, line, strlen(line));
     }
     static const char shell[] =
-        "!COMMAND           run COMMAND in the shell, its output attached to your next message\n"
-        "!!COMMAND          run it and only show the output\n";
+        "!COMMAND           a shell command, its output sent with your next message (!!: shown)\n";
     sbuf_add(&b, shell, strlen(shell));
     static const char keys[] =
         "\n"
