@@ -219,7 +219,8 @@ static void replay_end(struct inline_view *v)
                  collapsed ? collapsed : v->last_user);
         free(collapsed);
         info_line(v, NULL, line);
-        if (v->last_reply) {
+        /* on a terminal: the reply under it; never again on a pipe's stdout */
+        if (v->last_reply && shared(v)) {
             speaker(v, chat_model_label(v->chat));
             print_reply(v, v->last_reply);
         }
