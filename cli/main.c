@@ -47,6 +47,11 @@ static void print_help(FILE *f)
             "      --system TEXT        system prompt for a new conversation\n"
             "      --role NAME          a role preset's system prompt instead (/role lists them)\n"
             "      --raw                show replies as written (no markdown rendering)\n"
+            "      --inline             chat on the normal terminal, replies in the scrollback\n"
+            "                           (no full screen: for ssh, script; config ui: inline)\n"
+            "      --screen-reader      --inline with speaker and end-of-turn lines, nothing\n"
+            "                           redrawn, no colour (--color turns it on)\n"
+            "  -f, --file FILE          send FILE (-: standard input) as one message, then exit\n"
             "      --tokenizer FILE     with -m server:URL: the tokenizer the server's is\n"
             "                           checked against (default: elmchat's LLaMA-2 one)\n"
             "      --api-key KEY        with -m server:URL: its bearer token (default:\n"
@@ -60,6 +65,13 @@ static void print_help(FILE *f)
     for (size_t i = 0; i < ARRAY_LEN(commands); i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f,
+            "\nWithout a terminal on standard input elmchat reads a message a line, replies\n"
+            "on stdout, status lines on stderr:\n"
+            "  printf 'hello\\n/retry\\n' | elmchat -s demo\n"
+            "  git diff | elmchat -f - > review.md\n"
+            "  ssh host elmchat --inline\n"
+            "A line !COMMAND runs COMMAND in the shell, its output attached to the next\n"
+            "message (!!COMMAND: only shown).\n"
             "\n'elmchat COMMAND --help' describes a command.\n"
             "MODEL is a path or a name under $XDG_DATA_HOME/elmchat/models, or\n"
             "server:http://HOST:PORT (a llama-server).\n"

@@ -52,4 +52,5 @@ src_libcore_a_SOURCES = \
 	src/chat/chat_commands.c \
 	src/chat/chat_branches.c \
 	src/chat/chat_attach.c \
-	src/chat/chat_format.c
+	src/chat/chat_format.c \
+	src/chat/chat_shell.c

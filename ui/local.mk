@@ -18,4 +18,7 @@ ui_libui_a_SOURCES = \
 	ui/keys.c ui/keys.h \
 	ui/pull_progress.c ui/pull_progress.h \
 	ui/draw.c ui/draw.h \
-	ui/chat_view.c ui/chat_view.h
+	ui/chat_view.c ui/chat_view.h \
+	ui/chat_args.c ui/chat_args.h \
+	ui/inline_chat.c ui/inline_chat.h \
+	ui/inline_view.c ui/inline_view.h

@@ -28,7 +28,9 @@
 #include "src/store/paths.h"
 #include "src/base/xalloc.h"
 #include "src/chat/chat_controller.h"
+#include "ui/chat_args.h"
 #include "ui/chat_view.h"
+#include "ui/inline_chat.h"
 #include "ui/draw.h"
 #include "ui/external_editor.h"
 #include "ui/input.h"
@@ -230,6 +232,10 @@ static void on_line(char *line, void *user)
     if (line && !*line && t->view.tr.search) { /* Enter: the next match */
         free(line);
         react(t, find_step(t, 1));
+        return;
+    }
+    if (chat_shell_line(t->chat, line)) { /* !COMMAND, !!COMMAND */
+        free(line);
         return;
     }
     chat_submit(t->chat, line);
@@ -514,84 +520,6 @@ static unsigned take_keys(struct tui *t, const char *buf, size_t len, int tty)
 
 /* ---------------------------------------------------------------- options */
 
-static void usage_hint(void)
-{
-    fprintf(stderr, "Try 'elmchat --help' for more information.\n");
-}
-
-static int parse_options(int argc, char **argv, struct chat_options *o)
-{
-    static const struct option longopts[] = {
-        {"model", 1, NULL, 'm'},   {"template", 1, NULL, 't'}, {"session", 1, NULL, 's'},
-        {"continue", 0, NULL, 'c'},
-        {"system", 1, NULL, 'S'},  {"role", 1, NULL, 'R'},     {"max-tokens", 1, NULL, 'n'},
-        {"raw", 0, NULL, 'W'},     {"tokenizer", 1, NULL, 'K'}, {"api-key", 1, NULL, 'A'},
-        CLI_COMMON_LONGOPTS,
-        {NULL, 0, NULL, 0},
-    };
-    memset(o, 0, sizeof *o);
-    cli_common_init(&o->common);
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":m:t:s:n:c", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'm':
-            o->common.model = optarg;
-            break;
-        case 't':
-            o->template_name = optarg;
-            break;
-        case 's':
-            o->session_name = optarg;
-            break;
-        case 'c':
-            o->continue_last = true;
-            break;
-        case 'S':
-            o->system = optarg;
-            break;
-        case 'R':
-            o->role = optarg;
-            break;
-        case 'W':
-            o->raw = true;
-            break;
-        case 'K':
-            o->tokenizer = optarg;
-            break;
-        case 'A':
-            o->api_key = optarg;
-            break;
-        case 'n':
-            if (cli_common_option(&o->common, NULL, OPT_MAX_TOKENS, optarg) < 0)
-                return EXIT_USAGE;
-            break;
-        case ':':
-            return cli_usage_error(NULL, "option '%s' needs a value", argv[optind - 1]);
-        case '?':
-            return cli_usage_error(NULL, "unknown option '%s'", argv[optind - 1]);
-        default: {
-            int r = cli_common_option(&o->common, NULL, ch, optarg);
-            if (r < 0)
-                return EXIT_USAGE;
-            if (r == 0) {
-                usage_hint();
-                return EXIT_USAGE;
-            }
-        }
-        }
-    }
-    if (optind < argc)
-        return cli_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
-    if (o->session_name && o->continue_last)
-        return cli_usage_error(NULL, "-s NAME and -c (the most recent session) both choose the "
-                                     "conversation: give one");
-    if (o->system && o->role)
-        return cli_usage_error(NULL, "--system and --role both set the system prompt: give one");
-    return 0;
-}
-
 /* -------------------------------------------------------- signals, loop */
 
 static unsigned sig_interrupt(struct tui *t)
@@ -746,10 +674,13 @@ static int run(struct tui *t)
 
 int tui_main(int argc, char **argv)
 {
-    struct chat_options o;
-    int rc = parse_options(argc, argv, &o);
+    struct chat_args args;
+    int rc = chat_args_parse(argc, argv, &args);
     if (rc)
         return rc;
+    if (args.inline_mode)
+        return inline_chat_main(&args);
+    struct chat_options o = args.chat;
 
     /* Wide-character drawing needs a UTF-8 locale; main() set LC_CTYPE. */
     /* C.UTF-8 on Linux; macOS and the BSDs call it UTF-8. */

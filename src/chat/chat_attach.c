@@ -108,42 +108,62 @@ void chat_read_command(struct chat *c, struct conv *v, const char *arg)
         chat_notice(c, true, "%s", err);
         return;
     }
+    chat_attach_take(c, v, &a, path);
+}
+
+bool chat_attach_take(struct chat *c, struct conv *v, struct attachment *a, const char *path)
+{
     size_t room = turn_room(c, v);
-    size_t n_tokens = a.len / MAX_PIECE_BYTES > room ? room + 1 : count_tokens(c, a.text, a.len);
+    size_t n_tokens = a->len / MAX_PIECE_BYTES > room ? room + 1 : count_tokens(c, a->text, a->len);
     char size[32];
-    attachment_size_text(a.len, size, sizeof size);
+    attachment_size_text(a->len, size, sizeof size);
     if (n_tokens > room) {
-        size_t fit_tokens, fit = lines_that_fit(c, &a, room, &fit_tokens);
-        char count[64];
-        if (n_tokens == room + 1 && a.len / MAX_PIECE_BYTES > room)
-            snprintf(count, sizeof count, "at least %zu tokens", a.len / MAX_PIECE_BYTES);
+        size_t fit_tokens, fit = lines_that_fit(c, a, room, &fit_tokens);
+        char count[64], err[1024];
+        if (n_tokens == room + 1 && a->len / MAX_PIECE_BYTES > room)
+            snprintf(count, sizeof count, "at least %zu tokens", a->len / MAX_PIECE_BYTES);
         else
             snprintf(count, sizeof count, "%zu tokens", n_tokens);
-        if (fit > 0)
-            chat_notice(c, true, "%s: %s, %s; a message has room for %zu: /read %s %zu takes its "
-                                 "first %zu lines (%zu tokens)",
-                        a.name, size, count, room, path, fit, fit, fit_tokens);
-        else
-            chat_notice(c, true, "%s: %s, %s; a message has room for %zu, not even its first "
-                                 "line fits",
-                        a.name, size, count, room);
-        attachment_fini(&a);
-        return;
+        struct attachment cut;
+        if (fit > 0 && !path &&
+            attachment_from_text(a->name, a->text, a->len, fit, &cut, err, sizeof err) == 0) {
+            /* no file to name in a hint: the lines that fit, the cut said */
+            cut.n_lines_total = a->n_lines_total;
+            attachment_fini(a);
+            *a = cut;
+            n_tokens = fit_tokens;
+            attachment_size_text(a->len, size, sizeof size);
+        } else {
+            if (fit > 0)
+                chat_notice(c, true, "%s: %s, %s; a message has room for %zu: /read %s %zu takes "
+                                     "its first %zu lines (%zu tokens)",
+                            a->name, size, count, room, path, fit, fit, fit_tokens);
+            else
+                chat_notice(c, true, "%s: %s, %s; a message has room for %zu, not even its first "
+                                     "line fits",
+                            a->name, size, count, room);
+            attachment_fini(a);
+            return false;
+        }
     }
     attachment_fini(&c->attach);
-    c->attach = a;
+    c->attach = *a;
+    memset(a, 0, sizeof *a);
     c->attach_tokens = n_tokens;
+    const struct attachment *t = &c->attach;
     size_t free_now = v->cv.n_ctx > (int)v->cv.tokens.n ? (size_t)v->cv.n_ctx - v->cv.tokens.n : 0;
-    char cut[64] = "";
-    if (a.n_lines < a.n_lines_total)
-        snprintf(cut, sizeof cut, ", its first %zu of %zu lines", a.n_lines, a.n_lines_total);
+    char cut[96] = "";
+    if (t->n_lines < t->n_lines_total)
+        snprintf(cut, sizeof cut, ", its first %zu of %zu lines%s", t->n_lines,
+                 t->n_lines_total, path ? "" : ": cut to fit");
     chat_notice(c, false, "attached %s (%s%s, %zu tokens) to your next message%s · /read off "
                           "drops it",
-                a.name, size, cut, n_tokens,
+                t->name, size, cut, n_tokens,
                 n_tokens + (size_t)chat_reply_reserve(c) > free_now
                     ? ": sending it drops older turns from the context"
                     : "");
     chat_changed(c);
+    return true;
 }
 
 char *chat_attach_to(struct chat *c, const char *text)

@@ -41,6 +41,8 @@ void chat_notice(struct chat *c, bool error, const char *fmt, ...)
             *p = ' ';
     c->notice_error = error;
     c->notice_until = chat_now() + (error ? 8.0 : 5.0);
+    if (c->view.noticed)
+        c->view.noticed(c->view.user, error, c->notice);
     chat_changed(c);
 }
 

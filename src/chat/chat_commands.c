@@ -31,15 +31,37 @@ static const char *draft_stats_text(const struct elm_draft_stats *d, char *buf, 
     return buf;
 }
 
+/* What a command cannot do in a front end that lacks the view callback it
+ * needs (the inline one has no screen: ui/inline_chat.c), or "". */
+static const char *help_limit(const struct chat *c, enum cmd_id id)
+{
+    switch (id) {
+    case CMD_FIND:
+        return c->view.find ? "" : " [not here: the terminal's search]";
+    case CMD_COPY:
+        return c->view.copy ? "" : " [here: only with FILE]";
+    case CMD_TREE:
+        return c->view.tree_shown ? "" : " [here: printed; /branch N K picks]";
+    case CMD_SESSIONS:
+        return c->view.session_list_toggled ? "" : " [not here]";
+    default:
+        return "";
+    }
+}
+
 static void show_help(struct chat *c)
 {
     struct sbuf b = {0};
     sbuf_add(&b, "", 0);
     for (size_t i = 0; i < cmd_table_len; i++) {
-        char line[256];
-        snprintf(line, sizeof line, "%-18s %s\n", cmd_table[i].usage, cmd_table[i].help);
+        char line[320];
+        snprintf(line, sizeof line, "%-18s %s%s\n", cmd_table[i].usage, cmd_table[i].help,
+                 help_limit(c, cmd_table[i].id));
         sbuf_add(&b, line, strlen(line));
     }
+    static const char shell[] =
+        "!COMMAND           a shell command, its output sent with your next message (!!: shown)\n";
+    sbuf_add(&b, shell, strlen(shell));
     static const char keys[] =
         "\n"
         "Enter send · Alt-Enter or Ctrl-J new line · Tab complete · Ctrl-R search history\n"
@@ -51,7 +73,9 @@ static void show_help(struct chat *c)
         "Ctrl-X Ctrl-E edit the message in $EDITOR\n"
         "Replies render markdown (/set markdown "
         "off: as written); your messages stay plain";
-    sbuf_add(&b, keys, strlen(keys));
+    /* a front end with other keys says them */
+    const char *k = c->view.help_keys ? c->view.help_keys : keys;
+    sbuf_add(&b, k, strlen(k));
     chat_info_msg(c, false, b.data);
     sbuf_fini(&b);
 }

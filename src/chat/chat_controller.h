@@ -94,6 +94,11 @@ struct chat_view {
     /* The key that does what hint names, in the input's mode (vi's Esc is
      * readline's): for the notices that name it.  NULL: "Esc". */
     const char *(*key_name)(void *user, enum chat_hint hint);
+    /* A notice (chat_notice), for a front end without a status bar: it
+     * prints it as a line (ui/inline_chat.c).  chat_get_status has it too. */
+    void (*noticed)(void *user, bool error, const char *text);
+    /* /help's paragraph on keys, when they are not the full screen's. */
+    const char *help_keys;
 };
 
 
@@ -223,5 +228,18 @@ bool chat_pull_active(const struct chat *c);
 
 /* Monotonic seconds. */
 double chat_now(void);
+
+/* !COMMAND (attach: its output goes with the next message, as /read's
+ * file does, cut to the room a turn has) and !!COMMAND (attach false: only
+ * shown).  cmd runs in /bin/sh -c, stdin /dev/null, stdout and stderr
+ * together, for at most config.yaml's shell_timeout seconds (Ctrl-C stops
+ * it), its output capped at CHAT_SHELL_MAX_BYTES.  The first command of a
+ * run asks y/n first (the next submitted line answers; shell_confirm:
+ * false in config.yaml turns the question off).  Blocks while it runs. */
+#define CHAT_SHELL_MAX_BYTES (256u * 1024)
+void chat_shell(struct chat *c, const char *cmd, bool attach);
+/* Is line a shell command (!CMD or !!CMD)?  Then chat_shell_line runs it:
+ * the front ends' one hook for the input line. */
+bool chat_shell_line(struct chat *c, const char *line);
 
 #endif

@@ -84,7 +84,7 @@ void chat_submit(struct chat *c, char *line)
         c->quit = true;
         return;
     }
-    if (chat_pull_answer(c, line)) {
+    if (chat_pull_answer(c, line) || chat_shell_answer(c, line)) {
         free(line);
         return;
     }

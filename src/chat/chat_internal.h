@@ -12,7 +12,8 @@
  *   chat_commands.c    running the slash commands
  *   chat_branches.c    the conversation's tree: /fork, /branch, /tree, picks
  *   chat_attach.c      /read: a file attached to the next message
- *   chat_pull.c        /model of a model not downloaded: ask, pull, load */
+ *   chat_pull.c        /model of a model not downloaded: ask, pull, load
+ *   chat_shell.c       !COMMAND: run, show, attach its output */
 #ifndef ELMCHAT_SRC_CHAT_INTERNAL_H
 #define ELMCHAT_SRC_CHAT_INTERNAL_H
 
@@ -150,6 +151,7 @@ struct chat {
     bool http_ready;             /* libcurl started (for the pulls) */
     char warn_text[128];
     bool quit;
+    struct chat_shell *shell;    /* !COMMAND's state (chat_shell.c), NULL: none yet */
 };
 
 /* chat_base.c: the worker (every request goes through here), the view,
@@ -258,6 +260,12 @@ void chat_undo_restore(struct chat *c, struct conv *v);
 /* chat_attach.c: /read FILE [LINES] | off; the message to send with the
  * attached file (owned; NULL: none attached), and forgetting it once sent */
 void chat_read_command(struct chat *c, struct conv *v, const char *arg);
+/* a (taken over, emptied) becomes the next message's attachment when it
+ * fits the room a turn has.  Too large: with path (a file) refused with the
+ * /read PATH N that fits; without (a command's output) cut to the first
+ * lines that fit, and the notice says so.  false: nothing attached. */
+struct attachment;
+bool chat_attach_take(struct chat *c, struct conv *v, struct attachment *a, const char *path);
 char *chat_attach_to(struct chat *c, const char *text);
 void chat_attach_sent(struct chat *c);
 
@@ -302,6 +310,11 @@ bool chat_resend_begin(struct chat *c, int n);
 void chat_cancel_reply(struct chat *c);
 void chat_finish_reply(struct chat *c, const struct elm_event *ev);
 void chat_wait_kv_saves(struct chat *c, double limit);
+
+/* chat_shell.c: the y/n to !COMMAND's question (true: line was it), and
+ * its state freed */
+bool chat_shell_answer(struct chat *c, const char *line);
+void chat_shell_fini(struct chat *c);
 
 
 #endif

@@ -234,6 +234,7 @@ void chat_free(struct chat *c)
     if (!c)
         return;
     chat_pull_fini(c);
+    chat_shell_fini(c);
     if (c->worker) {
         chat_save_all(c);
         chat_wait_kv_saves(c, 3.0);

@@ -29,6 +29,7 @@ void config_init(struct config *c)
     memset(c, 0, sizeof *c);
     c->sampling.p = elm_sampler_default_params();
     c->policy = CONTEXT_DROP_OLDEST;
+    c->shell_timeout = 30;
 }
 
 void config_fini(struct config *c)
@@ -187,6 +188,21 @@ static bool load_context(struct ydoc *d, yaml_node_t *n, struct config *c)
     return true;
 }
 
+/* ui: inline | full: the front end plain `elmchat` starts. */
+static bool load_ui(struct ydoc *d, yaml_node_t *n, struct config *c)
+{
+    const char *s;
+    if (!ydoc_str(d, n, "ui", &s, NULL))
+        return false;
+    if (strcmp(s, "inline") == 0)
+        c->ui_inline = true;
+    else if (strcmp(s, "full") == 0)
+        c->ui_inline = false;
+    else
+        return ydoc_fail(d, n, "ui: expected inline or full");
+    return true;
+}
+
 static bool load_doc(struct ydoc *d, struct config *c)
 {
     yaml_node_t *root = ydoc_root(d);
@@ -209,10 +225,21 @@ static bool load_doc(struct ydoc *d, struct config *c)
             okay = load_context(d, v, c);
         else if (strcmp(key, "pull_quantize") == 0)
             okay = load_pull_quantize(d, v, c);
-        else
+        else if (strcmp(key, "ui") == 0)
+            okay = load_ui(d, v, c);
+        else if (strcmp(key, "shell_confirm") == 0) {
+            bool b = true;
+            okay = ydoc_bool(d, v, "shell_confirm", &b);
+            c->shell_no_confirm = !b;
+        } else if (strcmp(key, "shell_timeout") == 0) {
+            long l = 0;
+            okay = ydoc_int(d, v, "shell_timeout", 1, 3600, &l);
+            c->shell_timeout = (int)l;
+        } else
             okay = ydoc_fail(d, ydoc_node(d, p->key),
                              "unknown key '%s' (known: default_model, template, models, "
-                             "sampling, context, pull_quantize)",
+                             "sampling, context, pull_quantize, ui, shell_confirm, "
+                             "shell_timeout)",
                              key);
         if (!okay)
             return false;

@@ -17,6 +17,9 @@
  *   context:
  *     policy: drop-oldest             # or: stop
  *     size: 2048                      # tokens; 0 = the model's
+ *   ui: inline                        # or: full (the default; elmchat --inline)
+ *   shell_confirm: false              # !COMMAND runs without asking first (default: true)
+ *   shell_timeout: 30                 # seconds a !COMMAND may run (default: 30)
  *
  * Every key is optional; unknown keys and wrong types are errors with
  * "FILE:LINE:COLUMN".  UI thread only.
@@ -51,6 +54,9 @@ struct config {
     enum context_policy policy;
     int n_ctx;           /* 0: the model's */
     char *pull_quantize; /* owned or NULL: the type pull converts to (options.h's names) */
+    bool ui_inline;      /* ui: inline (the line-by-line front end, ui/inline_chat.c) */
+    bool shell_no_confirm; /* shell_confirm: false: !COMMAND asks nothing first */
+    int shell_timeout;   /* seconds a !COMMAND may run (chat_shell.c) */
     struct config_alias *aliases; /* owned array */
     size_t n_aliases;
 };

@@ -84,3 +84,9 @@ TESTS += tests/cli/test-test-hooks.sh
 dist_check_SCRIPTS += tests/cli/test-structured.sh
 TESTS += tests/cli/test-structured.sh
 EXTRA_DIST += tests/engine/json_schema_check.py tests/data/schemas
+
+# plain elmchat on a pipe (issue 48): a message a line, -f -, replies on
+# stdout and status lines on stderr, the session file, /retry, /undo,
+# /model, !COMMAND (asked, attached, exit status, cut), shell_confirm.
+dist_check_SCRIPTS += tests/cli/test-pipe-chat.sh
+TESTS += tests/cli/test-pipe-chat.sh

@@ -34,6 +34,7 @@ UI_TMUX_TESTS = tests/ui/test-ui-chat.sh tests/ui/test-ui-edit.sh tests/ui/test-
 	tests/ui/test-ui-draft.sh tests/ui/test-ui-crash.sh tests/ui/test-ui-pull.sh \
 	tests/ui/test-ui-huge-session.sh tests/ui/test-ui-undo.sh tests/ui/test-ui-lock.sh \
 	tests/ui/test-ui-sizes.sh tests/ui/test-ui-keys.sh \
+	tests/ui/test-ui-inline.sh \
 	tests/ui/test-ui-remote.sh
 dist_check_SCRIPTS += $(UI_TMUX_TESTS)
 TESTS += $(UI_TMUX_TESTS)

@@ -73,7 +73,7 @@ ok '[ "$(ui_screen | grep -c "^you")" = "$n_you" ]' "nothing was sent"
 
 # /help lists the commands.
 ui_keys '/help' Enter
-ok 'ui_wait "/retry" 3 && ui_screen | grep -q "/export FILE"' "/help lists the commands"
+ok 'ui_wait "/retry" 3 && ui_screen | grep -q "/read FILE"' "/help lists the commands"
 ok 'ui_screen | grep -q "/pin \[N\]"' "/help lists /pin"
 
 # Ctrl-D on an empty line quits; the terminal is restored.
