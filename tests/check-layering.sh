@@ -65,7 +65,9 @@ engine_term() { src_files engine | xargs -r grep -nE '#[[:space:]]*include[[:spa
 engine_print() { src_files engine | xargs -r grep -nE '\b(printf|puts|exit|abort)[[:space:]]*\(|\b(stdout|stderr)\b' | grep -v 'snprintf\|vsnprintf'; }
 src_term_io() {
     src_files src | grep -vE '^src/base/diag\.[ch]$' | xargs -r grep -nE \
-        '\b(stdin|stdout|stderr)\b|\b(printf|puts|putchar|getchar|perror|isatty|ttyname)[[:space:]]*\(|STD(IN|OUT|ERR)_FILENO|/dev/tty|\\(033|x1b|e)\['
+        '\b(stdin|stdout|stderr)\b|\b(printf|puts|putchar|getchar|perror|isatty|ttyname)[[:space:]]*\(|STD(IN|OUT|ERR)_FILENO|/dev/tty|\\(033|x1b|e)\[' |
+        # comments, and a child's own streams set up (dup2: chat_shell.c) are not the terminal
+        grep -vE '^[^:]+:[0-9]+:[[:space:]]*(\*|/\*|//)' | grep -vE 'dup2[[:space:]]*\('
 }
 nonui_curses() { src_files engine src cli tests | xargs -r grep -nE '#[[:space:]]*include[[:space:]]*<(n?cursesw?|ncursesw/[a-z]+|readline/[a-z]+)\.h>'; }
 # engine/'s sub-folders, bottom floor first; one floor may hold several
