@@ -173,7 +173,8 @@ static int32_t finish_charset(struct parser *ps, uint32_t first, bool neg)
 {
     uint32_t n = (ps->n_ranges - first) / 2;
     uint32_t *r = ps->ranges + first;
-    qsort(r, n, 2 * sizeof *r, cmp_range);
+    if (n > 1) /* "." has no ranges: qsort of a null base is undefined */
+        qsort(r, n, 2 * sizeof *r, cmp_range);
     uint32_t k = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (k > 0 && r[2 * i] <= r[2 * (k - 1) + 1] + 1) {

@@ -1061,6 +1061,7 @@ static const struct row_case row_cases[] = {
     {"system", "/system Be brief.", "system prompt set", NULL},
     {"role", "/role", "roles (/role NAME)", NULL},
     {"set", "/set", "temperature", NULL},
+    {"format", "/format off", "format off: replies are free text", NULL},
     {"save", "/save", "saved 'rows'", NULL},
     {"load", "/load rows", "session 'rows'", NULL},
     {"rename", "/rename rows-b", "renamed 'rows' to 'rows-b'", NULL},
