@@ -113,7 +113,7 @@ ok 'ui_wait "third from A" 10' "elmchat -c: the newest conversation (same)"
 # /export: a failure names the file and the reason; a killed export's
 # temporary file goes.
 ui_keys "/export $UI_DIR/no/such/dir/out.md" Enter
-ok 'ui_wait "cannot write $UI_DIR/no/such/dir/out.md: No such file" 5' "a failed /export: the file and the reason"
+ok 'ui_wait "cannot write $UI_DIR/no/such/dir/out.md: No such file" 20' "a failed /export: the file and the reason"
 dead=$(sh -c 'echo $$')
 : > "$UI_DIR/.out.md.tmp.$dead.Ab12Cd"
 ui_keys "/export $UI_DIR/out.md" Enter
