@@ -126,6 +126,20 @@ void chat_finish_reply(struct chat *c, const struct elm_event *ev)
     chat_changed(c);
 }
 
+/* A notice of something the worker finished in the background: added
+ * after the one showing rather than hiding it (it is usually about what
+ * the user did meanwhile: a /format, a failed /export). */
+static void notice_beside(struct chat *c, const char *msg)
+{
+    if (c->notice[0] && chat_now() < c->notice_until && !strstr(c->notice, msg)) {
+        char both[sizeof c->notice + 320];
+        snprintf(both, sizeof both, "%s · %s", c->notice, msg);
+        chat_notice(c, c->notice_error, "%s", both);
+    } else {
+        chat_notice(c, false, "%s", msg);
+    }
+}
+
 /* The queued message, once nothing is in its way; back into the input line
  * when the user has moved to another conversation meanwhile. */
 static void send_queued(struct chat *c)
@@ -199,9 +213,12 @@ static void on_done(struct chat *c, struct elm_event *ev)
             conversation_set_cached(&v->cv, ev->n_past);
         if (v && v->kv_loaded) {
             v->kv_loaded = false;
-            if (ev->n_reused > 0)
-                chat_notice(c, false, "resumed from the KV snapshot: %d tokens reused, %d computed",
-                            ev->n_reused, ev->n_prefilled);
+            if (ev->n_reused > 0) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "resumed from the KV snapshot: %d tokens reused, %d computed",
+                         ev->n_reused, ev->n_prefilled);
+                notice_beside(c, msg);
+            }
         }
         if (v && v->branch_note[0]) {
             if (v == c->cur)
@@ -230,15 +247,8 @@ static void cache_dropped(struct chat *c, const struct elm_event *ev)
         snprintf(msg, sizeof msg,
                  "session %s: cache dropped (memory budget); its next reply recomputes %zu tokens",
                  v->s->name, n);
-    /* Usually a side effect of what the user just did (/new, /switch):
-     * added after that notice rather than hiding it. */
-    if (c->notice[0] && chat_now() < c->notice_until && !strstr(c->notice, msg)) {
-        char both[sizeof c->notice + sizeof msg + 8];
-        snprintf(both, sizeof both, "%s · %s", c->notice, msg);
-        chat_notice(c, c->notice_error, "%s", both);
-    } else {
-        chat_notice(c, false, "%s", msg);
-    }
+    /* Usually a side effect of what the user just did (/new, /switch). */
+    notice_beside(c, msg);
 }
 
 /* A request other than GENERATE failed (a reply's failure ends the reply:
