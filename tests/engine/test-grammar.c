@@ -172,7 +172,7 @@ static void matching(void)
 /* A small vocabulary: control ids, byte pieces for a few bytes, pieces. */
 static const char *const PIECES[] = {
     "<unk>", "<s>", "</s>", "<0x7B>", "<0x7D>", "<0x20>", "<0xC3>", "<0xA9>",
-    "\xe2\x96\x81{", "{", "}", "\"", "a", "b", "ab", "\xe2\x96\x81" "a", "\":", "1", "12", "\xc3\xa9",
+    "\xe2\x96\x81{", "{", "}", "\"", "a", "b", "ab", "\xe2\x96\x81\141" /* \141: a */, "\":", "1", "12", "\xc3\xa9",
     "\xe2\x96\x81", ",", "x",
 };
 #define NV ((int)(sizeof PIECES / sizeof *PIECES))
