@@ -38,11 +38,12 @@ struct parser {
     elm_status status;
 };
 
-static bool grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+/* *p holds at least need items of size bytes (doubling from first). */
+bool grammar_grow(void **p, uint32_t *cap, uint32_t need, size_t size, uint32_t first)
 {
     if (need <= *cap)
         return true;
-    uint32_t c = *cap ? *cap : 16;
+    uint32_t c = *cap ? *cap : first;
     while (c < need)
         c *= 2;
     void *q = realloc(*p, (size_t)c * size);
@@ -51,6 +52,11 @@ static bool grow(void **p, uint32_t *cap, uint32_t need, size_t size)
     *p = q;
     *cap = c;
     return true;
+}
+
+static bool grow(void **p, uint32_t *cap, uint32_t need, size_t size)
+{
+    return grammar_grow(p, cap, need, size, 16);
 }
 
 static void where(const struct parser *ps, size_t at, int *line, int *col)

@@ -75,4 +75,8 @@ bool gmatcher_can_continue(const gmatcher *m, uint32_t state);
 /* Non-NULL after a limit was hit (the states exploded, memory ran out). */
 const char *gmatcher_error(const gmatcher *m);
 
+/* A growable array (gbnf.c): *p holds at least need items of size bytes,
+ * doubling from first; false when out of memory. */
+bool grammar_grow(void **p, uint32_t *cap, uint32_t need, size_t size, uint32_t first);
+
 #endif

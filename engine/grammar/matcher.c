@@ -65,17 +65,7 @@ struct gmatcher {
 
 static bool grow(void **p, uint32_t *cap, uint32_t need, size_t size)
 {
-    if (need <= *cap)
-        return true;
-    uint32_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, (size_t)c * size);
-    if (!q)
-        return false;
-    *p = q;
-    *cap = c;
-    return true;
+    return grammar_grow(p, cap, need, size, 64);
 }
 
 static uint64_t mix64(uint64_t x)
