@@ -411,6 +411,16 @@ static bool object_rule(struct conv *c, json_object *s, const char *ptr, char *n
     return good;
 }
 
+/* A new rule NAME ::= alt[0] | alt[1] | ... (anyOf, oneOf, a list of types). */
+static void alternation_rule(struct conv *c, char *name, size_t n, char (*alt)[64], size_t len)
+{
+    new_rule(c, name, n);
+    put(&c->out, "%s ::=", name);
+    for (size_t i = 0; i < len; i++)
+        put(&c->out, "%s %s", i ? " |" : "", alt[i]);
+    put(&c->out, "\n");
+}
+
 static bool alternatives(struct conv *c, json_object *list, const char *ptr, const char *key,
                          char *name, size_t n)
 {
@@ -427,13 +437,8 @@ static bool alternatives(struct conv *c, json_object *list, const char *ptr, con
         snprintf(q, sizeof q, "%s/%zu", p, i);
         good = visit(c, json_object_array_get_idx(list, i), q, alt[i], sizeof alt[i]);
     }
-    if (good) {
-        new_rule(c, name, n);
-        put(&c->out, "%s ::=", name);
-        for (size_t i = 0; i < len; i++)
-            put(&c->out, "%s %s", i ? " |" : "", alt[i]);
-        put(&c->out, "\n");
-    }
+    if (good)
+        alternation_rule(c, name, n, alt, len);
     free(alt);
     return good;
 }
@@ -598,13 +603,8 @@ static bool visit_schema(struct conv *c, json_object *s, const char *ptr, char *
                        : fail(c, p, "'type' must name types");
         }
         c->in_type_list--;
-        if (good) {
-            new_rule(c, name, n);
-            put(&c->out, "%s ::=", name);
-            for (size_t i = 0; i < len; i++)
-                put(&c->out, "%s %s", i ? " |" : "", alt[i]);
-            put(&c->out, "\n");
-        }
+        if (good)
+            alternation_rule(c, name, n, alt, len);
         free(alt);
         return good;
     }
