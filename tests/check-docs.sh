@@ -12,20 +12,8 @@
 # A name with a wildcard or a placeholder (*, NAME, ID, <...>) is not a path.
 top=${top_srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 1
-n=0
-fail=0
-check() {  # description, then a command whose output lists violations
-    desc=$1; shift
-    n=$((n + 1))
-    out=$("$@" 2>/dev/null)
-    if [ -z "$out" ]; then
-        echo "ok $n - $desc"
-    else
-        echo "not ok $n - $desc"
-        echo "$out" | sed 's/^/#   /'
-        fail=1
-    fi
-}
+top_srcdir=$(pwd)
+. "$top_srcdir/tests/lib/tap.sh"
 tops='engine|src|ui|cli|tests|docs|man|tools|models|prompts|\.ci|m4'
 engine_subs='base|formats|tokenizer|kernels|model|inference|remote|worker|bench'
 # The paths a document names, one "LINE PATH" a line.
@@ -91,4 +79,4 @@ check "every path docs/DESIGN.md names exists" missing docs/DESIGN.md
 check "every path HACKING.md names exists" missing HACKING.md
 check "every .c and .h of engine/ src/ ui/ cli/ has a row in HACKING.md" unlisted
 echo "1..$n"
-exit $fail
+[ "$failed" -eq 0 ]

@@ -18,20 +18,8 @@
 #    files that share one internal header call each other unseen by it.
 top=${top_srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 1
-n=0
-fail=0
-check() {  # description, then a command whose output lists violations
-    desc=$1; shift
-    n=$((n + 1))
-    out=$("$@" 2>/dev/null)
-    if [ -z "$out" ]; then
-        echo "ok $n - $desc"
-    else
-        echo "not ok $n - $desc"
-        echo "$out" | sed 's/^/#   /'
-        fail=1
-    fi
-}
+top_srcdir=$(pwd)
+. "$top_srcdir/tests/lib/tap.sh"
 src_files() { find "$@" -name '*.[ch]' 2>/dev/null | sort; }
 includes() { # files, then an extended regex of included paths
     dirs=$1; pat=$2
@@ -153,4 +141,4 @@ check "engine/: a sub-folder includes only lower floors ($ENGINE_FLOORS)" engine
 check "no include circles" include_circles
 check "engine/: no circles of includes or calls" engine_call_circles
 echo "1..$n"
-exit $fail
+[ "$failed" -eq 0 ]

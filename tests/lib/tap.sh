@@ -4,6 +4,13 @@ n=0
 failed=0
 . "${top_srcdir:-${srcdir:-$(dirname "$0")/../..}}/tests/lib/portable.sh"
 
+check() { # check DESCRIPTION COMMAND...: passes when COMMAND lists no violations
+    desc=$1; shift
+    out=$("$@" 2>/dev/null)
+    ok "$([ -z "$out" ]; echo $?)" "$desc"
+    [ -z "$out" ] || echo "$out" | sed 's/^/#   /'
+}
+
 ok() { # ok STATUS DESCRIPTION: STATUS 0 passes
     n=$((n + 1))
     if [ "$1" -eq 0 ]; then
