@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/grammar_option.h"
 #include "engine/elm_worker.h"
 #include "src/base/diag.h"
-#include "cli/grammar_option.h"
 #include "src/base/strbuf.h"
 #include "src/base/xalloc.h"
 
