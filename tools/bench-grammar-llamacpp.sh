@@ -34,6 +34,9 @@
 # llama.cpp's t/s counts the sampling (where its grammar works) with the
 # decode: runs / (eval time + sampling time), as elmchat's bench does.
 # Numbers mean something only on a quiet machine: the load average is printed.
+# (llama.cpp built with OpenMP spins its threads at each step: on a loaded
+# 2-core machine its decode collapsed to 737 ms a token at load 11 to 15,
+# against ~50 ms for elmchat's; such a run says only that the script works.)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 ELMCHAT=${ELMCHAT:-./elmchat}
