@@ -64,7 +64,9 @@ static void print_help(void)
            "(generation_config.json, or the GGUF's general.sampling keys), then\n"
            "config.yaml, then the options; at most %d new tokens unless -n says\n"
            "otherwise.  With --json, --json-schema or --grammar, the exit status is\n"
-           "1 when the reply ended before the value was complete (e.g. at -n).\n",
+           "1 when the reply ended before the value was complete (e.g. at -n; a\n"
+           "message says so).  With -m server:URL the same grammar is sent to the\n"
+           "server (llama-server's \"grammar\").\n",
            cli_common_help, RUN_DEFAULT_MAX_TOKENS);
 }
 
@@ -210,9 +212,7 @@ static int generate(const char *model_path, const elm_model *model, const elm_to
         if (st == ELM_OK && grammar && !res.grammar.complete) {
             fputc('\n', stdout);
             fflush(stdout);
-            cli_error("the reply ended (%s) before %s was complete: the output is not valid",
-                      res.reason == ELM_STOP_LENGTH ? "at the token limit: raise -n" : "early",
-                      what);
+            grammar_option_say_cut(what, res.reason == ELM_STOP_LENGTH, max_tokens);
             rc = EXIT_RUNTIME;
             goto done;
         }
@@ -478,16 +478,11 @@ int cmd_run(int argc, char **argv)
     sampling_resolve(&layers, RUN_DEFAULT_MAX_TOKENS, &sp, &max_tokens, NULL);
     if (!c.n_ctx)
         c.n_ctx = cfg.n_ctx;
-    if (server && grammar) {
-        cli_error("%s: --json, --json-schema and --grammar need elmchat's own engine, not a "
-                  "server",
-                  model_path);
-        goto out;
-    }
     if (server) {
         const char *key = getenv("ELMCHAT_API_KEY"); /* as the chat's default */
+        struct run_grammar rg = {grammar, grammar_option_what(&gopt)};
         rc = run_on_server(model_path, tok, tpl, &ids, &sp, max_tokens, c.n_ctx,
-                           key && *key ? key : NULL);
+                           key && *key ? key : NULL, &rg);
     } else {
         rc = generate(model_path, model, tok, tpl, &c, &sp, max_tokens, &ids, grammar,
                       grammar_option_what(&gopt));

@@ -14,7 +14,17 @@
 
 const char *grammar_option_what(const struct grammar_option *o)
 {
-    return o->grammar ? "the grammar" : o->json_schema ? "the JSON schema" : "JSON";
+    return o->grammar ? "the text the grammar describes" : "the JSON value";
+}
+
+void grammar_option_say_cut(const char *what, bool at_limit, int max_tokens)
+{
+    if (at_limit)
+        cli_error("the reply was cut before %s was complete (max tokens %d: raise -n): the "
+                  "output is not valid",
+                  what, max_tokens);
+    else
+        cli_error("the reply ended before %s was complete: the output is not valid", what);
 }
 
 bool grammar_option_load(const struct grammar_option *o, const char *cmd, elm_grammar **out,

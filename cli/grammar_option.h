@@ -25,7 +25,11 @@ struct grammar_option {
  * (a usage error when two were given: *usage set). */
 bool grammar_option_load(const struct grammar_option *o, const char *cmd, elm_grammar **out,
                          bool *usage);
-/* What was asked, for messages: "JSON", "the JSON schema", "the grammar". */
+/* What was asked, for messages: "the JSON value", "the text the grammar
+ * describes". */
 const char *grammar_option_what(const struct grammar_option *o);
+/* A reply that ended before what was complete: says why on stderr (at_limit:
+ * max_tokens cut it) and that the output is not valid. */
+void grammar_option_say_cut(const char *what, bool at_limit, int max_tokens);
 
 #endif

@@ -36,6 +36,10 @@ elm_status elm_grammar_parse(const char *text, size_t len, elm_grammar **out, ch
 /* Another reference; elm_grammar_free drops one, the last frees it. */
 elm_grammar *elm_grammar_share(elm_grammar *g);
 void elm_grammar_free(elm_grammar *g);
+/* The GBNF g was parsed from (NUL-terminated; valid while g lives): what a
+ * remote engine (llama-server's "grammar") is sent, so both engines apply
+ * the same grammar. */
+const char *elm_grammar_text(const elm_grammar *g);
 
 /* How len bytes of text stand against the grammar. */
 enum elm_grammar_fit {

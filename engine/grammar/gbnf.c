@@ -735,12 +735,26 @@ elm_status elm_grammar_parse(const char *text, size_t len, elm_grammar **out, ch
     free(ps.rules);
     free(ps.ranges);
     free(ps.cs);
+    if (ps.status == ELM_OK) {
+        g->text = malloc(len + 1);
+        if (!g->text) {
+            nomem(&ps);
+        } else {
+            memcpy(g->text, text, len);
+            g->text[len] = '\0';
+        }
+    }
     if (ps.status != ELM_OK) {
         elm_grammar_free(g);
         return ps.status;
     }
     *out = g;
     return ELM_OK;
+}
+
+const char *elm_grammar_text(const elm_grammar *g)
+{
+    return g ? g->text : NULL;
 }
 
 elm_grammar *elm_grammar_share(elm_grammar *g)
@@ -759,6 +773,7 @@ void elm_grammar_free(elm_grammar *g)
     free(g->alt_pos);
     free(g->cs);
     free(g->ranges);
+    free(g->text);
     free(g);
 }
 

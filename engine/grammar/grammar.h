@@ -46,6 +46,7 @@ struct elm_grammar {
     uint32_t n_cs;
     uint32_t *ranges;
     uint32_t root;
+    char *text; /* the GBNF as parsed (a remote engine is sent it) */
 };
 
 /* Does charset c hold code point cp? */

@@ -262,6 +262,11 @@ char *lsrv_completion_body(const struct lsrv_generate *g)
     /* llama.cpp's seed is 32 bits (0xFFFFFFFF: random) */
     json_object_object_add(o, "seed", json_object_new_int64((int64_t)(s->seed % 0xFFFFFFFFu)));
     json_object_object_add(o, "n_probs", json_object_new_int(0));
+    /* our own GBNF (a schema converted here, not the server's json_schema):
+     * the same subset, the same errors and the same replies' shape on both
+     * engines */
+    if (g->grammar)
+        json_object_object_add(o, "grammar", json_object_new_string(g->grammar));
     char *body = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return body;

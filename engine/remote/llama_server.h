@@ -38,6 +38,7 @@ struct lsrv_generate {
     int id_slot;
     int n_predict; /* >= 1 */
     struct elm_sampler_params sampler;
+    const char *grammar; /* GBNF the reply must match (elm_grammar_text), NULL: none */
 };
 /* The /completion body (owned, free()), NULL on OOM. */
 char *lsrv_completion_body(const struct lsrv_generate *g);

@@ -263,8 +263,9 @@ static void remote_generate(elm_worker *w)
         return;
     }
     int room = r->n_ctx - n_prompt;
-    struct lsrv_generate g = {prompt, n_prompt, remote_slot_index(r, sl), 1, rq->sampler};
+    struct lsrv_generate g = {prompt, n_prompt, remote_slot_index(r, sl), 1, rq->sampler, NULL};
     g.n_predict = rq->max_tokens == 0 ? 1 : rq->max_tokens < room ? rq->max_tokens : room;
+    g.grammar = elm_grammar_text(rq->grammar);
     char *body = lsrv_completion_body(&g);
     struct stream s = {0};
     s.w = w;

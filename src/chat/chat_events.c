@@ -106,6 +106,9 @@ void chat_finish_reply(struct chat *c, const struct elm_event *ev)
     else if (ev->reason == ELM_DONE_CONTEXT_FULL)
         chat_notice(c, true, "the context is full (%d tokens): the next message drops old turns",
                     ev->n_ctx);
+    else if (ev->reason == ELM_DONE_LENGTH && v->s->format)
+        /* a structured reply cut: whether the value is whole matters most */
+        chat_format_cut_notice(c, v, c->reply.text.data ? c->reply.text.data : "");
     else if (v->edited_exchange > 0 && v == c->cur)
         chat_notice(c, false, "message #%d edited: reused %d tokens from the cache, computed %d",
                     v->edited_exchange, ev->n_reused, ev->n_prefilled);

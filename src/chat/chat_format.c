@@ -11,7 +11,6 @@
 #include "engine/elm_grammar.h"
 #include "src/chat/chat_controller.h"
 #include "src/chat/chat_internal.h"
-#include "src/models/model_find.h"
 #include "src/store/store.h"
 #include "src/base/xalloc.h"
 
@@ -77,10 +76,6 @@ void chat_format_command(struct chat *c, struct conv *v, const char *arg)
         chat_changed(c);
         return;
     }
-    if (model_is_server(c->model.path) || model_is_server(c->model.name)) {
-        chat_notice(c, true, "/format needs elmchat's own engine, not a server");
-        return;
-    }
     /* a file by its full path: the session may be resumed elsewhere */
     char *sp = strchr(want, ' ');
     if (sp && sp[1] != '/') {
@@ -103,6 +98,26 @@ void chat_format_command(struct chat *c, struct conv *v, const char *arg)
     v->dirty = true;
     chat_notice(c, false, "format %s: the replies follow it (/format off ends it)", want);
     chat_changed(c);
+}
+
+bool chat_format_cut_notice(struct chat *c, const struct conv *v, const char *text)
+{
+    if (!v->s->format)
+        return false;
+    char err[1200];
+    elm_grammar *g = grammar_of(v->s->format, err, sizeof err);
+    if (!g)
+        return false; /* said when the reply was asked for */
+    bool whole = elm_grammar_fit(g, text, strlen(text)) == ELM_GRAMMAR_MATCH;
+    elm_grammar_free(g);
+    if (whole)
+        return false;
+    bool gram = strncmp(v->s->format, "grammar ", 8) == 0;
+    chat_notice(c, true,
+                "the reply was cut before %s was complete (max tokens %d): it is not valid; "
+                "/set max-tokens N gives it more room",
+                gram ? "the text the grammar describes" : "the JSON value", chat_reply_reserve(c));
+    return true;
 }
 
 const char *chat_format_label(const struct conv *v)

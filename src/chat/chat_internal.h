@@ -274,6 +274,9 @@ void chat_attach_sent(struct chat *c);
  * or a notice says why); the status bar's words (NULL: off) */
 void chat_format_command(struct chat *c, struct conv *v, const char *arg);
 elm_grammar *chat_format_grammar(struct chat *c, const struct conv *v);
+/* After a reply max-tokens cut: when text is not a whole match of v's
+ * format, the notice saying the value is incomplete (true: given). */
+bool chat_format_cut_notice(struct chat *c, const struct conv *v, const char *text);
 const char *chat_format_label(const struct conv *v);
 
 /* chat_model.c */

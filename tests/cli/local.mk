@@ -27,6 +27,11 @@ dist_check_SCRIPTS += tests/cli/test-spec-project.sh
 TESTS += tests/cli/test-spec-project.sh
 EXTRA_DIST += tools/spec-project.py
 
+# tools/bench-grammar-llamacpp.sh (issue 47's speed goal against llama.cpp):
+# its plumbing with a stand-in llama-cli.
+dist_check_SCRIPTS += tests/cli/test-bench-grammar-llamacpp.sh
+TESTS += tests/cli/test-bench-grammar-llamacpp.sh
+
 # The models elmchat ships answer the golden prompts (tests/data/guide/,
 # tools/demo-model/goldens.py); the default model is the small one.
 dist_check_SCRIPTS += tests/cli/test-guide-models.sh

@@ -6,7 +6,8 @@
 # 503 or garbage (tests/engine/fake-llama-server.py) is named with its URL,
 # exit 1; on a real llama-server (tests/lib/llama-server.sh, when
 # $ELMCHAT_LLAMACPP_TARBALL builds) the reply streams, and greedy it is the
-# local engine's on the same f32 GGUF.
+# local engine's on the same f32 GGUF; --json-schema and --grammar send our
+# GBNF (33 schemas' replies validate, greedy the local reply, -n 3 cut: exit 1).
 . "${top_srcdir:-.}/tests/lib/cli-test.sh"
 builddir=${builddir:-.}
 cli_tmpdir runsrv
@@ -86,9 +87,63 @@ if [ -n "$LLAMA_SERVER" ] && [ -x "$LLAMA_SERVER" ] && command -v curl >/dev/nul
     ok $? "run -m server:URL answers on stdout, exit 0"
     cmp -s "$tmp/reply.server" "$tmp/reply.local"
     ok $? "greedy, the server's reply is the local engine's on the same f32 GGUF"
+
+    # Structured output on the server (issue 47): our own GBNF is sent as
+    # llama-server's "grammar"; llama.cpp's parser takes every schema's
+    # grammar and each reply (temperature 1) parses and validates.
+    srun() { "$ELMCHAT" run -m "server:$LS_URL" --tokenizer "$tok" "$@"; }
+    : >"$tmp/schemas.bad"
+    nsch=0
+    for f in "$top_srcdir"/tests/data/schemas/*.json; do
+        b=$(basename "$f" .json)
+        nsch=$((nsch + 1))
+        srun --json-schema "$f" --temp 1 --seed 5 -n 600 -p 'a value' >"$tmp/s.$b" 2>"$tmp/e.$b" ||
+            echo "$b: exit $? $(head -c 300 "$tmp/e.$b")" >>"$tmp/schemas.bad"
+    done
+    python3 - "$tmp" "$top_srcdir"/tests/data/schemas/*.json >>"$tmp/schemas.bad" 2>&1 <<'EOP'
+import json, os, sys
+try:
+    import jsonschema
+except ImportError:
+    jsonschema = None
+tmp = sys.argv[1]
+for path in sys.argv[2:]:
+    name = os.path.basename(path)[:-5]
+    try:
+        value = json.load(open(os.path.join(tmp, 's.' + name), encoding='utf-8'))
+        if jsonschema:
+            schema = json.load(open(path, encoding='utf-8'))
+            jsonschema.Draft202012Validator(
+                schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).validate(value)
+    except Exception as e:
+        print('%s: %s' % (name, str(e)[:300]))
+EOP
+    sed 's/^/#   /' "$tmp/schemas.bad"
+    [ "$nsch" -ge 30 ] && [ ! -s "$tmp/schemas.bad" ]
+    ok $? "run --json-schema on the server: $nsch schemas' grammars taken, each reply parses and validates"
+    five="$top_srcdir/tests/data/schemas/12-five-fields-enum.json"
+    srun -t openelm-instruct --json-schema "$five" --temp 0 -n 300 -p 'a record' >"$tmp/g.server" 2>"$tmp/err"
+    rc=$?
+    sed 's/^/#   /' "$tmp/err"
+    "$ELMCHAT" run -m "$tmp/f32.gguf" -t openelm-instruct --json-schema "$five" --temp 0 -n 300 \
+        --no-lookup -p 'a record' >"$tmp/g.local" 2>&1
+    [ $rc -eq 0 ] && cmp -s "$tmp/g.server" "$tmp/g.local"
+    ok $? "greedy under a schema, the server's reply is the local engine's"
+    printf 'root ::= ("yes" | "no") " because " [a-z ]{3,40} "."\n' >"$tmp/g.gbnf"
+    srun --grammar "$tmp/g.gbnf" --temp 1 --seed 4 -p 'is it?' >"$tmp/g" 2>"$tmp/err"
+    rc=$?
+    sed 's/^/#   /' "$tmp/g" "$tmp/err"
+    [ $rc -eq 0 ] && grep -Eqx '(yes|no) because [a-z ]{3,40}\.' "$tmp/g"
+    ok $? "run --grammar FILE on the server: the reply matches the grammar"
+    srun --json-schema "$five" -n 3 -p 'a record' >"$tmp/cut" 2>"$tmp/err"
+    rc=$?
+    sed 's/^/#   /' "$tmp/err"
+    [ $rc -eq 1 ] && grep -q "cut before the JSON value was complete (max tokens 3: raise -n)" "$tmp/err"
+    ok $? "-n 3 cuts the server's value: exit 1 and a message saying so"
     ls_stop
 else
-    for t in "llama-server serves" "run -m server:URL answers" "the server's reply is the local one"; do
+    for t in "llama-server serves" "run -m server:URL answers" "the server's reply is the local one" \
+        "schemas on the server" "greedy under a schema" "--grammar on the server" "-n 3 on the server"; do
         skip "$t" "no llama-server (ELMCHAT_LLAMACPP_TARBALL unset, or it does not build)"
     done
 fi

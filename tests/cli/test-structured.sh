@@ -67,7 +67,7 @@ ok $? "run --grammar FILE: the reply matches the grammar"
 run -p "$q" --json-schema "$schema" -n 3 >"$tmp/cut" 2>"$tmp/err"
 rc=$?
 sed 's/^/#   /' "$tmp/err"
-[ $rc -eq 1 ] && grep -q "before the JSON schema was complete: the output is not valid" "$tmp/err"
+[ $rc -eq 1 ] && grep -q "cut before the JSON value was complete (max tokens 3: raise -n): the output is not valid" "$tmp/err"
 ok $? "-n 3 cuts the value: exit 1 and a message saying so"
 
 # --- refused

@@ -443,11 +443,28 @@ static void greedy_same(elm_tokenizer *tok)
     elm_grammar_free(g);
 }
 
+/* The text a grammar was parsed from, as a remote engine is sent it: the
+ * len bytes given (not past them), NUL-terminated. */
+static void source_text(void)
+{
+    static const char text[] = "root ::= \"a\" [b-c]+ # tail\nXXX";
+    size_t len = sizeof text - 1 - 3; /* without "XXX" */
+    char err[256];
+    elm_grammar *g = NULL;
+    ok(elm_grammar_parse(text, len, &g, err, sizeof err) == ELM_OK, "parsed (%s)", err);
+    const char *back = elm_grammar_text(g);
+    ok(back && strlen(back) == len && memcmp(back, text, len) == 0,
+       "elm_grammar_text: the len bytes parsed, NUL-terminated");
+    elm_grammar_free(g);
+    ok(elm_grammar_text(NULL) == NULL, "elm_grammar_text(NULL): NULL");
+}
+
 int main(void)
 {
     plan_lazy();
     errors();
     matching();
+    source_text();
     elm_tokenizer *tok = vocab();
     tokens(tok);
     exactness(tok, (struct chain){0.8f, 5, 0.9f}, "temperature 0.8, top-k 5, top-p 0.9");

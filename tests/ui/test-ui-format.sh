@@ -2,8 +2,8 @@
 # test-ui-format.sh: /format in the chat (issue 47): a bad schema is refused
 # naming its JSON pointer; /format schema FILE shows in the status bar, the
 # reply (random-weight model, temperature 1) is JSON the schema allows, the
-# setting is saved with the session and back when it is resumed; /format
-# off.
+# setting is saved with the session and back when it is resumed; a reply
+# max-tokens cuts says the value is incomplete; /format off.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
 python3 -c 'import yaml' 2>/dev/null || { echo "1..0 # SKIP no python3-yaml"; exit 0; }
@@ -31,6 +31,11 @@ assert set(v) == {"pick", "n"} and v["pick"] in ("red", "green") and isinstance(
 EOP
 rc=$?
 ok "[ $rc -eq 0 ]" "the reply is JSON the schema allows"
+# max-tokens cuts the value: the user is told it is incomplete, and why
+ui_keys '/set max-tokens 3' Enter
+ui_keys 'pick again' Enter
+ok 'ui_wait "cut before the JSON value was complete (max tokens 3)" 60' \
+   "a reply cut by max-tokens: the notice says the JSON value is incomplete, naming max tokens"
 ui_keys '/quit' Enter
 ok 'ui_exited 10' "quits"
 ui_start 200 30 -s fmt -n 120

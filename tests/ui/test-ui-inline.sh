@@ -4,7 +4,8 @@
 # addressing, erase or scroll region, ever; a reply and its status line;
 # the session file holds the turns; /undo and /model; !echo hi attached,
 # a failing command's exit status, output over the budget cut; Esc and
-# Ctrl-C stop a reply and keep what came; --screen-reader's speaker and
+# Ctrl-C stop a reply and keep what came; a /format json reply max-tokens
+# cuts is said to be incomplete; --screen-reader's speaker and
 # end-of-turn lines and no colour.  100x30 and 80x24.
 . "${srcdir:-$(dirname "$0")/../..}/tests/lib/ui-tmux.sh"
 ui_init
@@ -81,6 +82,13 @@ if [ -d "$top_srcdir/models/guide-large-instruct" ]; then
     ui_keys 'What does the word good mean?' Enter
     ok 'ui_wait "[guide-large-instruct · " 60' "the next reply's status line names it"
 fi
+# /format json with max-tokens 3: the cut value is said (as the TUI does)
+ui_keys '/format json' Enter
+ok 'ui_wait "the replies follow it" 10' "/format json"
+ui_keys '/set max-tokens 3' Enter
+ui_keys 'answer in JSON' Enter
+ok 'ui_until "ui_screen | tr -d \"\\n\" | grep -qF \"cut before the JSON value was complete (max tokens 3)\"" 60' \
+   "a JSON reply cut by max-tokens: the line says the value is incomplete, naming max tokens"
 ui_keys '/quit' Enter
 ok 'ui_exited 20 && [ "$UI_EXIT" = 0 ]' "/quit leaves"
 ok 'ui_tty_sane' "the terminal is left as it was"
