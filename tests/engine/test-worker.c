@@ -41,6 +41,9 @@
  * and a pause stays long against it.  Set first thing in main. */
 static double time_scale = 1.0;
 #define SCALED(x) ((x) * time_scale)
+/* The same for the test hooks' delays, in ms: they take at most 60 s
+ * (tests/lib/test-hooks.c; a longer one would be none). */
+#define HOOK_MS(x) ((int)(SCALED(x) < 60000 ? SCALED(x) : 60000))
 #ifdef UNDER_TSAN
 #define SLOW_THREADS 1
 #define PROMPT_DEADLINE SCALED(10.0)
@@ -715,7 +718,7 @@ static uint64_t post_paced(elm_worker *w, int slot, const int32_t *toks, int n, 
 /* LOAD_MODEL on the loader thread: the current model keeps serving, the
  * switch happens at MODEL_READY; cancel and shutdown during a load.  The
  * test hook ELM_WORKER_TEST_LOAD_DELAY_MS makes every disk load slow. */
-#define LOAD_DELAY_MS ((int)SCALED(600))
+#define LOAD_DELAY_MS HOOK_MS(600)
 static void test_background_load(void)
 {
     char err[256];
@@ -824,9 +827,9 @@ static void test_background_load(void)
 /* ------------------------------------------------- shutdown during a load */
 
 /* The load alone would take this long; shutdown must not wait for it. */
-#define LONG_LOAD_MS ((int)SCALED(10000))
+#define LONG_LOAD_MS HOOK_MS(10000)
 /* Generous: the point is "not the load's 10 s", not a tight timing. */
-#define QUIT_BOUND_S SCALED(2.0)
+#define QUIT_BOUND_S (LONG_LOAD_MS / 5000.0) /* 2 s: a fifth of the load, scaled with it */
 
 static void test_load_shutdown(void)
 {
@@ -1202,7 +1205,7 @@ static void test_pacing(void)
         free(prompt);
         return;
     }
-    const int n = 6, ms = (int)SCALED(40);
+    const int n = 6, ms = HOOK_MS(40);
     uint64_t g = post_paced(w, 0, prompt, 10, n, 0);
     d = wait_final(w, &lg, g, 30);
     int32_t *fast = NULL, *paced = NULL;
@@ -1246,7 +1249,7 @@ static void test_pacing(void)
 
     /* A long pause: cancel ends it at once. */
     log_clear(&lg);
-    g = post_paced(w, 2, prompt, 10, 5, (int)SCALED(5000));
+    g = post_paced(w, 2, prompt, 10, 5, HOOK_MS(5000));
     end = now_sec() + SCALED(30);
     while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
@@ -1256,10 +1259,10 @@ static void test_pacing(void)
     double dt = now_sec() - c0;
     ok(d && d->reason == ELM_DONE_CANCELLED && d->n_generated == 1,
        "cancel during the pause -> DONE{CANCELLED} after 1 token");
-    ok(dt < PROMPT_DEADLINE, "... at once (%.1f ms, not the pause's %.0f s)", dt * 1e3, SCALED(5.0));
+    ok(dt < PROMPT_DEADLINE, "... at once (%.1f ms, not the pause's %d ms)", dt * 1e3, HOOK_MS(5000));
 
     /* Shutdown in the pause. */
-    g = post_paced(w, 2, prompt, 10, 5, (int)SCALED(5000));
+    g = post_paced(w, 2, prompt, 10, 5, HOOK_MS(5000));
     end = now_sec() + SCALED(30);
     while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
