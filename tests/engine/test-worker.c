@@ -35,12 +35,21 @@
 #define UNDER_TSAN 1
 #endif
 #endif
+/* Every deadline, pause and slow load below is SCALED: times
+ * tap_time_scale(), how much slower than usual this machine runs (qemu-user
+ * in .ci/stage-aarch64), so that a deadline stays a guard against a hang
+ * and a pause stays long against it.  Set first thing in main. */
+static double time_scale = 1.0;
+#define SCALED(x) ((x) * time_scale)
+/* The same for the test hooks' delays, in ms: they take at most 60 s
+ * (tests/lib/test-hooks.c; a longer one would be none). */
+#define HOOK_MS(x) ((int)(SCALED(x) < 60000 ? SCALED(x) : 60000))
 #ifdef UNDER_TSAN
 #define SLOW_THREADS 1
-#define PROMPT_DEADLINE 10.0
+#define PROMPT_DEADLINE SCALED(10.0)
 #else
 #define SLOW_THREADS 2
-#define PROMPT_DEADLINE 1.0
+#define PROMPT_DEADLINE SCALED(1.0)
 #endif
 
 static char model_a[4096];    /* small and fast */
@@ -125,7 +134,7 @@ static struct elm_event *find_final(struct evlog *lg, uint64_t id)
 /* Read events until the final one of request id; NULL after timeout_s. */
 static struct elm_event *wait_final(elm_worker *w, struct evlog *lg, uint64_t id, double timeout_s)
 {
-    double end = now_sec() + timeout_s;
+    double end = now_sec() + SCALED(timeout_s);
     for (;;) {
         struct elm_event *ev = find_final(lg, id);
         if (ev)
@@ -430,13 +439,16 @@ static void test_slow_reader(void)
     uint64_t l = post_load(w, model_a, 0);
     struct elm_event *ready = wait_final(w, &lg, l, 60);
     int n_ctx = ready ? ready->n_ctx : 64;
-    int max = n_ctx - 20 < 1500 ? n_ctx - 20 : 1500;
+    /* enough tokens to outpace the reader for a while: on a slower machine
+     * as many fewer as it is slower (the time, not the count, matters) */
+    int enough = (int)(1500 / time_scale);
+    int max = n_ctx - 20 < enough ? n_ctx - 20 : enough;
     int32_t *prompt = make_prompt(8, n_vocab_a, 3);
     log_clear(&lg);
     uint64_t g = post_gen(w, 0, prompt, 8, max, 0, -1);
     /* Read only every 300 ms: the generation outpaces us. */
     struct elm_event *d = NULL;
-    double end = now_sec() + 120;
+    double end = now_sec() + SCALED(120);
     while (!(d = find_final(&lg, g)) && now_sec() < end) {
         sleep_ms(300);
         pump(w, &lg, 0);
@@ -488,7 +500,7 @@ static void test_cancel(void)
     double t_post = now_sec();
     uint64_t g = post_gen(w, 0, prompt, n, 10, 0, -1);
     /* Wait for the first progress beyond the first chunk, then cancel. */
-    double end = now_sec() + 60;
+    double end = now_sec() + SCALED(60);
     float progress = 0;
     while (progress <= 0.07f && now_sec() < end && !find_final(&lg, g)) {
         pump(w, &lg, 50);
@@ -510,7 +522,7 @@ static void test_cancel(void)
     double chunk_s = (t0 - t_post) / (progress * n / 128.0);
     double deadline = chunk_s > PROMPT_DEADLINE ? chunk_s : PROMPT_DEADLINE;
     diag("one prefill chunk took ~%.1f ms here", chunk_s * 1e3);
-    ok(dt < deadline && dt < 10.0, "cancel lands promptly (%.1f ms)", dt * 1e3);
+    ok(dt < deadline && dt < SCALED(10.0), "cancel lands promptly (%.1f ms)", dt * 1e3);
     int n_past = d ? d->n_past : -1;
     ok(n_past >= 0 && n_past < n, "n_past %d < prompt %d", n_past, n);
     is_int(d ? d->n_generated : -1, 0, "nothing generated");
@@ -560,7 +572,7 @@ static void test_shutdown_busy(void)
     uint64_t g = post_gen(w, 0, prompt, n, 100, 0, -1);
     for (int i = 0; i < 5; i++)
         post_gen(w, i + 1, prompt, n, 100, 0, -1);
-    double end = now_sec() + 60;
+    double end = now_sec() + SCALED(60);
     while (count_type(&lg, g, ELM_EV_PREFILL_PROGRESS) == 0 && now_sec() < end)
         pump(w, &lg, 50);
     ok(count_type(&lg, g, ELM_EV_PREFILL_PROGRESS) > 0, "busy in prefill");
@@ -706,7 +718,7 @@ static uint64_t post_paced(elm_worker *w, int slot, const int32_t *toks, int n, 
 /* LOAD_MODEL on the loader thread: the current model keeps serving, the
  * switch happens at MODEL_READY; cancel and shutdown during a load.  The
  * test hook ELM_WORKER_TEST_LOAD_DELAY_MS makes every disk load slow. */
-#define LOAD_DELAY_MS 600
+#define LOAD_DELAY_MS HOOK_MS(600)
 static void test_background_load(void)
 {
     char err[256];
@@ -764,7 +776,7 @@ static void test_background_load(void)
     log_clear(&lg);
     uint64_t l128 = post_load(w, model_a, 128); /* another n_ctx: a real load */
     uint64_t g3 = post_paced(w, 0, prompt, 10, 1000, 5);
-    double end = now_sec() + 30;
+    double end = now_sec() + SCALED(30);
     while (count_type(&lg, g3, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
     elm_worker_cancel(w, ELM_CANCEL_ALL);
@@ -815,9 +827,9 @@ static void test_background_load(void)
 /* ------------------------------------------------- shutdown during a load */
 
 /* The load alone would take this long; shutdown must not wait for it. */
-#define LONG_LOAD_MS 10000
+#define LONG_LOAD_MS HOOK_MS(10000)
 /* Generous: the point is "not the load's 10 s", not a tight timing. */
-#define QUIT_BOUND_S 2.0
+#define QUIT_BOUND_S (LONG_LOAD_MS / 5000.0) /* 2 s: a fifth of the load, scaled with it */
 
 static void test_load_shutdown(void)
 {
@@ -1193,7 +1205,7 @@ static void test_pacing(void)
         free(prompt);
         return;
     }
-    const int n = 6, ms = 40;
+    const int n = 6, ms = HOOK_MS(40);
     uint64_t g = post_paced(w, 0, prompt, 10, n, 0);
     d = wait_final(w, &lg, g, 30);
     int32_t *fast = NULL, *paced = NULL;
@@ -1207,7 +1219,7 @@ static void test_pacing(void)
     int n_arr = 0;
     double t0 = now_sec();
     g = post_paced(w, 1, prompt, 10, n, ms);
-    double end = t0 + 30;
+    double end = t0 + SCALED(30);
     while (!find_final(&lg, g) && now_sec() < end) {
         int before = lg.n;
         pump(w, &lg, 100);
@@ -1237,8 +1249,8 @@ static void test_pacing(void)
 
     /* A long pause: cancel ends it at once. */
     log_clear(&lg);
-    g = post_paced(w, 2, prompt, 10, 5, 5000);
-    end = now_sec() + 30;
+    g = post_paced(w, 2, prompt, 10, 5, HOOK_MS(5000));
+    end = now_sec() + SCALED(30);
     while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
     double c0 = now_sec();
@@ -1247,11 +1259,11 @@ static void test_pacing(void)
     double dt = now_sec() - c0;
     ok(d && d->reason == ELM_DONE_CANCELLED && d->n_generated == 1,
        "cancel during the pause -> DONE{CANCELLED} after 1 token");
-    ok(dt < PROMPT_DEADLINE, "... at once (%.1f ms, not 5 s)", dt * 1e3);
+    ok(dt < PROMPT_DEADLINE, "... at once (%.1f ms, not the pause's %d ms)", dt * 1e3, HOOK_MS(5000));
 
     /* Shutdown in the pause. */
-    g = post_paced(w, 2, prompt, 10, 5, 5000);
-    end = now_sec() + 30;
+    g = post_paced(w, 2, prompt, 10, 5, HOOK_MS(5000));
+    end = now_sec() + SCALED(30);
     while (count_type(&lg, g, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
     c0 = now_sec();
@@ -1326,7 +1338,7 @@ static void test_cancel_by_id(void)
     log_clear(&lg);
     g1 = post_paced(w, 0, prompt, 10, 1000, 20);
     g2 = post_gen(w, 1, prompt, 10, 2, ELM_GEN_SYNC, 0);
-    double end = now_sec() + 30;
+    double end = now_sec() + SCALED(30);
     while (count_type(&lg, g1, ELM_EV_TOKEN) == 0 && now_sec() < end)
         pump(w, &lg, 50);
     elm_worker_cancel(w, g1);
@@ -1347,6 +1359,7 @@ static void test_cancel_by_id(void)
 
 int main(void)
 {
+    time_scale = tap_time_scale();
     if (!setup_models())
         skip_all("tests/lib/gen-checkpoint is not built");
     plan_lazy();

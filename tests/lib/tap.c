@@ -191,6 +191,16 @@ double tap_uniform(uint64_t *s)
     return (double)(uint32_t)(*s >> 16) / 2147483648.0 - 1.0;
 }
 
+double tap_time_scale(void)
+{
+    const char *v = getenv("ELMCHAT_TEST_TIME_SCALE");
+    if (!v || !*v)
+        return 1.0;
+    char *end = NULL;
+    double s = strtod(v, &end);
+    return *end == '\0' && s >= 1.0 && s <= 1000.0 ? s : 1.0;
+}
+
 const char *tap_write_tmp(const char *name, const void *data, size_t len)
 {
     static char path[8192];

@@ -41,6 +41,12 @@ void *tap_alloc64(size_t bytes);
 double tap_uniform(uint64_t *s);
 /* Write data to tap_tmpdir()/name; its path (static: valid until the next call). */
 const char *tap_write_tmp(const char *name, const void *data, size_t len);
+/* How many times slower than usual this machine runs the tests:
+ * $ELMCHAT_TEST_TIME_SCALE (a number >= 1; 1 when unset or bad).  A
+ * wall-clock deadline is a guard against a hang, so the tests multiply theirs
+ * by it; .ci/stage-aarch64 sets it under qemu-user, where compute is 10-30
+ * times slower. */
+double tap_time_scale(void);
 /* Generate a checkpoint with $top_builddir/tests/lib/gen-checkpoint ARGS into
  * tap_tmpdir()/NAME, whose path goes to dir.  false when the generator is
  * not built; bails out when it fails. */
