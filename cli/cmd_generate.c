@@ -126,12 +126,6 @@ int cmd_generate(int argc, char **argv)
             x_fatal("out of memory");
         if (res.reason == ELM_STOP_CONTEXT_FULL)
             st = ELM_E_CONTEXT_FULL;
-        if (getenv("ELMCHAT_LOOKUP_STATS"))
-            fprintf(stderr, "lookup: %d passes, %d drafted, %d accepted%s; draft: %d passes, "
-                            "%d drafted, %d accepted%s\n",
-                    res.lookup.passes, res.lookup.drafted, res.lookup.accepted,
-                    res.lookup.turned_off ? ", off" : "", res.draft.passes, res.draft.drafted,
-                    res.draft.accepted, res.draft.turned_off ? ", off" : "");
     }
     putchar('\n');
     if (fflush(stdout) != 0 || ferror(stdout)) {

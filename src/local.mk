@@ -46,6 +46,7 @@ src_libcore_a_SOURCES = \
 	src/chat/chat_life.c src/chat/chat_events.c src/chat/chat_input.c src/chat/chat_state.c \
 	src/chat/chat_controller.h src/chat/chat_internal.h \
 	src/chat/chat_base.c \
+	src/chat/chat_reply.c \
 	src/chat/chat_sessions.c \
 	src/chat/chat_model.c \
 	src/chat/chat_pull.c \

@@ -8,7 +8,11 @@
 #    A path the build makes (a library, a test program, tests/.cache) counts
 #    when Makefile.am or a local.mk names it.  In an unpacked tarball (no
 #    .git), tools/ and .ci/ (the developers', not shipped) are not checked;
-#  - every .c and .h of engine/ src/ ui/ cli/ has a row in HACKING.md.
+#  - every .c and .h of engine/ src/ ui/ cli/ has a row in HACKING.md;
+#  - every environment variable the program reads (getenv of a literal, or
+#    of a macro defined as one, in engine/ src/ ui/ cli/) is in a man page or
+#    the README, but the system's own; a test-only one is read by
+#    tests/lib/test-hooks.c or ui-test-hooks.c, never by the program.
 # A name with a wildcard or a placeholder (*, NAME, ID, <...>) is not a path.
 top=${top_srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 1
@@ -75,8 +79,33 @@ unlisted() {  # the sources without a row in HACKING.md
         echo "$rows" | grep -qx "$f" || echo "$f: no row in HACKING.md"
     done
 }
+# The system's own variables, not the program's to document.
+system_vars=' HOME PATH TERM TMUX TMPDIR '
+# Known leftover: the ARM bf16 GEMM still reads its test switch itself
+# (x86 asks elm_test_hooks); remove it here when it does the same.
+known_env=' ELM_GEMM_BF16 '
+env_read() {  # the names passed to getenv, one "FILE NAME" a line
+    grep -rnoE 'getenv\(("[A-Za-z0-9_]+"|[A-Z][A-Z0-9_]*\))' engine src ui cli --include='*.[ch]' |
+        while IFS=: read -r f _ call; do
+            arg=${call#getenv(}; arg=${arg%)}
+            case $arg in
+            \"*) name=${arg#\"}; name=${name%\"} ;;
+            *) name=$(grep -rhoE "#define[[:space:]]+$arg[[:space:]]+\"[A-Za-z0-9_]+\"" engine src ui cli |
+                sed 's/.*"\(.*\)"/\1/' | head -n 1)
+               [ -n "$name" ] || name="$arg (a macro not defined as a literal)" ;;
+            esac
+            echo "$f $name"
+        done
+}
+undocumented_env() {
+    env_read | while read -r f name; do
+        case "$system_vars$known_env" in *" $name "*) continue ;; esac
+        grep -qw -- "$name" man/*.1 man/*.5 README.md || echo "$f: \$$name: in no man page nor the README"
+    done
+}
 check "every path docs/DESIGN.md names exists" missing docs/DESIGN.md
 check "every path HACKING.md names exists" missing HACKING.md
 check "every .c and .h of engine/ src/ ui/ cli/ has a row in HACKING.md" unlisted
+check "every environment variable the program reads is documented" undocumented_env
 echo "1..$n"
 [ "$failed" -eq 0 ]

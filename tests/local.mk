@@ -5,6 +5,9 @@
 # exist and every source file (tests/check-docs.sh).
 dist_check_SCRIPTS += tests/check-layering.sh tests/check-docs.sh
 TESTS += tests/check-layering.sh tests/check-docs.sh
+# No exported function that only its own file uses (nm over the build's objects).
+dist_check_SCRIPTS += tests/check-exports.sh
+TESTS += tests/check-exports.sh
 # configure finds upstream BLIS's include/blis/blis.h (two configure runs)
 dist_check_SCRIPTS += tests/check-configure-blis.sh
 TESTS += tests/check-configure-blis.sh

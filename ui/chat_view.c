@@ -130,6 +130,19 @@ static void on_changed(void *user)
     v->changed = true;
 }
 
+/* The session list's names read again. */
+static void tui_view_refresh_sessions(struct tui_view *v)
+{
+    if (!v->chat)
+        return; /* chat_new is still starting it: the list is read when shown */
+    strv_free(v->session_list);
+    v->session_list = chat_names(v->chat, ARG_SESSION);
+    v->n_session_list = 0;
+    while (v->session_list && v->session_list[v->n_session_list])
+        v->n_session_list++;
+    v->changed = true;
+}
+
 static void on_session_list_changed(void *user)
 {
     tui_view_refresh_sessions(user);
@@ -219,18 +232,6 @@ void tui_view_init(struct tui_view *v, struct chat_view *ops)
     };
     v->tr.markdown = true; /* until --raw or /set markdown off says otherwise */
     v->queued_msg = SIZE_MAX;
-}
-
-void tui_view_refresh_sessions(struct tui_view *v)
-{
-    if (!v->chat)
-        return; /* chat_new is still starting it: the list is read when shown */
-    strv_free(v->session_list);
-    v->session_list = chat_names(v->chat, ARG_SESSION);
-    v->n_session_list = 0;
-    while (v->session_list && v->session_list[v->n_session_list])
-        v->n_session_list++;
-    v->changed = true;
 }
 
 void tui_view_toggle_sessions(struct tui_view *v)

@@ -37,9 +37,7 @@ void tui_view_init(struct tui_view *v, struct chat_view *ops);
 const char *tui_key_name(enum chat_hint hint);
 void tui_view_fini(struct tui_view *v);
 
-/* The session list: open or close it (Alt-S, /sessions); read the names
- * again. */
+/* The session list: open or close it (Alt-S, /sessions). */
 void tui_view_toggle_sessions(struct tui_view *v);
-void tui_view_refresh_sessions(struct tui_view *v);
 
 #endif

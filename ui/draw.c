@@ -212,11 +212,15 @@ void draw_transcript(void *vwin, struct transcript *t, const char *assistant_lab
     wnoutrefresh(w);
 }
 
+/* s appended to buf (size bytes), cut where it ends */
 static void cat(char *buf, size_t size, const char *s)
 {
     size_t n = strlen(buf);
-    if (n < size)
-        snprintf(buf + n, size - n, "%s", s);
+    if (n + 1 >= size)
+        return;
+    size_t k = strnlen(s, size - 1 - n);
+    memcpy(buf + n, s, k);
+    buf[n + k] = '\0';
 }
 
 /* Cut s (UTF-8, in a buffer of size bytes) to at most cols columns, ending
@@ -240,7 +244,9 @@ static void cut_cols(char *s, size_t size, int cols)
         memcpy(s + i, "…", 4); /* with its NUL */
 }
 
-int status_format(const struct chat_status *s, int width, char *buf, size_t size)
+/* The status text for a width (pure): fills buf, returns the column where
+ * the warning part starts (or -1). */
+static int status_format(const struct chat_status *s, int width, char *buf, size_t size)
 {
     char parts[9][160];
     int np = 0;

@@ -25,8 +25,4 @@ struct chat;
  * bold and marked, the chosen row reversed), kept in view. */
 void draw_tree(void *win, struct tree_view *tv, struct chat *c);
 
-/* The status text for a width (pure; for tests): fills buf, returns the
- * column where the warning part starts (or -1). */
-int status_format(const struct chat_status *s, int width, char *buf, size_t size);
-
 #endif

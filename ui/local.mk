@@ -21,4 +21,5 @@ ui_libui_a_SOURCES = \
 	ui/chat_view.c ui/chat_view.h \
 	ui/chat_args.c ui/chat_args.h \
 	ui/inline_chat.c ui/inline_chat.h \
-	ui/inline_view.c ui/inline_view.h
+	ui/inline_view.c ui/inline_view.h \
+	ui/test_hooks.c ui/test_hooks.h

@@ -188,6 +188,20 @@ static void tty_size_from_ioctl(void)
 #endif
 }
 
+/* Bracketed paste mode on/off (readline's prep function would do it). */
+static void screen_bracketed_paste(bool on)
+{
+    if (!visual || on == paste_on)
+        return;
+    paste_on = on;
+    /* Written straight to the tty, as readline's prep function would. */
+    const char *seq = on ? "\033[?2004h" : "\033[?2004l";
+    fflush(stdout);
+    if (write(STDOUT_FILENO, seq, strlen(seq)) < 0) {
+        /* nothing to do: the terminal is gone */
+    }
+}
+
 bool screen_init(char *err, size_t err_size)
 {
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
@@ -221,19 +235,6 @@ bool screen_init(char *err, size_t err_size)
     screen_resize();
     screen_bracketed_paste(true);
     return true;
-}
-
-void screen_bracketed_paste(bool on)
-{
-    if (!visual || on == paste_on)
-        return;
-    paste_on = on;
-    /* Written straight to the tty, as readline's prep function would. */
-    const char *seq = on ? "\033[?2004h" : "\033[?2004l";
-    fflush(stdout);
-    if (write(STDOUT_FILENO, seq, strlen(seq)) < 0) {
-        /* nothing to do: the terminal is gone */
-    }
 }
 
 void screen_end(void)

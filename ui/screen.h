@@ -52,7 +52,5 @@ void screen_pause(void);
  * its passthrough).  false when this terminal cannot take it. */
 bool screen_clipboard(const char *text, size_t len);
 void screen_resume(void);
-/* Bracketed paste mode on/off (readline's prep function would do it). */
-void screen_bracketed_paste(bool on);
 
 #endif

@@ -79,7 +79,9 @@ size_t utf8_encode(uint32_t cp, char out[4])
     return 4;
 }
 
-size_t utf8_seq_len(const unsigned char *s, size_t avail)
+/* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid
+ * (overlong, surrogate, > U+10FFFF, truncated). */
+static size_t utf8_seq_len(const unsigned char *s, size_t avail)
 {
     uint32_t cp;
     size_t n = utf8_decode((const char *)s, avail, &cp);

@@ -18,9 +18,6 @@ size_t utf8_decode(const char *s, size_t n, uint32_t *cp);
 /* Encode cp (<= U+10FFFF) into out; returns 1..4. */
 size_t utf8_encode(uint32_t cp, char out[4]);
 
-/* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid
- * (overlong, surrogate, > U+10FFFF, truncated). */
-size_t utf8_seq_len(const unsigned char *s, size_t avail);
 /* True when all len bytes are valid UTF-8; otherwise *bad (may be NULL) is
  * the offset of the first invalid byte. */
 bool utf8_valid(const char *s, size_t len, size_t *bad);

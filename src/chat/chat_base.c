@@ -1,7 +1,7 @@
 /* chat_base.c: what every part of the chat controller uses (commands,
  * sessions, model switches, the events): the one way to the worker
  * (chat_post), the view's notifications and notices, the sampling in
- * effect, and starting a reply.  It calls none of those parts. */
+ * effect.  It calls none of those parts. */
 #include "config.h"
 
 #include <errno.h>
@@ -142,15 +142,10 @@ size_t chat_exchange_of(const struct session *s, size_t i)
     return k;
 }
 
-/* Session message i as the view gets it. */
-struct chat_message chat_session_message(const struct session *s, size_t i)
-{
-    return chat_session_message_numbered(s, i, chat_exchange_of(s, i), NULL);
-}
-
-struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
-                                                  size_t exchange,
-                                                  const struct session_sibling_index *siblings)
+/* Session message i, its exchange number known (chat_show_conv counts
+ * them) and its siblings from an index (NULL: a scan). */
+static struct chat_message message_numbered(const struct session *s, size_t i, size_t exchange,
+                                            const struct session_sibling_index *siblings)
 {
     const struct message *m = &s->msgs[i];
     size_t k, n;
@@ -174,6 +169,27 @@ struct chat_message chat_session_message_numbered(const struct session *s, size_
     };
 }
 
+/* Session message i as the view gets it. */
+struct chat_message chat_session_message(const struct session *s, size_t i)
+{
+    return message_numbered(s, i, chat_exchange_of(s, i), NULL);
+}
+
+/* The line that says a conversation is shown read-only, and the way on. */
+static void chat_read_only_note(struct chat *c, const struct conv *v)
+{
+    char pid[32] = "";
+    if (v->lock_holder > 0)
+        snprintf(pid, sizeof pid, " (pid %ld)", v->lock_holder);
+    char *line = x_asprintf(
+        "'%s' is open in another elmchat%s: shown here read-only, its file stays as that one "
+        "writes it. To go on here, /save NEWNAME makes this a copy under a new name (any change "
+        "is saved as '%s-copy' otherwise); /quit leaves it untouched.",
+        v->s->name, pid, v->s->name);
+    chat_info_msg(c, false, line);
+    free(line);
+}
+
 /* The view starts over from the current conversation (after anything that
  * changes more than the last message: load, eviction, undo...). */
 void chat_show_conv(struct chat *c)
@@ -190,28 +206,13 @@ void chat_show_conv(struct chat *c)
     size_t exchange = 0;
     for (size_t i = 0; i < s->n_msgs; i++) {
         exchange += s->msgs[i].role == ROLE_USER;
-        struct chat_message m = chat_session_message_numbered(s, i, exchange, siblings);
+        struct chat_message m = message_numbered(s, i, exchange, siblings);
         chat_add_message(c, &m);
     }
     session_sibling_index_free(siblings);
     if (c->cur->read_only)
         chat_read_only_note(c, c->cur);
     chat_changed(c);
-}
-
-/* The line that says a conversation is shown read-only, and the way on. */
-void chat_read_only_note(struct chat *c, const struct conv *v)
-{
-    char pid[32] = "";
-    if (v->lock_holder > 0)
-        snprintf(pid, sizeof pid, " (pid %ld)", v->lock_holder);
-    char *line = x_asprintf(
-        "'%s' is open in another elmchat%s: shown here read-only, its file stays as that one "
-        "writes it. To go on here, /save NEWNAME makes this a copy under a new name (any change "
-        "is saved as '%s-copy' otherwise); /quit leaves it untouched.",
-        v->s->name, pid, v->s->name);
-    chat_info_msg(c, false, line);
-    free(line);
 }
 
 /* A branch switch still computing would end with a note about the path
@@ -301,49 +302,6 @@ int chat_reply_reserve(const struct chat *c)
     int max_tokens;
     chat_effective_sampling(c, &p, &max_tokens);
     return max_tokens;
-}
-
-/* ---------------------------------------------------------------- replies */
-
-static void post_generate(struct chat *c, struct conv *v)
-{
-    struct elm_request req = elm_request_default(ELM_REQ_GENERATE);
-    req.slot = v->slot;
-    int max_tokens;
-    chat_effective_sampling(c, &req.sampler, &max_tokens);
-    req.max_tokens = max_tokens;
-    /* the engine holds back what may begin a stop string, and ends there */
-    req.stop_strings = v->tpl->stop;
-    req.n_stop_strings = (int)v->tpl->n_stop;
-    conversation_request(&v->cv, &req);
-    if (c->lookup_off)
-        req.flags |= ELM_GEN_NO_LOOKUP;
-    req.grammar = chat_format_grammar(c, v);
-    c->reply.req = chat_post(c, &req);
-    elm_grammar_free(req.grammar); /* post took its own reference */
-}
-
-/* The conversation stands after a generation prompt: ask for the reply. */
-void chat_start_reply(struct chat *c)
-{
-    struct conv *v = c->cur;
-    c->reply.n_ids = 0;
-    sbuf_fini(&c->reply.text);
-    sbuf_add(&c->reply.text, "", 0);
-    c->reply.got_token = false;
-    c->reply.t0 = chat_now();
-    c->reply.prefill_progress = 0;
-    c->reply.active = true;
-    c->reply.conv = v;
-    if (c->view.reply_started) {
-        /* a retry: the reply is the newest of the versions after the path */
-        int n = (int)session_children_after_path(v->s) + 1;
-        struct chat_message m = {.role = CHAT_ASSISTANT, .text = "", .ref = (int)v->s->n_msgs,
-                                 .version = n, .n_versions = n, .model = c->model.name};
-        c->view.reply_started(c->view.user, &m);
-    }
-    post_generate(c, v);
-    chat_changed(c);
 }
 
 /* ------------------------------------------------------------ the context */

@@ -229,17 +229,14 @@ bool chat_pull_active(const struct chat *c);
 /* Monotonic seconds. */
 double chat_now(void);
 
-/* !COMMAND (attach: its output goes with the next message, as /read's
- * file does, cut to the room a turn has) and !!COMMAND (attach false: only
- * shown).  cmd runs in /bin/sh -c, stdin /dev/null, stdout and stderr
- * together, for at most config.yaml's shell_timeout seconds (Ctrl-C stops
- * it), its output capped at CHAT_SHELL_MAX_BYTES.  The first command of a
- * run asks y/n first (the next submitted line answers; shell_confirm:
- * false in config.yaml turns the question off).  Blocks while it runs. */
-#define CHAT_SHELL_MAX_BYTES (256u * 1024)
-void chat_shell(struct chat *c, const char *cmd, bool attach);
-/* Is line a shell command (!CMD or !!CMD)?  Then chat_shell_line runs it:
- * the front ends' one hook for the input line. */
+/* Is line a shell command?  Then it is run, and true: !COMMAND (its output
+ * goes with the next message, as /read's file does, cut to the room a turn
+ * has) and !!COMMAND (only shown).  It runs in /bin/sh -c, stdin /dev/null,
+ * stdout and stderr together, for at most config.yaml's shell_timeout
+ * seconds (Ctrl-C stops it), its output capped (chat_shell.c).  The first
+ * command of a run asks y/n first (the next submitted line answers;
+ * shell_confirm: false in config.yaml turns the question off).  Blocks
+ * while it runs.  The front ends' one hook for the input line. */
 bool chat_shell_line(struct chat *c, const char *line);
 
 #endif

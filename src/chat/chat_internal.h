@@ -5,7 +5,8 @@
  *   chat_input.c       submitted lines: commands, messages, the queue, /edit's
  *   chat_state.c       the status bar's fields and the accessors
  *   chat_base.c        what they all share: the worker, the view, notices,
- *                      the sampling in effect, starting a reply
+ *                      the sampling in effect
+ *   chat_reply.c       starting a reply (its request, the /format grammar)
  *   chat_sessions.c    open conversations (one worker slot each), saving,
  *                      KV snapshots, session switches, name lists
  *   chat_model.c       model names, tokenizers, background loads, switches
@@ -166,8 +167,6 @@ void chat_path_replaced(struct chat *c, struct conv *v);
 void chat_put_input(struct chat *c, const char *text);
 /* The key the view names for hint ("Esc", "Ctrl-C" in vi mode...). */
 const char *chat_key_name(const struct chat *c, enum chat_hint hint);
-/* The line that says a conversation is shown read-only, and the way on. */
-void chat_read_only_note(struct chat *c, const struct conv *v);
 /* v's context is near full: less than a sixth of it left after the reply's
  * reserve (*pct: how full, may be NULL). */
 bool chat_near_full(const struct chat *c, const struct conv *v, int *pct);
@@ -209,12 +208,6 @@ void chat_start_reply(struct chat *c);
 /* a transcript line to the view; a session message as the view shows it */
 void chat_add_message(struct chat *c, const struct chat_message *m);
 struct chat_message chat_session_message(const struct session *s, size_t i);
-/* The same, its exchange number known (chat_show_conv counts them) and
- * its siblings from an index (NULL: a scan). */
-struct session_sibling_index;
-struct chat_message chat_session_message_numbered(const struct session *s, size_t i,
-                                                  size_t exchange,
-                                                  const struct session_sibling_index *siblings);
 
 /* chat_sessions.c */
 struct conv *chat_conv_find(struct chat *c, const char *name);

@@ -24,6 +24,8 @@
 
 /* Lines of output an information line shows (all of it is attached). */
 #define SHOWN_LINES 200
+/* a command's output kept at most (what goes past is counted, not kept) */
+#define CHAT_SHELL_MAX_BYTES (256u * 1024)
 
 struct chat_shell {
     bool confirmed;  /* y was answered once in this run */
@@ -255,7 +257,9 @@ static void run_now(struct chat *c, const char *cmd, bool attach)
     sbuf_fini(&r.out);
 }
 
-void chat_shell(struct chat *c, const char *cmd, bool attach)
+/* cmd run (attach: its output goes with the next message), after the
+ * first-run question (chat_controller.h: chat_shell_line) */
+static void chat_shell(struct chat *c, const char *cmd, bool attach)
 {
     cmd += strspn(cmd, " \t");
     if (!*cmd) {

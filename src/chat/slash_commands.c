@@ -74,8 +74,9 @@ static bool param_by_name(const char *name, enum cmd_param *param)
     return false;
 }
 
-bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char *err,
-                     size_t err_size)
+/* Parse and range-check a /set value; false with a hint in err. */
+static bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char *err,
+                            size_t err_size)
 {
     enum cmd_param p;
     if (!param_by_name(name, &p)) {

@@ -124,9 +124,6 @@ enum cmd_parse_result cmd_parse(const char *line, struct cmd *out, size_t *text_
 
 /* PARAM names for /set, by enum; NULL at the end. */
 extern const char *const cmd_param_names[];
-/* Parse and range-check a /set value; false with a hint in err. */
-bool cmd_parse_param(const char *name, const char *value, struct cmd *out, char *err,
-                     size_t err_size);
 
 /* Completion.  line[0, point) is the text before the cursor.  Says what
  * the word being completed is: *kind, and [*word_start, point) its prefix.

@@ -504,7 +504,8 @@ const char *conversation_fill_warning(const struct conversation *cv, char *buf, 
     return buf;
 }
 
-void conversation_plan(const struct conversation *cv, struct conv_plan *plan)
+/* The expected cost of sending the sequence now. */
+static void conversation_plan(const struct conversation *cv, struct conv_plan *plan)
 {
     plan->n_tokens = (int)cv->tokens.n;
     size_t reuse = conv_common_prefix(cv->cache.v, cv->cache.n, cv->tokens.v, cv->tokens.n);

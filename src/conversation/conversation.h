@@ -22,7 +22,8 @@
  * already holds and computes only the rest, so a dropped cache, a model
  * switch or a snapshot that does not match costs time, never correctness.
  * cache mirrors what the worker holds (from DONE's n_past), so the app
- * can tell the user what an action will compute (conversation_plan).
+ * can tell the user what an action will compute (the struct conv_plan
+ * that the actions fill).
  *
  * Typical use (UI thread):
  *   conversation_init(&cv, s, tpl, tok, n_ctx, &policy);
@@ -275,8 +276,6 @@ void conversation_request(const struct conversation *cv, struct elm_request *req
 /* A prefill-only GENERATE (max_tokens 0): after a model switch, a session
  * load or an eviction done ahead of time. */
 void conversation_prefill_request(const struct conversation *cv, struct elm_request *req);
-/* The expected cost of sending the sequence now. */
-void conversation_plan(const struct conversation *cv, struct conv_plan *plan);
 
 /* Bytes of renderer text the rewind snapshots hold (bounded: they are not
  * taken past a few KiB of pending text). */

@@ -125,7 +125,8 @@ static bool extra_add(struct ydoc *d, struct session_extra **pe, const char *key
 
 /* -------------------------------------------------- the tree's storage */
 
-uint32_t session_new_id(struct session *s)
+/* A new id (s->next_id + 1). */
+static uint32_t session_new_id(struct session *s)
 {
     return ++s->next_id;
 }
@@ -152,7 +153,18 @@ struct message *session_path_slot(struct session *s)
     return grow(&s->msgs, &s->n_msgs, &s->cap_msgs);
 }
 
-void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n)
+/* Free what a message owns (its content, its unknown keys). */
+static void session_message_fini(struct message *m)
+{
+    free(m->content);
+    free(m->model);
+    extra_free(m->extra);
+    memset(m, 0, sizeof *m);
+}
+
+/* Drop the other branches' messages that descend from any of ids[0, n)
+ * (the path messages being deleted). */
+static void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n)
 {
     size_t n_doomed = n, cap = n + 16;
     uint32_t *doomed = x_malloc(cap * sizeof *doomed);
@@ -297,14 +309,6 @@ struct session *session_new(const char *name)
     s->created = s->updated = time(NULL);
     s->sampling.p = elm_sampler_default_params();
     return s;
-}
-
-void session_message_fini(struct message *m)
-{
-    free(m->content);
-    free(m->model);
-    extra_free(m->extra);
-    memset(m, 0, sizeof *m);
 }
 
 void session_free(struct session *s)

@@ -76,8 +76,6 @@ bool session_has_room(const struct session *s, size_t text_len, char *err, size_
 /* Append a message (content copied); returns it (borrowed, valid until the
  * next append/remove).  time = now. */
 struct message *session_append(struct session *s, enum role role, const char *content);
-/* Free what a message owns (its content, its unknown keys). */
-void session_message_fini(struct message *m);
 /* Replace the content of message i (copied). */
 void session_set_content(struct session *s, size_t i, const char *content);
 /* Delete path messages [n_keep, n_msgs) and the branches that grow from
@@ -94,11 +92,6 @@ void session_remove(struct session *s, size_t i, size_t n);
 
 /* The message with this id (path or other branches), NULL when none. */
 const struct message *session_find_id(const struct session *s, uint32_t id);
-/* A new id (s->next_id + 1). */
-uint32_t session_new_id(struct session *s);
-/* Drop the other branches' messages that descend from any of ids[0, n)
- * (the path messages being deleted). */
-void session_forget_branches_of(struct session *s, const uint32_t *ids, size_t n);
 /* Room for one more message in s->alts, or at the end of the path:
  * returns it, zeroed (no id, no parent: the caller's). */
 struct message *session_alt_append(struct session *s);

@@ -94,6 +94,25 @@ bool hub_repo_id_of_dir(const char *dirname, char *id, size_t size)
     return hub_repo_id_valid(id);
 }
 
+/* In a snapshot folder, the GGUF elmchat pull --quantize wrote beside the
+ * download (elmchat-q8_0.gguf first, then the other types): path becomes
+ * it.  false (path unchanged) when there is none. */
+static bool hub_snapshot_model(char *path, size_t path_size)
+{
+    static const char *const types[] = {"q8_0", "q6_k", "q5_k", "q4_k", "q4_0", "f16", "bf16"};
+    for (size_t i = 0; i < ARRAY_LEN(types); i++) {
+        char *p = x_asprintf("%s/elmchat-%s.gguf", path, types[i]);
+        struct stat st;
+        bool there = stat(p, &st) == 0 && S_ISREG(st.st_mode) && strlen(p) < path_size;
+        if (there)
+            snprintf(path, path_size, "%s", p);
+        free(p);
+        if (there)
+            return true;
+    }
+    return false;
+}
+
 bool hub_cache_find(const char *id, char *path, size_t path_size)
 {
     if (!hub_repo_id_valid(id))
@@ -140,22 +159,6 @@ bool hub_cache_find(const char *id, char *path, size_t path_size)
     if (found)
         hub_snapshot_model(path, path_size);
     return found;
-}
-
-bool hub_snapshot_model(char *path, size_t path_size)
-{
-    static const char *const types[] = {"q8_0", "q6_k", "q5_k", "q4_k", "q4_0", "f16", "bf16"};
-    for (size_t i = 0; i < ARRAY_LEN(types); i++) {
-        char *p = x_asprintf("%s/elmchat-%s.gguf", path, types[i]);
-        struct stat st;
-        bool there = stat(p, &st) == 0 && S_ISREG(st.st_mode) && strlen(p) < path_size;
-        if (there)
-            snprintf(path, path_size, "%s", p);
-        free(p);
-        if (there)
-            return true;
-    }
-    return false;
 }
 
 bool hub_label_of_path(const char *path, char *out, size_t size)

@@ -26,13 +26,9 @@ bool hub_known_repo(const char *name, char *repo, size_t size);
 /* CACHE/models--OWNER--NAME (owned); id must be valid. */
 char *hub_repo_dir(const char *cache, const char *id);
 /* The model of id in the cache: the snapshot the commit refs/main names,
- * else the newest, or the GGUF pull --quantize wrote in it
- * (hub_snapshot_model).  false when the cache has none. */
+ * else the newest, or the GGUF pull --quantize wrote in it.  false when
+ * the cache has none. */
 bool hub_cache_find(const char *id, char *path, size_t path_size);
-/* In a snapshot folder, the GGUF elmchat pull --quantize wrote beside the
- * download (elmchat-q8_0.gguf first, then the other types): path becomes
- * it.  false (path unchanged) when there is none. */
-bool hub_snapshot_model(char *path, size_t path_size);
 /* A model in the cache named for people: ".../models--apple--OpenELM-3B/
  * snapshots/COMMIT[/elmchat-q8_0.gguf]" is "OpenELM-3B[-q8_0]" (a commit
  * id says nothing).  false for a path outside the cache's layout. */

@@ -57,7 +57,8 @@ static bool find_in(const char *dir, const char *name, char *path, size_t path_s
     return false;
 }
 
-bool model_bundled_default(char *path, size_t path_size)
+/* The bundled default model's path (ignores $ELMCHAT_MODEL). */
+static bool model_bundled_default(char *path, size_t path_size)
 {
     char *dir = bundled_dir();
     bool ok = find_in(dir, MODEL_DEFAULT_NAME, path, path_size);

@@ -33,8 +33,6 @@ bool model_resolve(const char *arg, char *path, size_t path_size, char *err, siz
  * where it works (the chat, run). */
 bool model_resolve_file(const char *arg, char *path, size_t path_size, char *err,
                         size_t err_size);
-/* The bundled default model's path (ignores $ELMCHAT_MODEL). */
-bool model_bundled_default(char *path, size_t path_size);
 /* Is path one of the bundled models (as model_resolve returns them)? */
 bool model_is_bundled(const char *path);
 /* The tokenizer a model is used with, the one place that says which:

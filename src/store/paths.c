@@ -83,7 +83,8 @@ int paths_mkdir_p(const char *path)
     return rc;
 }
 
-char *paths_exe_dir(void)
+/* The folder holding the running program (owned), NULL when unknown. */
+static char *paths_exe_dir(void)
 {
     char *exe = platform_exe_path();
     char *slash = exe ? strrchr(exe, '/') : NULL;

@@ -17,8 +17,6 @@ enum paths_kind {
 char *paths_dir(enum paths_kind kind, const char *sub);
 /* mkdir -p with mode 0700 for the folders it creates.  0 or -errno. */
 int paths_mkdir_p(const char *path);
-/* The folder holding the running program (owned), NULL when unknown. */
-char *paths_exe_dir(void);
 /* The shipped data folder SUB ("prompts", "roles", "models"): the source
  * tree's when this program is the build tree's (a VPATH build has them
  * there only), else $(pkgdatadir)/SUB.  Owned. */

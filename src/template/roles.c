@@ -14,7 +14,8 @@
 #include "src/base/xalloc.h"
 #include "src/store/yamldoc.h"
 
-char **role_search_dirs(void)
+/* The folders, in lookup order (free with strv_free). */
+static char **role_search_dirs(void)
 {
     char **v = x_calloc(3, sizeof *v);
     v[0] = paths_dir(PATHS_CONFIG, "roles");

@@ -16,12 +16,11 @@ struct role_preset {
     char *path;        /* the file it came from */
 };
 
-/* NAME (no '/') in role_search_dirs() order, or a path to a .yaml file.
+/* NAME (no '/') in $XDG_CONFIG_HOME/elmchat/roles, then the shipped
+ * prompts/roles, or a path to a .yaml file.
  * NULL with err ("FILE:LINE:COLUMN: message", or what was looked for). */
 struct role_preset *role_load(const char *name_or_path, char *err, size_t err_size);
 void role_free(struct role_preset *r);
-/* The folders, in lookup order (free with strv_free). */
-char **role_search_dirs(void);
 /* Every role's name, sorted, each once (strv_free). */
 char **role_list(void);
 

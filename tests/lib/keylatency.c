@@ -16,7 +16,8 @@
  * program must keep its compute threads civil by itself.
  *
  * Prints the percentiles of each phase, the decode speed seen on the
- * status bar, the chat's own read-to-refresh times (ELMCHAT_LATENCY_LOG),
+ * status bar, the chat's own read-to-refresh times (ELMCHAT_LATENCY_LOG of
+ * elmchat-testing; the shipped elmchat writes none),
  * then quits with Ctrl-D and checks the exit status and the terminal modes.
  * Exit status: 0 all functional checks passed, 1 a check failed, 2 usage. */
 #include "config.h"

@@ -46,12 +46,14 @@ tests_lib_keylatency_LDADD = -lm
 # check, the bf16 GEMM on or off): compiled into the programs that use
 # them, in place of libelm's "none".
 TEST_HOOKS = tests/lib/test-hooks.c
+# The UI's (ui/test_hooks.h: the keystroke latency log), for elmchat-testing.
+UI_TEST_HOOKS = tests/lib/ui-test-hooks.c
 # elmchat-testing: elmchat with the test hooks, the same objects otherwise;
 # the program the shell and tmux tests run ($ELMCHAT in AM_TESTS_ENVIRONMENT).
 # Beside elmchat in the build tree, where the tests find the rest of the
 # tree from it.  The shipped elmchat reads none of the hooks.
 check_PROGRAMS += elmchat-testing
-elmchat_testing_SOURCES = cli/main.c $(TEST_HOOKS)
+elmchat_testing_SOURCES = cli/main.c $(TEST_HOOKS) $(UI_TEST_HOOKS)
 elmchat_testing_LDADD = cli/libcli.a $(ELM_UI_LIBS)
 
 # ---------------------------------------------------------------------------

@@ -1233,6 +1233,17 @@ static void test_typed_entry_points(void)
     ok(chat_remove(chat, 9) && strstr(notice(), "there is no exchange 9"),
        "chat_remove(c, 9): not refused; its handler says there is no such exchange (%s)",
        notice());
+    ok(chat_fork(chat, 1) && strstr(notice(), "forked after exchange 1") &&
+           count_role(CHAT_USER) == 1,
+       "chat_fork(c, 1): what followed exchange 1 is another branch (%s)", notice());
+    started = rec.n_started;
+    ok(chat_retry(chat) && run_until(settled) && rec.n_started == started + 1 &&
+           count_role(CHAT_USER) == 1,
+       "chat_retry(c): the last reply generated again");
+    ok(chat_undo(chat) && count_role(CHAT_USER) == 0 && rec.input &&
+           strcmp(rec.input, "first") == 0,
+       "chat_undo(c): the exchange gone, its message back in the input line");
+    submit("%s", "");
     ok(chat_switch_session(chat, "rows-b") && strcmp(chat_session_name(chat), "rows-b") == 0,
        "chat_switch_session(c, name)");
     chat_free(chat);
