@@ -81,9 +81,6 @@ unlisted() {  # the sources without a row in HACKING.md
 }
 # The system's own variables, not the program's to document.
 system_vars=' HOME PATH TERM TMUX TMPDIR '
-# Known leftover: the ARM bf16 GEMM still reads its test switch itself
-# (x86 asks elm_test_hooks); remove it here when it does the same.
-known_env=' ELM_GEMM_BF16 '
 env_read() {  # the names passed to getenv, one "FILE NAME" a line
     grep -rnoE 'getenv\(("[A-Za-z0-9_]+"|[A-Z][A-Z0-9_]*\))' engine src ui cli --include='*.[ch]' |
         while IFS=: read -r f _ call; do
@@ -99,7 +96,7 @@ env_read() {  # the names passed to getenv, one "FILE NAME" a line
 }
 undocumented_env() {
     env_read | while read -r f name; do
-        case "$system_vars$known_env" in *" $name "*) continue ;; esac
+        case "$system_vars" in *" $name "*) continue ;; esac
         grep -qw -- "$name" man/*.1 man/*.5 README.md || echo "$f: \$$name: in no man page nor the README"
     done
 }

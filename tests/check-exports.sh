@@ -10,8 +10,6 @@ top_srcdir=${top_srcdir:-$(dirname "$0")/..}
 top_srcdir=$(cd "$top_srcdir" && pwd)
 . "$top_srcdir/tests/lib/tap.sh"
 cd "${builddir:-.}" || exit 1
-# Known leftovers in files other work owns; remove a name when it is static.
-known=' constrain_complete elm_gemm_bf16_neon_wpack_bytes gmatcher_can_continue '
 if ! command -v nm >/dev/null 2>&1 || [ ! -f engine/libelm.a ]; then
     echo "1..0 # SKIP no nm, or the libraries are not built"
     exit 0
@@ -31,7 +29,6 @@ file_local() {
              END { for (s in def) { u = used[s]; gsub(" " def[s] " ", " ", u)
                                     if (u ~ /^ *$/) print def[s], s } }' |
         sort | while read -r k s; do
-            case $known in *" $s "*) continue ;; esac
             others=$(cd "$top_srcdir" && grep -rlw --include='*.c' "$s" engine src ui cli tests |
                 grep -vx "$k.c")
             [ -n "$others" ] && continue

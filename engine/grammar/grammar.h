@@ -71,8 +71,6 @@ uint32_t gmatcher_advance_bytes(gmatcher *m, uint32_t state, const void *bytes, 
 bool gmatcher_accepting(const gmatcher *m, uint32_t state);
 /* Is the text in the middle of a UTF-8 character? */
 bool gmatcher_partial(const gmatcher *m, uint32_t state);
-/* Can anything follow (some stack still expects a character)? */
-bool gmatcher_can_continue(const gmatcher *m, uint32_t state);
 /* Non-NULL after a limit was hit (the states exploded, memory ran out). */
 const char *gmatcher_error(const gmatcher *m);
 

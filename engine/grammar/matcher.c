@@ -504,14 +504,6 @@ bool gmatcher_partial(const gmatcher *m, uint32_t state)
     return state != GSTATE_DEAD && m->states[state].need > 0;
 }
 
-bool gmatcher_can_continue(const gmatcher *m, uint32_t state)
-{
-    if (state == GSTATE_DEAD)
-        return false;
-    const struct gst *st = &m->states[state];
-    return st->n > 1 || (st->n == 1 && m->sets[st->off] != 0);
-}
-
 enum elm_grammar_fit elm_grammar_fit(const elm_grammar *g, const char *text, size_t len)
 {
     gmatcher *m = g ? gmatcher_new(g) : NULL;

@@ -214,11 +214,6 @@ void constrain_take(struct constrain *c, int32_t id)
     gtokens_take(c->t, id);
 }
 
-bool constrain_complete(const struct constrain *c)
-{
-    return gtokens_complete(c->t);
-}
-
 const char *constrain_error(const struct constrain *c)
 {
     const char *e = gtokens_error(c->t);

@@ -29,7 +29,6 @@ int32_t constrain_sample(struct constrain *c, elm_sampler *smp, float *logits, i
 int constrain_drafts(struct constrain *c, const int32_t *ids, int n);
 /* Take an id not sampled by constrain_sample (a test script's). */
 void constrain_take(struct constrain *c, int32_t id);
-bool constrain_complete(const struct constrain *c);
 const char *constrain_error(const struct constrain *c);
 /* The counters and times so far. */
 void constrain_stats(const struct constrain *c, struct elm_grammar_stats *out);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/base/test_hooks.h"
 #include "engine/kernels/blocks.h"
 #include "engine/kernels/cpu.h"
 #include "engine/kernels/kernels.h"
@@ -40,11 +41,6 @@ static long groups_of(long k)
 size_t elm_gemm_bf16_neon_apack_halves(long m, long k)
 {
     return (size_t)((m + MR - 1) / MR) * MR * (size_t)groups_of(k) * 4;
-}
-
-size_t elm_gemm_bf16_neon_wpack_bytes(void)
-{
-    return (size_t)GROUPS_KC * NR * 4 * sizeof(uint16_t);
 }
 
 #if defined(__aarch64__) && defined(__GNUC__)
@@ -193,16 +189,19 @@ void elm_gemm_bf16_neon_rows(const uint16_t *apack, long m, const struct elm_mat
 
 static bool turned_off;
 
+/* A test may turn it off (tests/lib/test-hooks.c: ELM_GEMM_BF16=off), as
+ * on x86; the shipped binary reads no variable for it. */
 static void read_env(void)
 {
-    const char *e = getenv("ELM_GEMM_BF16");
-    turned_off = e && strcmp(e, "off") == 0;
+    struct elm_test_hooks hooks;
+    elm_test_hooks(&hooks);
+    turned_off = hooks.gemm_bf16 < 0;
 }
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 /* On wherever FEAT_BF16 is (not measured against widening: no ARM hardware
- * here); ELM_GEMM_BF16=off widens instead. */
+ * here); a test's ELM_GEMM_BF16=off widens instead. */
 bool elm_gemm_bf16_neon_available(void)
 {
     if (!elm_cpu()->arm_bf16 || !elm_isa_arm(elm_kernels_isa(), ELM_ISA_NEON))

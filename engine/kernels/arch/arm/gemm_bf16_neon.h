@@ -22,15 +22,13 @@
 /* True when this CPU has FEAT_BF16, a NEON kernel set is in use, the
  * compiler has the bf16 intrinsics, and ELM_GEMM_BF16 is not "off". */
 bool elm_gemm_bf16_neon_available(void);
-/* Halves (bf16) of the packed A of m tokens by k columns, and bytes of a
- * W panel. */
+/* Halves (bf16) of the packed A of m tokens by k columns. */
 size_t elm_gemm_bf16_neon_apack_halves(long m, long k);
-size_t elm_gemm_bf16_neon_wpack_bytes(void);
 /* Tokens [t0, t0 + MR) of A[m, k] rounded to bf16 into their panel of ap
  * (the whole packed A: the panel starts at half t0 * ceil(k / 4) * 4). */
 void elm_gemm_bf16_neon_pack_a(const float *a, long lda, long m, long k, long t0, uint16_t *ap);
 /* C[:, r0..r1) (+)= A W[r0..r1)^T, W BF16, from the packed A; wp: a W panel
- * (elm_gemm_bf16_neon_wpack_bytes, 16-byte aligned). */
+ * (KC / 4 x NR x 4 halves, 16-byte aligned: gemm.c's f32 panel, which holds it). */
 void elm_gemm_bf16_neon_rows(const uint16_t *apack, long m, const struct elm_matrix *w, long r0,
                              long r1, float *c, long ldc, bool accumulate, uint16_t *wp);
 
