@@ -189,6 +189,8 @@ static void snapshot_loaded(struct chat *c, const struct elm_event *ev, bool ok)
     v->n_computed = 0;
     bool replying = c->reply.active && c->reply.conv == v;
     v->kv_loaded = false;
+    if (v != c->cur)
+        return; /* switched away meanwhile: switching back prefills it */
     if (n == 0 || (rest > FOLD_MAX && !replying)) {
         /* nothing usable (another model, a damaged file) or much to add:
          * a prefill, as without a snapshot (its DONE says what it reused);
