@@ -17,7 +17,8 @@
  * outlive its end), /undo, /remove and /clear keeping what they take off
  * (the tree, the file) and /undo right after /remove or /clear putting it
  * back, an /edit ended by its message's removal, /save (the
- * session and its KV snapshot written) and a restart that restores both.
+ * session and its KV snapshot written) and a restart that restores both;
+ * a resume from a snapshot posts no prefill (one far behind or damaged does).
  * Replies are paced (ELM_WORKER_TEST_TOKEN_INTERVAL_MS) so that a cancel
  * lands while one streams. */
 #include "config.h"
