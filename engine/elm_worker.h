@@ -88,7 +88,8 @@ enum elm_request_type {
     ELM_REQ_GENERATE,       /* ctx slot, tokens to append, sampler, limits */
     ELM_REQ_TRUNCATE,       /* ctx slot, n_keep */
     ELM_REQ_SAVE_STATE,     /* ctx slot, path */
-    ELM_REQ_LOAD_STATE,     /* ctx slot, path */
+    ELM_REQ_LOAD_STATE,     /* ctx slot, path; tokens (optional, local models): only
+                               the snapshot's common prefix with them is kept */
     ELM_REQ_FREE_CTX,       /* ctx slot: drop its caches for every model */
     ELM_REQ_SET_DRAFT,      /* path (NULL or "": none): the draft model of speculative
                                decoding (elm_generate_params.draft), loaded now; an
@@ -122,7 +123,8 @@ struct elm_request {
     enum elm_request_type type;
     int slot;        /* conversation context slot (one per session) */
     char *path;      /* LOAD_MODEL, SAVE/LOAD_STATE; copied by post */
-    int32_t *tokens; /* GENERATE: appended before sampling; copied */
+    int32_t *tokens; /* GENERATE: appended before sampling; LOAD_STATE: what to
+                        keep of the snapshot; copied */
     int n_tokens;
     int32_t *lookup_tokens; /* GENERATE: extra text for prompt lookup drafts, e.g. the
                                reply a retry replaces (elm_generate_params); copied */

@@ -44,6 +44,19 @@ void wk_do_truncate(elm_worker *w)
     done_ok(w, sc);
 }
 
+/* LOAD_STATE with tokens: keep only the snapshot's common prefix with
+ * them, so that DONE's n_past is what the next GENERATE (ELM_GEN_SYNC)
+ * reuses and the caller needs no prefill to learn it. */
+static elm_status keep_common_prefix(struct slot_ctx *sc, const int32_t *tokens, int n)
+{
+    int n_past = elm_ctx_n_past(sc->ctx);
+    const int32_t *cached = elm_ctx_tokens(sc->ctx);
+    int keep = 0;
+    while (keep < n_past && keep < n && cached[keep] == tokens[keep])
+        keep++;
+    return keep < n_past ? elm_ctx_truncate(sc->ctx, keep) : ELM_OK;
+}
+
 void wk_do_state(elm_worker *w, bool save)
 {
     const struct elm_request *rq = &w->run->req;
@@ -71,8 +84,12 @@ void wk_do_state(elm_worker *w, bool save)
     }
     elm_status st = save ? elm_state_save(sc->ctx, rq->path, err, sizeof err)
                          : elm_state_load(sc->ctx, rq->path, err, sizeof err);
-    if (!save && st == ELM_OK)
+    if (!save && st == ELM_OK) {
         sc->logits_at = -1; /* the snapshot holds no logits */
+        if (rq->n_tokens > 0 && rq->tokens &&
+            (st = keep_common_prefix(sc, rq->tokens, rq->n_tokens)) != ELM_OK)
+            snprintf(err, sizeof err, "cannot truncate the restored cache");
+    }
     if (st != ELM_OK) {
         wk_finish_error(w, st, elm_ctx_n_past(sc->ctx), err);
         return;

@@ -193,7 +193,10 @@ struct chat_activity {
     bool model_ready;     /* a model is current */
     bool model_loading;   /* a load is under way (the first one, /model) */
     bool generating;      /* a reply is being generated */
-    bool prefilling;      /* a background prefill is under way */
+    bool prefilling;      /* a background prefill (or the snapshot load standing for
+                             it) is under way */
+    unsigned n_prefills;  /* background prefills posted since chat_new (a resume
+                             from a KV snapshot posts none) */
     bool saving;          /* KV snapshots are being written */
     size_t reply_ids;     /* ids received for the reply being (or last) generated */
     size_t n_tokens;      /* the current conversation's token sequence */

@@ -166,6 +166,53 @@ static void send_queued(struct chat *c)
     chat_submit(c, line);
 }
 
+/* At most this many ids after a snapshot are left to the next reply: a
+ * pass reads every weight whatever its width, so a few more ids in the
+ * reply's prefill cost next to nothing, and a prefill of them alone costs
+ * a whole pass.  More (the session went on elsewhere): prefilled now,
+ * while the user reads. */
+#define FOLD_MAX 32
+
+/* The snapshot that stood for the background prefill is loaded (or not:
+ * ok false): the worker kept its common prefix with the sequence. */
+static void snapshot_loaded(struct chat *c, const struct elm_event *ev, bool ok)
+{
+    if (ev->request_id == c->prefill_req) {
+        c->prefill_req = 0;
+        c->prefill_conv = NULL;
+    }
+    struct conv *v = chat_conv_by_slot(c, ev->slot);
+    if (!v || !v->kv_loaded)
+        return;
+    size_t n = ok && ev->n_past > 0 ? (size_t)ev->n_past : 0;
+    conversation_set_cached(&v->cv, n);
+    n = v->cv.cache.n; /* a server's count may pass the sequence */
+    size_t rest = v->cv.tokens.n - n;
+    v->n_reused = (int)n;
+    v->n_computed = 0;
+    bool replying = c->reply.active && c->reply.conv == v;
+    v->kv_loaded = false;
+    if (v != c->cur)
+        return; /* switched away meanwhile: switching back prefills it */
+    if (n == 0 || (rest > FOLD_MAX && !replying)) {
+        /* nothing usable (another model, a damaged file) or much to add:
+         * a prefill, as without a snapshot (its DONE says what it reused);
+         * a reply under way computes it itself */
+        v->kv_loaded = n > 0;
+        if (!replying)
+            chat_post_prefill(c, v);
+        return;
+    }
+    char msg[160];
+    if (rest > 0)
+        snprintf(msg, sizeof msg,
+                 "resumed from the KV snapshot: %zu tokens reused, %zu computed with the next reply",
+                 n, rest);
+    else
+        snprintf(msg, sizeof msg, "resumed from the KV snapshot: %zu tokens reused", n);
+    notice_beside(c, msg);
+}
+
 static void on_done(struct chat *c, struct elm_event *ev)
 {
     if (ev->request_type == ELM_REQ_SAVE_STATE) {
@@ -182,8 +229,12 @@ static void on_done(struct chat *c, struct elm_event *ev)
                         c->draft_name, c->model.name);
         return;
     }
+    if (ev->request_type == ELM_REQ_LOAD_STATE) {
+        snapshot_loaded(c, ev, true);
+        return;
+    }
     if (ev->request_type != ELM_REQ_GENERATE)
-        return; /* LOAD_STATE: the prefill that follows says what it gave */
+        return;
     c->n_past = ev->n_past;
     if (ev->n_ctx > 0)
         c->n_ctx = ev->n_ctx;
@@ -270,10 +321,7 @@ static void on_failure(struct chat *c, const struct elm_event *ev)
         chat_notice(c, true, "draft %s: %s", c->draft_name, ev->text ? ev->text : "error");
         c->draft_name[0] = '\0';
     } else if (ev->request_type == ELM_REQ_LOAD_STATE) {
-        /* another model or a damaged file: the prefill recomputes */
-        struct conv *v = chat_conv_by_slot(c, ev->slot);
-        if (v)
-            v->kv_loaded = false;
+        snapshot_loaded(c, ev, false); /* another model or a damaged file */
     } else {
         chat_notice(c, true, "%s", ev->text ? ev->text : "worker error");
     }

@@ -45,7 +45,8 @@ struct conv {
     bool read_only;             /* open in another elmchat: never written under its name */
     long lock_holder;           /* that one's pid (0: unknown) */
     bool kv_try;                /* opened from a file: adopt its snapshot when a model is ready */
-    bool kv_loaded;             /* a snapshot was loaded: say what it saved */
+    bool kv_loaded;             /* its snapshot's LOAD_STATE (or the prefill after one) is
+                                   posted: say what it saved */
     bool warned;                /* the context warning was shown in the transcript */
     int n_reused, n_computed;   /* the last request's cache use */
     int n_dropped_note;         /* messages evicted by the turn being answered */
@@ -137,8 +138,10 @@ struct chat {
 
     struct chat_reply reply;
     double ttft_ms;              /* the last reply's time to first token (0: none yet) */
-    uint64_t prefill_req;        /* background prefill (model switch, load, switch) */
+    uint64_t prefill_req;        /* background prefill (model switch, load, switch) or the
+                                    snapshot load that stands for it */
     struct conv *prefill_conv;
+    unsigned n_prefills;         /* posted (chat_activity) */
     double prefill_tps, decode_tps;
     int n_past;
     int n_kv_saves;              /* SAVE_STATE requests not answered yet */
@@ -240,7 +243,10 @@ bool chat_session_exists(const char *name);
 /* The most recently saved session's name (owned), NULL when none. */
 char *chat_last_session_name(void);
 void chat_post_prefill(struct chat *c, struct conv *v);
-void chat_try_snapshot(struct chat *c, struct conv *v);
+/* v's cache made ready in the background: its KV snapshot when one waits
+ * (opened from a file; the next reply computes the few ids after it in its
+ * own pass), else chat_post_prefill. */
+void chat_prepare_cache(struct chat *c, struct conv *v);
 void chat_switch_to(struct chat *c, struct conv *v);
 
 /* chat_branches.c: /fork [N], /branch N [reply] [K], /tree */

@@ -244,8 +244,7 @@ void chat_model_ready(struct chat *c, struct elm_event *ev)
     if (c->cur) {
         if (redraw)
             chat_show_conv(c); /* out-of-context marks, another template's system prompt */
-        chat_try_snapshot(c, c->cur);
-        chat_post_prefill(c, c->cur);
+        chat_prepare_cache(c, c->cur);
     }
     if (!first) {
         double dt = chat_now() - c->load.started;

@@ -281,33 +281,48 @@ void chat_post_prefill(struct chat *c, struct conv *v)
     conversation_prefill_request(&v->cv, &req);
     c->prefill_req = chat_post(c, &req);
     c->prefill_conv = v;
+    if (c->prefill_req)
+        c->n_prefills++;
 }
 
 /* Opened from a file: take back the exact ids of the snapshot's sidecar and
- * load the snapshot (silently nothing when it does not match). */
-void chat_try_snapshot(struct chat *c, struct conv *v)
+ * load the snapshot (silently nothing when it does not match).  true when
+ * the load is posted: it stands for the background prefill (its DONE:
+ * chat_events.c). */
+static bool try_snapshot(struct chat *c, struct conv *v)
 {
     if (!v->kv_try || !c->model_ready || c->load.active || !c->info)
-        return;
+        return false;
     v->kv_try = false;
     char *path = kvcache_path_for(v->s->name);
     if (!path)
-        return;
+        return false;
+    uint64_t id = 0;
     if (kvcache_adopt(&v->cv, path, c->info->fingerprint)) {
         struct elm_request req;
-        kvcache_load_request(path, v->slot, &req);
-        if (chat_post(c, &req) != 0)
-            v->kv_loaded = true;
+        kvcache_load_request(path, v->slot, &v->cv, &req);
+        id = chat_post(c, &req);
     }
     free(path);
+    if (id == 0)
+        return false;
+    v->kv_loaded = true;
+    c->prefill_req = id;
+    c->prefill_conv = v;
+    return true;
+}
+
+void chat_prepare_cache(struct chat *c, struct conv *v)
+{
+    if (!try_snapshot(c, v))
+        chat_post_prefill(c, v);
 }
 
 void chat_switch_to(struct chat *c, struct conv *v)
 {
     c->cur = v;
     chat_show_conv(c);
-    chat_try_snapshot(c, v);
-    chat_post_prefill(c, v);
+    chat_prepare_cache(c, v);
     chat_session_list_changed(c);
 }
 

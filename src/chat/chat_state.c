@@ -125,6 +125,7 @@ void chat_get_activity(const struct chat *c, struct chat_activity *a)
         .model_loading = c->load.active,
         .generating = c->reply.active,
         .prefilling = c->prefill_req != 0,
+        .n_prefills = c->n_prefills,
         .saving = c->n_kv_saves > 0,
         .reply_ids = c->reply.n_ids,
         .n_tokens = c->cur ? c->cur->cv.tokens.n : 0,

@@ -59,11 +59,14 @@ void kvcache_save_request(const char *kv_path, int slot, struct elm_request *req
     req->path = (char *)(uintptr_t)kv_path; /* copied by elm_worker_post */
 }
 
-void kvcache_load_request(const char *kv_path, int slot, struct elm_request *req)
+void kvcache_load_request(const char *kv_path, int slot, const struct conversation *cv,
+                          struct elm_request *req)
 {
     *req = elm_request_default(ELM_REQ_LOAD_STATE);
     req->slot = slot;
     req->path = (char *)(uintptr_t)kv_path;
+    req->tokens = cv->tokens.v; /* the worker keeps the common prefix: DONE's n_past */
+    req->n_tokens = (int)cv->tokens.n;
 }
 
 void kvcache_remove(const char *kv_path)

@@ -11,11 +11,12 @@
  * after a restart starts as fast as if the program had never stopped.
  *
  * Loading: kvcache_adopt() after conversation_render(); when it returns
- * true, post kvcache_load_request() then a GENERATE (ELM_GEN_SYNC) as
- * usual.  The worker's LOAD_STATE fails with ELM_E_MISMATCH for another
- * model (ignore it: the GENERATE re-prefills), and a snapshot whose ids
- * differ from the sequence is used only up to their common prefix (the
- * worker's SYNC rule).  Nothing here is ever an error the user must see.
+ * true, post kvcache_load_request(): its DONE's n_past is the snapshot's
+ * common prefix with the sequence (a local model; a server's: what it
+ * restored), and the next GENERATE (ELM_GEN_SYNC) computes the rest.  The
+ * worker's LOAD_STATE fails with ELM_E_MISMATCH for another model (then
+ * prefill as without a snapshot).  Nothing here is ever an error the user
+ * must see.
  *
  * UI thread (kvcache_restore_sync: the thread owning the ctx).
  */
@@ -34,9 +35,11 @@
  * NULL for an invalid session name or when the folder cannot be made. */
 char *kvcache_path_for(const char *session_name);
 
-/* A SAVE_STATE / LOAD_STATE request for slot (path borrowed: post copies). */
+/* A SAVE_STATE / LOAD_STATE request for slot (path and cv's tokens
+ * borrowed: post copies). */
 void kvcache_save_request(const char *kv_path, int slot, struct elm_request *req);
-void kvcache_load_request(const char *kv_path, int slot, struct elm_request *req);
+void kvcache_load_request(const char *kv_path, int slot, const struct conversation *cv,
+                          struct elm_request *req);
 
 /* Write kv_path + ".meta" for the conversation as it is now (call when
  * posting SAVE_STATE: requests run in order, so the snapshot holds a prefix

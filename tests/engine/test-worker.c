@@ -1,6 +1,7 @@
 /* test-worker.c: the engine thread (engine/worker/worker.c): ordering and ids,
  * cancel during prefill, shutdown while busy, a slow reader, model switch
- * with kept caches, snapshots, errors, loads in the background (the current
+ * with kept caches, snapshots (LOAD_STATE with the sequence keeps its
+ * common prefix), errors, loads in the background (the current
  * model serves meanwhile), shutdown during a long load (and, on libelm,
  * every cancel point of elm_model_load), CACHE_DROPPED under the memory
  * budget, the token-interval pacing hook, cancel by request id; generated
@@ -667,6 +668,25 @@ static void test_models_and_state(void)
        n_past_a);
     d = wait_final(w, &lg, post_gen(w, 0, seq, n_seq, 0, ELM_GEN_SYNC, 0), 30);
     ok(d && d->n_reused == n_past_a, "the restored cache is reused (%d)", d ? d->n_reused : -1);
+    /* With the sequence: only the snapshot's common prefix with it stays,
+     * DONE's n_past says how much (the chat's resume needs no prefill). */
+    struct elm_request lr = elm_request_default(ELM_REQ_LOAD_STATE);
+    lr.path = (char *)snap;
+    lr.tokens = seq;
+    lr.n_tokens = n_seq;
+    d = wait_final(w, &lg, elm_worker_post(w, &lr), 30);
+    ok(d && d->reason == ELM_DONE_OK && d->n_past == n_past_a,
+       "LOAD_STATE with the sequence keeps the whole snapshot, its prefix (%d)", d ? d->n_past : -1);
+    int32_t edited[64];
+    memcpy(edited, seq, (size_t)n_seq * sizeof *edited);
+    edited[5] = seq[5] == 3 ? 4 : 3;
+    lr.tokens = edited;
+    d = wait_final(w, &lg, elm_worker_post(w, &lr), 30);
+    ok(d && d->reason == ELM_DONE_OK && d->n_past == 5,
+       "LOAD_STATE with a sequence edited at 5 keeps 5 (%d)", d ? d->n_past : -1);
+    d = wait_final(w, &lg, post_gen(w, 0, edited, n_seq, 0, ELM_GEN_SYNC, 0), 30);
+    ok(d && d->n_reused == 5 && d->n_prefilled == n_seq - 5,
+       "the next GENERATE computes the rest (%d reused)", d ? d->n_reused : -1);
 
     /* A budget of one byte keeps nothing but the current model: a worker
      * with that budget, A cached in slot 0, then B. */
