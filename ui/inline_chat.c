@@ -16,6 +16,7 @@
 
 #include "ui/inline_chat.h"
 #include "ui/pull_progress.h"
+#include "ui/signal_pipe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,38 +43,6 @@
 #define COMPUTE_NICE 5
 #define PROMPT "> "
 #define TYPEAHEAD_MAX 4096
-
-static int sig_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-    int saved = errno;
-    unsigned char b = (unsigned char)sig;
-    if (write(sig_pipe[1], &b, 1) < 0) {
-        /* full: a byte for this signal is pending already */
-    }
-    errno = saved;
-}
-
-static bool install_signals(void)
-{
-    if (pipe(sig_pipe) != 0)
-        return false;
-    for (int i = 0; i < 2; i++) {
-        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
-        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaction(sigs[i], &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    return true;
-}
 
 struct inline_chat {
     struct chat *chat;
@@ -223,7 +192,7 @@ static void handle_signals(struct inline_chat *ic)
 {
     unsigned char buf[64];
     ssize_t n;
-    while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0) {
+    while ((n = signal_pipe_take(buf, sizeof buf)) > 0) {
         for (ssize_t i = 0; i < n; i++) {
             switch (buf[i]) {
             case SIGINT:
@@ -271,7 +240,7 @@ static void wait_once(struct inline_chat *ic, bool want_input, bool *in_ready)
 {
     struct pollfd fds[3] = {
         {.fd = want_input ? STDIN_FILENO : -1, .events = POLLIN},
-        {.fd = sig_pipe[0], .events = POLLIN},
+        {.fd = signal_pipe_fd(), .events = POLLIN},
         {.fd = chat_wake_fd(ic->chat), .events = POLLIN},
     };
     int timeout = chat_has_notice(ic->chat) || chat_pull_active(ic->chat) ? 250 : -1;
@@ -487,7 +456,8 @@ int inline_chat_main(const struct chat_args *a)
     char *message = NULL;
     if (a->input && !(message = read_message(a->input)))
         return EXIT_RUNTIME;
-    if (!install_signals()) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGQUIT};
+    if (!signal_pipe_open(sigs, sizeof sigs / sizeof sigs[0])) {
         cli_error("pipe: %s", strerror(errno));
         free(message);
         return EXIT_RUNTIME;

@@ -5,6 +5,7 @@ noinst_LIBRARIES += ui/libui.a
 ui_libui_a_CFLAGS = $(AM_CFLAGS) $(NCURSESW_CFLAGS) $(READLINE_CFLAGS) $(MD4C_CFLAGS) -D_XOPEN_SOURCE_EXTENDED
 ui_libui_a_SOURCES = \
 	ui/tui.c ui/tui.h \
+	ui/signal_pipe.c ui/signal_pipe.h \
 	ui/layout.c ui/layout.h \
 	ui/sanitize.c ui/sanitize.h \
 	ui/transcript.c ui/transcript.h \

@@ -39,6 +39,7 @@
 #include "ui/message_actions.h"
 #include "ui/pull_progress.h"
 #include "ui/screen.h"
+#include "ui/signal_pipe.h"
 #include "ui/test_hooks.h"
 
 /* How far the worker and its compute threads sit below the UI thread
@@ -49,17 +50,6 @@
  * times the CPU of one compute thread. */
 #define COMPUTE_NICE 5
 
-static int sig_pipe[2] = {-1, -1};
-
-static void on_signal(int sig)
-{
-    int saved = errno;
-    unsigned char b = (unsigned char)sig;
-    if (write(sig_pipe[1], &b, 1) < 0) {
-        /* pipe full: a byte for this signal is already pending */
-    }
-    errno = saved;
-}
 
 /* ------------------------------------------------------------- the screen */
 
@@ -562,24 +552,12 @@ static const struct {
     {SIGWINCH, sig_resize},  {SIGTSTP, sig_suspend}, {SIGQUIT, sig_leave},
 };
 
-static void install_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof signal_bindings / sizeof signal_bindings[0]; i++)
-        sigaction(signal_bindings[i].sig, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-}
-
 static unsigned take_signals(struct tui *t)
 {
     unsigned char buf[64];
     ssize_t n;
     unsigned out = 0;
-    while ((n = read(sig_pipe[0], buf, sizeof buf)) > 0)
+    while ((n = signal_pipe_take(buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; i++)
             for (size_t j = 0; j < sizeof signal_bindings / sizeof signal_bindings[0]; j++)
                 if (signal_bindings[j].sig == buf[i])
@@ -619,7 +597,7 @@ static int run(struct tui *t)
          * worker merges them); keys and signals still end the wait. */
         struct pollfd fds[3] = {
             {.fd = tty, .events = POLLIN},
-            {.fd = sig_pipe[0], .events = POLLIN},
+            {.fd = signal_pipe_fd(), .events = POLLIN},
             {.fd = deferred ? -1 : wake, .events = POLLIN},
         };
         /* Wake up for the notice to expire and the busy display. */
@@ -697,15 +675,13 @@ int tui_main(int argc, char **argv)
 
     /* Before curses starts, so that ncurses leaves SIGWINCH and SIGTSTP to
      * us; before the worker starts, which blocks them in its thread. */
-    if (pipe(sig_pipe) != 0) {
+    int sigs[sizeof signal_bindings / sizeof signal_bindings[0]];
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigs[i] = signal_bindings[i].sig;
+    if (!signal_pipe_open(sigs, sizeof sigs / sizeof sigs[0])) {
         cli_error("pipe: %s", strerror(errno));
         return EXIT_RUNTIME;
     }
-    for (int i = 0; i < 2; i++) {
-        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
-        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
-    }
-    install_signals();
 
     struct tui *t = x_calloc(1, sizeof *t);
     char err[2048];
