@@ -15,7 +15,9 @@
 #    (docs/DESIGN.md, "engine/ inside");
 #  - no circles between files: of includes anywhere, and inside each layer
 #    also of calls (a .c calls a function that another .c alone defines),
-#    since files that share one internal header call each other unseen by it.
+#    since files that share one internal header call each other unseen by it;
+#  - no function in src/ or ui/ over 150 lines (a body runs from a "{" to
+#    a "}" at the start of a line, the tree's style: docs/STYLE.md B.7).
 top=${top_srcdir:-$(dirname "$0")/..}
 cd "$top" || exit 1
 top_srcdir=$(pwd)
@@ -128,6 +130,16 @@ include_circles() { include_edges units engine src ui cli | circles_of; }
 # layer calls the one below through its headers, and up only through
 # callbacks).  A program's main is called by no file.
 call_circles() { { include_edges files "$1"; call_edges "$1"; } | circles_of; }
+# Functions of src/ and ui/ over 150 lines, signature to closing brace.
+long_functions() {
+    src_files src ui | grep '\.c$' | while read -r f; do
+        awk -v F="$f" '/^[A-Za-z_].*\(/ { sig = NR; name = $0 }
+            /^\{/ { open = 1 }
+            /^\}/ { if (open && NR - sig + 1 > 150) {
+                         sub(/\(.*/, "", name); print F ":" sig ": " name " is " NR - sig + 1 " lines" }
+                     open = 0 }' "$f"
+    done
+}
 check "engine/ includes nothing from src/, ui/ or cli/" engine_up
 check "src/ includes nothing from ui/ or cli/" src_up
 check "ui/ includes nothing from cli/" ui_up
@@ -140,6 +152,7 @@ check "only ui/ includes curses or readline" nonui_curses
 check "src/ neither reads nor writes the terminal (but diag.c's error format)" src_term_io
 check "engine/: a sub-folder includes only lower floors ($ENGINE_FLOORS)" engine_up_floor
 check "no include circles" include_circles
+check "no function in src/ or ui/ over 150 lines" long_functions
 for layer in engine src ui cli; do
     check "$layer/: no circles of includes or calls" call_circles $layer
 done
