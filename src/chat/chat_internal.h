@@ -313,8 +313,9 @@ void chat_cancel_reply(struct chat *c);
 void chat_finish_reply(struct chat *c, const struct elm_event *ev);
 void chat_wait_kv_saves(struct chat *c, double limit);
 
-/* chat_shell.c: the y/n to !COMMAND's question (true: line was it), and
- * its state freed */
+/* chat_shell.c: the y/n to !COMMAND's question (true: line was it; a
+ * line that is neither y nor n declines, and is not taken), and its
+ * state freed */
 bool chat_shell_answer(struct chat *c, const char *line);
 void chat_shell_fini(struct chat *c);
 

@@ -293,6 +293,21 @@ bool chat_shell_line(struct chat *c, const char *line)
     return true;
 }
 
+/* 1: the line says yes (y, yes), 0: no (n, no, nothing), -1: neither */
+static int yes_or_no(const char *line)
+{
+    const char *s = line + strspn(line, " \t");
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n'))
+        n--;
+    if ((n == 1 && strncasecmp(s, "y", 1) == 0) || (n == 3 && strncasecmp(s, "yes", 3) == 0))
+        return 1;
+    if (n == 0 || (n == 1 && strncasecmp(s, "n", 1) == 0) ||
+        (n == 2 && strncasecmp(s, "no", 2) == 0))
+        return 0;
+    return -1;
+}
+
 bool chat_shell_answer(struct chat *c, const char *line)
 {
     struct chat_shell *sh = c->shell;
@@ -300,16 +315,22 @@ bool chat_shell_answer(struct chat *c, const char *line)
         return false;
     char *cmd = sh->pending;
     sh->pending = NULL;
-    const char *s = line + strspn(line, " \t");
-    if (strncasecmp(s, "y", 1) != 0) {
-        chat_notice(c, false, "not run: %s", cmd);
-    } else {
+    int yes = yes_or_no(line);
+    if (yes == 1) {
         sh->confirmed = true;
         run_now(c, cmd, sh->pending_attach);
+    } else if (yes == 0) {
+        chat_notice(c, false, "not run: %s", cmd);
+    } else {
+        /* a message typed (or piped) instead of an answer is not lost:
+         * it goes on as the line it is */
+        chat_notice(c, false, "not run: %s (the answer was not y or n; the line goes on as "
+                              "typed)",
+                    cmd);
     }
     free(cmd);
     chat_changed(c);
-    return true;
+    return yes >= 0;
 }
 
 void chat_shell_fini(struct chat *c)

@@ -53,6 +53,12 @@ printf '!echo nope\nn\n' | "$ELMCHAT" -s sh2 >"$tmp/out" 2>"$tmp/err"
 grep -q "not run: echo nope" "$tmp/err" && ! grep -q "^nope" "$tmp/err"
 ok $? "n: not run"
 
+# a message where the answer was expected: not run, and the message is sent
+printf '!echo nope\nWhat does the word water mean?\n' | "$ELMCHAT" -s sh4 >"$tmp/out" 2>"$tmp/err"
+grep -q "not run: echo nope (the answer was not y or n" "$tmp/err" && ! grep -q "^nope" "$tmp/err" &&
+    [ -s "$tmp/out" ] && grep -q "What does the word water mean?" "$sessions/sh4.yaml"
+ok $? "a message instead of y/n: not run, and the message is sent, not lost"
+
 mkdir -p "$tmp/cfg/elmchat"
 printf 'shell_confirm: false\n' >"$tmp/cfg/elmchat/config.yaml"
 printf '!!echo oops; exit 3\n' | "$ELMCHAT" -s sh3 >"$tmp/out" 2>"$tmp/err"
