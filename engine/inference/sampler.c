@@ -160,6 +160,19 @@ static int keep_top(struct cand *c, int n, int k)
     return k;
 }
 
+/* How many of the best candidates a draw without top-k sorts first. */
+#define SORTED_HEAD 64
+
+/* c[0, sorted) is sorted and holds the best of c[0, n): sort the rest
+ * once i reaches it; the new count of sorted candidates. */
+static int sorted_to(struct cand *c, int n, int sorted, int i)
+{
+    if (i < sorted)
+        return sorted;
+    qsort(c + sorted, (size_t)(n - sorted), sizeof *c, by_logit);
+    return n;
+}
+
 static bool reserve(elm_sampler *s, int n_vocab)
 {
     if (n_vocab <= s->cap)
@@ -227,18 +240,29 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
             c[n_c++] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
     if (n_c == 0)
         return -1;
-    int n = keep_top(c, n_c, s->p.top_k);
+    /* The chain's candidates are c[0, n) in logit order.  Without top-k
+     * only the best SORTED_HEAD are sorted first: top-p, min-p and the
+     * draw rarely read past it, and a sort of the whole vocabulary cost
+     * ~2 ms a token; sorted_to() sorts the rest when one does.  The order is
+     * the same; sums over the unsorted part add in another order (the last
+     * bits of a double). */
+    int n = n_c, sorted;
+    if (s->p.top_k > 0 && s->p.top_k < n_c)
+        sorted = n = keep_top(c, n_c, s->p.top_k); /* the k best, sorted */
+    else
+        sorted = keep_top(c, n_c, n_c < SORTED_HEAD ? n_c : SORTED_HEAD);
     if (isinf(c[0].logit))
         return c[0].id; /* +inf wins outright; all -inf leaves nothing to weigh */
 
     /* top-p and min-p on the probabilities at temperature 1 (the fixed order). */
     float mx = c[0].logit;
-    double total = 0.0;
-    for (int i = 0; i < n; i++)
-        total += exp((double)c[i].logit - mx);
     if (s->p.top_p < 1.0f) {
+        double total = 0.0;
+        for (int i = 0; i < n; i++)
+            total += exp((double)c[i].logit - mx);
         double cum = 0.0;
         for (int i = 0; i < n; i++) {
+            sorted = sorted_to(c, n, sorted, i);
             cum += exp((double)c[i].logit - mx) / total;
             if (cum >= s->p.top_p) {
                 n = i + 1;
@@ -250,7 +274,7 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
         /* p_i >= min_p * p_max  <=>  logit_i >= max + log(min_p) */
         double cut = mx + log((double)s->p.min_p);
         int keep = 1;
-        while (keep < n && c[keep].logit >= cut)
+        while (keep < n && (sorted = sorted_to(c, n, sorted, keep), c[keep].logit >= cut))
             keep++;
         n = keep;
     }
@@ -260,10 +284,12 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
         sum += exp(((double)c[i].logit - mx) * inv_t);
     double u = next_unit(s->rng) * sum, cum = 0.0;
     for (int i = 0; i < n; i++) {
+        sorted = sorted_to(c, n, sorted, i);
         cum += exp(((double)c[i].logit - mx) * inv_t);
         if (u < cum)
             return c[i].id;
     }
+    sorted_to(c, n, sorted, n - 1);
     return c[n - 1].id;
 }
 

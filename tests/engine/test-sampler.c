@@ -38,6 +38,117 @@ static void histogram(elm_sampler *s, const float *logits, int n, int *counts)
     }
 }
 
+
+/* ---- the chain by its definition, for a large vocabulary: every
+ * candidate sorted (larger logit first, then lower id), top-k, top-p and
+ * min-p on that order, the draw by cumulative weight in that order, with
+ * the sampler's generator (xoshiro256** seeded by splitmix64, 53-bit
+ * units).  The sampler sorts only what it reads (sampler.c): its draws
+ * must be these. */
+struct ref_cand {
+    float logit;
+    int32_t id;
+};
+
+static int ref_order(const void *a, const void *b)
+{
+    const struct ref_cand *x = a, *y = b;
+    if (x->logit != y->logit)
+        return x->logit > y->logit ? -1 : 1;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static uint64_t ref_splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t ref_rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static double ref_unit(uint64_t *s)
+{
+    uint64_t r = ref_rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = ref_rotl(s[3], 45);
+    return (double)(r >> 11) * 0x1p-53;
+}
+
+static int32_t ref_draw(uint64_t *rng, const float *logits, int nv, float temp, int top_k,
+                        float top_p, float min_p, struct ref_cand *c)
+{
+    for (int i = 0; i < nv; i++)
+        c[i] = (struct ref_cand){logits[i], i};
+    qsort(c, (size_t)nv, sizeof *c, ref_order);
+    int n = top_k > 0 && top_k < nv ? top_k : nv;
+    double mx = c[0].logit, total = 0.0;
+    for (int i = 0; i < n; i++)
+        total += exp((double)c[i].logit - mx);
+    if (top_p < 1.0f) {
+        double cum = 0.0;
+        for (int i = 0; i < n; i++) {
+            cum += exp((double)c[i].logit - mx) / total;
+            if (cum >= top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (min_p > 0.0f) {
+        double cut = mx + log((double)min_p);
+        int keep = 1;
+        while (keep < n && c[keep].logit >= cut)
+            keep++;
+        n = keep;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += exp(((double)c[i].logit - mx) / temp);
+    double u = ref_unit(rng) * sum, cum = 0.0;
+    for (int i = 0; i < n; i++) {
+        cum += exp(((double)c[i].logit - mx) / temp);
+        if (u < cum)
+            return c[i].id;
+    }
+    return c[n - 1].id;
+}
+
+/* n draws from a 32,000-id vocabulary (a flat tail: the draw often passes
+ * the sorted head) by the sampler and by the definition; how many agree. */
+static int agree_with_definition(float temp, int top_k, float top_p, float min_p, int n)
+{
+    enum { NV = 32000 };
+    float *logits = malloc(NV * sizeof *logits), *buf = malloc(NV * sizeof *buf);
+    struct ref_cand *c = malloc(NV * sizeof *c);
+    uint64_t seed = 7, rng[4], lseed = 99;
+    for (int i = 0; i < 4; i++)
+        rng[i] = ref_splitmix(&seed);
+    elm_sampler *s = make(temp, top_k, top_p, min_p, 1.0f, -1, 7);
+    int same = 0;
+    for (int t = 0; t < n && logits && buf && c && s; t++) {
+        for (int i = 0; i < NV; i++) /* a few peaks over a wide low plateau */
+            logits[i] = (float)(ref_splitmix(&lseed) >> 40) * 0x1p-24f * 4.0f +
+                        (i % 997 == t % 997 ? 6.0f : 0.0f);
+        memcpy(buf, logits, NV * sizeof *buf);
+        int32_t got = elm_sampler_sample(s, buf, NV, NULL, 0);
+        same += got == ref_draw(rng, logits, NV, temp, top_k, top_p, min_p, c);
+    }
+    elm_sampler_free(s);
+    free(logits);
+    free(buf);
+    free(c);
+    return same;
+}
+
 int main(void)
 {
     plan_lazy();
@@ -148,5 +259,22 @@ int main(void)
     is_int(elm_sampler_sample(e, one, 1, NULL, 0), 0, "vocabulary of one");
     elm_sampler_free(e);
     elm_sampler_free(NULL);
+
+    /* the draws of a sampler that sorts only what it reads equal the
+     * definition's (the sums over the unsorted tail add in another order:
+     * a draw could differ only within a double's last bits of a boundary) */
+    static const struct {
+        float temp, top_p, min_p;
+        int top_k;
+    } chains[] = {{1.0f, 1.0f, 0.0f, 0}, {0.7f, 0.9f, 0.0f, 0},  {1.0f, 0.999f, 0.0f, 0},
+                  {0.8f, 1.0f, 0.01f, 0}, {1.0f, 0.95f, 0.0f, 40}, {1.5f, 1.0f, 0.0f, 500}};
+    for (size_t i = 0; i < sizeof chains / sizeof chains[0]; i++) {
+        int n = 100, agree = agree_with_definition(chains[i].temp, chains[i].top_k,
+                                                  chains[i].top_p, chains[i].min_p, n);
+        is_int(agree, n, "32,000 ids, temperature %.1f top-k %d top-p %.3f min-p %.2f: %d of %d "
+                        "draws are the definition's",
+               (double)chains[i].temp, chains[i].top_k, (double)chains[i].top_p,
+               (double)chains[i].min_p, agree, n);
+    }
     return done_testing();
 }
