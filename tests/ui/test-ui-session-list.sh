@@ -64,7 +64,9 @@ ui_stop
 # where the list has room (200x50), cut with "…" where it has not (80x24),
 # and whole on the status bar when chosen.
 long=a-conversation-about-the-garden-and-its-tomatoes
-today=$(date +%H:)
+# today's saves show as HH:MM (another day's as a date); any hour: a run
+# that crosses an hour saves the two sessions in different ones
+today='[0-2][0-9]:'
 for size in 200x50 80x24; do
     ui_start $size -s "$long" -n 2
     ok 'ui_wait "idle" 30' "$size: starts"
