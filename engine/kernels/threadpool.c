@@ -101,6 +101,7 @@ static void *worker_main(void *p)
             if (!spin_more(&sp)) {
                 unsigned g = atomic_load(&pool->gen_word);
                 atomic_fetch_add(&pool->sleepers, 1);
+                atomic_thread_fence(memory_order_seq_cst); /* as the caller's */
                 if ((uint32_t)(atomic_load(&pool->state) >> GEN_SHIFT) == seen &&
                     !atomic_load(&pool->stop))
                     elm_word_wait(&pool->gen_word, g);
@@ -124,6 +125,7 @@ static void *worker_main(void *p)
             continue;
         take_ranges(pool, w->ith);
         uint64_t after = atomic_fetch_sub(&pool->state, 1) - 1;
+        atomic_thread_fence(memory_order_seq_cst); /* as the caller's */
         if ((after & ACTIVE_MASK) == 0 && (after & CLOSED) && atomic_load(&pool->caller_sleeps)) {
             atomic_fetch_add(&pool->done_word, 1);
             elm_word_wake(&pool->done_word);
@@ -204,6 +206,13 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
     /* Publish: new generation, open, nobody inside yet. */
     uint64_t gen = (atomic_load(&pool->state) >> GEN_SHIFT) + 1;
     atomic_store(&pool->state, (gen & 0xffffffffu) << GEN_SHIFT);
+    /* A store then a load of another word (here and before the caller
+     * sleeps): seq_cst orders them, but qemu-user 7.2 on x86 emits no
+     * barrier between an aarch64 STLR and a later LDAR, so the load could
+     * pass the store and both sides sleep (seen: the caller asleep on
+     * done_word with no worker inside, the worker asleep on gen_word).
+     * A full fence costs one barrier per job. */
+    atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&pool->sleepers) > 0) {
         atomic_fetch_add(&pool->gen_word, 1);
         elm_word_wake(&pool->gen_word);
@@ -218,6 +227,7 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
         if (!spin_more(&sp)) {
             unsigned d = atomic_load(&pool->done_word);
             atomic_store(&pool->caller_sleeps, true);
+            atomic_thread_fence(memory_order_seq_cst); /* see the publish above */
             if (atomic_load(&pool->state) & ACTIVE_MASK)
                 elm_word_wait(&pool->done_word, d);
             atomic_store(&pool->caller_sleeps, false);
