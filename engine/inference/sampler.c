@@ -289,8 +289,7 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
         if (u < cum)
             return c[i].id;
     }
-    sorted_to(c, n, sorted, n - 1);
-    return c[n - 1].id;
+    return c[n - 1].id; /* the loop sorted through it */
 }
 
 int elm_sampler_top_ids(elm_sampler *s, const float *logits, int n_vocab, int k, int32_t *ids)

@@ -101,7 +101,6 @@ static void *worker_main(void *p)
             if (!spin_more(&sp)) {
                 unsigned g = atomic_load(&pool->gen_word);
                 atomic_fetch_add(&pool->sleepers, 1);
-                atomic_thread_fence(memory_order_seq_cst); /* as the caller's */
                 if ((uint32_t)(atomic_load(&pool->state) >> GEN_SHIFT) == seen &&
                     !atomic_load(&pool->stop))
                     elm_word_wait(&pool->gen_word, g);
@@ -125,7 +124,6 @@ static void *worker_main(void *p)
             continue;
         take_ranges(pool, w->ith);
         uint64_t after = atomic_fetch_sub(&pool->state, 1) - 1;
-        atomic_thread_fence(memory_order_seq_cst); /* as the caller's */
         if ((after & ACTIVE_MASK) == 0 && (after & CLOSED) && atomic_load(&pool->caller_sleeps)) {
             atomic_fetch_add(&pool->done_word, 1);
             elm_word_wake(&pool->done_word);
@@ -211,7 +209,8 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
      * barrier between an aarch64 STLR and a later LDAR, so the load could
      * pass the store and both sides sleep (seen: the caller asleep on
      * done_word with no worker inside, the worker asleep on gen_word).
-     * A full fence costs one barrier per job. */
+     * A full fence costs one barrier per job.  The workers' side of each
+     * pair is a read-modify-write, a full barrier under qemu as on x86. */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load(&pool->sleepers) > 0) {
         atomic_fetch_add(&pool->gen_word, 1);
