@@ -794,6 +794,18 @@ bool gcharset_meets(const struct elm_grammar *g, const struct gcharset *c, uint3
     return c->neg && covered < (uint64_t)(hi - lo) + 1;
 }
 
+bool gcharset_covers(const struct elm_grammar *g, const struct gcharset *c, uint32_t lo,
+                     uint32_t hi)
+{
+    if (c->neg) /* everything outside the ranges: none of them meets [lo, hi] */
+        return !gcharset_meets(g, &(struct gcharset){c->first, c->n, false, {0, 0}}, lo, hi);
+    const uint32_t *r = g->ranges + c->first; /* merged: one range holds it all */
+    for (uint32_t i = 0; i < c->n; i++)
+        if (r[2 * i] <= lo && hi <= r[2 * i + 1])
+            return true;
+    return false;
+}
+
 bool gcharset_has(const struct elm_grammar *g, const struct gcharset *c, uint32_t cp)
 {
     if (cp < 128)

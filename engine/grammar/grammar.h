@@ -51,6 +51,9 @@ struct elm_grammar {
 
 /* Does charset c hold code point cp? */
 bool gcharset_has(const struct elm_grammar *g, const struct gcharset *c, uint32_t cp);
+/* Does c hold every code point in [lo, hi]? */
+bool gcharset_covers(const struct elm_grammar *g, const struct gcharset *c, uint32_t lo,
+                     uint32_t hi);
 /* Does c hold any code point in [lo, hi]? */
 bool gcharset_meets(const struct elm_grammar *g, const struct gcharset *c, uint32_t lo,
                     uint32_t hi);

@@ -6,7 +6,11 @@
  * is the empty stack (the match is complete).  A matcher state is an
  * interned sorted set of stacks plus the bytes of an unfinished UTF-8
  * character, and each (state, byte) transition is computed once: a token
- * trie walk or a token check is then mostly hash lookups. */
+ * trie walk or a token check is then mostly table lookups.  Where every
+ * stack takes all of the characters an unfinished one may still become, or
+ * none (inside a JSON string: any character but a few ASCII ones), its
+ * bytes do not matter and are not kept (PARTIAL_ANY): a walk over the
+ * vocabulary's multibyte pieces then meets a few states, not thousands. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -26,11 +30,17 @@ struct gst {
     uint32_t partial;    /* bits of the unfinished character */
     uint8_t need, len;   /* continuation bytes still to come; its length */
     uint32_t hash;
+    uint64_t ascii[2];   /* the ASCII bytes some stack takes (none inside a
+                          * character): every other ASCII byte is refused
+                          * without a step (most of a trie walk's bytes) */
     uint32_t *dense;     /* [256] its transitions once known (a trie walk's
                           * inner loop), DENSE_UNKNOWN until computed */
 };
 #define DENSE_UNKNOWN (UINT32_MAX - 1)
-#define DENSE_STATES 65536 /* states with a dense row at most (256 KiB... 64 MiB) */
+/* gst.partial of a character whose every completion every stack takes (the
+ * stacks that take none dropped): its bits are not kept */
+#define PARTIAL_ANY UINT32_MAX
+#define DENSE_STATES 65536 /* states with a dense row at most (64 MiB) */
 
 struct slot64 {
     uint64_t key; /* 0: empty */
@@ -275,7 +285,15 @@ static uint32_t intern(gmatcher *m, const uint32_t *v, uint32_t n, uint32_t part
     /* v may be m->scratch: copy before anything moves */
     memcpy(m->sets + m->n_sets, v, n * sizeof *v);
     uint32_t id = m->n_states++;
-    m->states[id] = (struct gst){m->n_sets, n, partial, need, len, h, NULL};
+    m->states[id] = (struct gst){m->n_sets, n, partial, need, len, h, {0, 0}, NULL};
+    for (uint32_t i = 0; need == 0 && i < n; i++) {
+        uint32_t node = m->sets[m->n_sets + i];
+        if (node == 0)
+            continue;
+        const struct gcharset *cs = &m->g->cs[m->g->el[m->nodes[node].pos].arg];
+        m->states[id].ascii[0] |= cs->ascii[0];
+        m->states[id].ascii[1] |= cs->ascii[1];
+    }
     m->n_sets += n;
     m->state_tab[j] = id + 1;
     return id;
@@ -401,13 +419,45 @@ static bool can_take(const gmatcher *m, const struct gst *st, uint32_t lo, uint3
     return false;
 }
 
+static const uint32_t min_of_len[5] = {0, 0, 0x80, 0x800, 0x10000};
+
+/* The state of st's stacks that take every character in [lo, hi] (a
+ * range of valid characters), unfinished by need bytes: PARTIAL_ANY when
+ * every other stack takes none of them, else UINT32_MAX - 1 (the
+ * character's bits matter). */
+static uint32_t partial_any(gmatcher *m, const struct gst *st, uint32_t lo, uint32_t hi,
+                            uint8_t need, uint8_t len)
+{
+    const elm_grammar *g = m->g;
+    uint32_t n = 0;
+    if (!grow((void **)&m->scratch, &m->cap_scratch, st->n ? st->n : 1, sizeof *m->scratch))
+        return fail(m, NO_MEMORY);
+    for (uint32_t i = 0; i < st->n; i++) {
+        uint32_t id = m->sets[st->off + i];
+        if (id == 0)
+            continue;
+        const struct gcharset *cs = &g->cs[g->el[m->nodes[id].pos].arg];
+        if (gcharset_covers(g, cs, lo, hi))
+            m->scratch[n++] = id; /* in order: the set stays sorted */
+        else if (gcharset_meets(g, cs, lo, hi))
+            return UINT32_MAX - 1;
+    }
+    if (n == 0)
+        return GSTATE_DEAD;
+    return intern(m, m->scratch, n, PARTIAL_ANY, need, len);
+}
+
 /* After a partial character: the same stacks, if some can take one of the
  * characters it may still become. */
 static uint32_t step_partial(gmatcher *m, uint32_t state, uint32_t v, uint8_t need, uint8_t len)
 {
     struct gst st = m->states[state];
     uint32_t lo = v << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
-    static const uint32_t min_of_len[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (lo >= min_of_len[len] && hi <= 0x10FFFF && (hi < 0xD800 || lo > 0xDFFF)) {
+        uint32_t any = partial_any(m, &st, lo, hi, need, len);
+        if (any != UINT32_MAX - 1)
+            return any;
+    }
     if (hi < min_of_len[len] || lo > 0x10FFFF)
         return GSTATE_DEAD;
     if (lo < min_of_len[len])
@@ -427,16 +477,41 @@ static uint32_t step_partial(gmatcher *m, uint32_t state, uint32_t v, uint8_t ne
     return intern(m, m->scratch, n, v, need, len);
 }
 
+/* A PARTIAL_ANY state's next continuation byte: every stack takes the
+ * character, whichever it is. */
+static uint32_t step_any(gmatcher *m, const struct gst *st)
+{
+    if (st->need > 1) {
+        uint32_t n = st->n;
+        if (!grow((void **)&m->scratch, &m->cap_scratch, n, sizeof *m->scratch))
+            return fail(m, NO_MEMORY);
+        memcpy(m->scratch, m->sets + st->off, n * sizeof *m->scratch);
+        return intern(m, m->scratch, n, PARTIAL_ANY, (uint8_t)(st->need - 1), st->len);
+    }
+    new_stamp(m);
+    for (uint32_t i = 0; i < st->n; i++) {
+        uint32_t id = m->sets[st->off + i];
+        uint32_t next = cons(m, m->nodes[id].pos + 1, m->nodes[id].parent);
+        if (next == GSTATE_DEAD || !gather(m, next))
+            return GSTATE_DEAD;
+    }
+    if (m->n_scratch == 0)
+        return GSTATE_DEAD;
+    qsort(m->scratch, m->n_scratch, sizeof *m->scratch, cmp_u32);
+    return intern(m, m->scratch, m->n_scratch, 0, 0, 0);
+}
+
 static uint32_t compute_step(gmatcher *m, uint32_t state, unsigned char b)
 {
     struct gst st = m->states[state];
     if (st.need > 0) {
         if ((b & 0xC0) != 0x80)
             return GSTATE_DEAD;
+        if (st.partial == PARTIAL_ANY)
+            return step_any(m, &st);
         uint32_t v = st.partial << 6 | (b & 0x3Fu);
         if (st.need > 1)
             return step_partial(m, state, v, (uint8_t)(st.need - 1), st.len);
-        static const uint32_t min_of_len[5] = {0, 0, 0x80, 0x800, 0x10000};
         if (v < min_of_len[st.len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
             return GSTATE_DEAD;
         return step_char(m, &st, v);
@@ -456,30 +531,37 @@ uint32_t gmatcher_advance(gmatcher *m, uint32_t state, unsigned char b)
 {
     if (state == GSTATE_DEAD)
         return GSTATE_DEAD;
-    uint32_t *dense = m->states[state].dense;
+    struct gst *st = &m->states[state];
+    if (b < 0x80 && !(st->ascii[b >> 6] >> (b & 63) & 1))
+        return GSTATE_DEAD;
+    uint32_t *dense = st->dense;
     if (dense && dense[b] != DENSE_UNKNOWN)
         return dense[b];
+    /* a row for each state under DENSE_STATES (1 KiB each, at its first
+     * step), the hash table beyond: no table to grow (and rehash, a
+     * millisecond's stall in one token) for the usual reply */
+    if (!dense && state < DENSE_STATES) {
+        dense = malloc(256 * sizeof *dense);
+        if (!dense)
+            return fail(m, NO_MEMORY);
+        for (int i = 0; i < 256; i++)
+            dense[i] = DENSE_UNKNOWN;
+        st->dense = dense;
+    }
+    if (dense) {
+        uint32_t next = compute_step(m, state, b);
+        if (m->error)
+            return GSTATE_DEAD;
+        m->states[state].dense[b] = next; /* compute_step may move m->states */
+        return next;
+    }
     uint64_t key = ((uint64_t)state << 8 | b) + 1;
     struct slot64 *s = table_find(&m->step, key);
-    uint32_t next;
-    if (s->key) {
-        next = s->val;
-    } else {
-        next = compute_step(m, state, b);
-        if (m->error || !table_put(&m->step, key, next))
-            return fail(m, NO_MEMORY);
-    }
-    /* the second byte from a state: it is being walked, give it a row */
-    if (!dense && state < DENSE_STATES && m->step.n > 1) {
-        dense = malloc(256 * sizeof *dense);
-        if (dense) {
-            for (int i = 0; i < 256; i++)
-                dense[i] = DENSE_UNKNOWN;
-            m->states[state].dense = dense;
-        }
-    }
-    if (dense)
-        dense[b] = next;
+    if (s->key)
+        return s->val;
+    uint32_t next = compute_step(m, state, b);
+    if (m->error || !table_put(&m->step, key, next))
+        return fail(m, NO_MEMORY);
     return next;
 }
 

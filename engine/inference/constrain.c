@@ -150,7 +150,8 @@ static int32_t cheap_draw(struct constrain *c, elm_sampler *smp, const float *lo
     }
     if (elm_sampler_rejection_exact(smp)) {
         for (int tries = 0; tries < REJECTION_TRIES; tries++) {
-            int32_t id = elm_sampler_draw(smp, logits, n_vocab, NULL);
+            int32_t id = tries == 0 ? elm_sampler_draw(smp, logits, n_vocab, NULL)
+                                    : elm_sampler_redraw(smp);
             if (id >= 0 && allows(c, id))
                 return id;
         }

@@ -14,10 +14,22 @@ struct cand {
     int32_t id;
 };
 
+/* A selection of at most this many best candidates is one pass over them
+ * (a small sorted buffer); more, a quickselect. */
+#define SCAN_TOP 256
+
 struct elm_sampler {
     struct elm_sampler_params p;
     uint64_t rng[4];        /* xoshiro256** */
     struct cand *cands;     /* [cap] */
+    struct cand head[SCAN_TOP]; /* the best so far of a one-pass selection */
+    struct {                    /* the last temperature draw's weighing, for redraws */
+        bool ok;
+        int32_t fixed;          /* >= 0: the only possible id (an infinite logit) */
+        int n, sorted;
+        float mx;
+        double inv_t, sum;
+    } last;
     unsigned char *seen;    /* [cap] penalty marks */
     int cap;
 };
@@ -127,12 +139,59 @@ static int32_t argmax(const float *logits, int n)
     return best;
 }
 
-/* Keep the k best candidates of n, sorted (quickselect, then sort k). */
-static int keep_top(struct cand *c, int n, int k)
+/* Is x before y in the chain's order (by_logit's)? */
+static inline bool before(struct cand x, struct cand y)
+{
+    return x.logit > y.logit || (x.logit == y.logit && x.id < y.id);
+}
+
+/* Put x among the m best so far, head[0, m) sorted, at most k kept; the
+ * new count. */
+static int scan_insert(struct cand *head, int m, int k, struct cand x)
+{
+    int i = m < k ? m : k - 1;
+    while (i > 0 && before(x, head[i - 1])) {
+        head[i] = head[i - 1];
+        i--;
+    }
+    head[i] = x;
+    return m < k ? m + 1 : k;
+}
+
+/* The k best of c[0, n) (k <= SCAN_TOP) in head, sorted: one pass that
+ * keeps the best so far; most candidates cost one compare with the k-th. */
+static int scan_top(const struct cand *c, int n, int k, struct cand *head)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (m == k && !before(c[i], head[k - 1]))
+            continue;
+        m = scan_insert(head, m, k, c[i]);
+    }
+    return m;
+}
+
+/* Keep the k best candidates of n sorted in c[0, k), the others after them
+ * in any order.  A few best (the usual top-k, the draw's sorted head): one
+ * pass, then the others moved up; many: quickselect, then sort k.  The
+ * quickselect over 32,000 ids cost ~300 us a token; the pass ~30. */
+static int keep_top(elm_sampler *s, struct cand *c, int n, int k)
 {
     if (k <= 0 || k >= n) {
         qsort(c, (size_t)n, sizeof *c, by_logit);
         return n;
+    }
+    if (k <= SCAN_TOP) {
+        struct cand *head = s->head;
+        k = scan_top(c, n, k, head);
+        struct cand last = head[k - 1];
+        int w = 0;
+        for (int i = 0; i < n; i++) /* the others to the front, in order */
+            if (before(last, c[i]))
+                c[w++] = c[i];
+        memmove(c + k, c, (size_t)w * sizeof *c);
+        memcpy(c, head, (size_t)k * sizeof *c);
+        return k;
     }
     int lo = 0, hi = n - 1;
     while (lo < hi) {
@@ -198,11 +257,6 @@ int32_t elm_sampler_greedy(elm_sampler *s, float *logits, int n_vocab, const int
     return argmax(logits, n_vocab);
 }
 
-static bool allowed_id(const uint32_t *allowed, int32_t id)
-{
-    return !allowed || (allowed[id >> 5] >> (id & 31) & 1);
-}
-
 void elm_sampler_penalize(elm_sampler *s, float *logits, int n_vocab, const int32_t *history,
                           int n_history)
 {
@@ -216,28 +270,63 @@ bool elm_sampler_rejection_exact(const elm_sampler *s)
            (s->p.top_k <= 0 && s->p.top_p >= 1.0f && s->p.min_p <= 0.0f);
 }
 
+/* One draw from the candidates the last draw weighed (c[0, last.n) in the
+ * chain's order, their weights' sum): a unit of the generator, then the
+ * first candidate whose running weight passes it. */
+static int32_t draw_weighed(elm_sampler *s)
+{
+    if (s->last.fixed >= 0)
+        return s->last.fixed;
+    const struct cand *c = s->cands;
+    int n = s->last.n;
+    double mx = s->last.mx, inv_t = s->last.inv_t;
+    double u = next_unit(s->rng) * s->last.sum, cum = 0.0;
+    for (int i = 0; i < n; i++) {
+        s->last.sorted = sorted_to(s->cands, n, s->last.sorted, i);
+        cum += exp(((double)c[i].logit - mx) * inv_t);
+        if (u < cum)
+            return c[i].id;
+    }
+    return c[n - 1].id; /* the loop sorted through it */
+}
+
 int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
                          const uint32_t *allowed)
 {
     if (!s || !logits || n_vocab <= 0 || !reserve(s, n_vocab))
         return -1;
+    s->last.ok = false;
     if (!(s->p.temperature > 0.0f)) {
         if (!allowed)
             return argmax(logits, n_vocab);
         int32_t best = -1;
-        for (int32_t i = 0; i < n_vocab; i++)
-            if (allowed_id(allowed, i) &&
-                (best < 0 || logits[i] > logits[best] || (isnan(logits[best]) && !isnan(logits[i]))))
-                best = i;
+        for (int32_t w = 0; w * 32 < n_vocab; w++) /* the set bits, in id order */
+            for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+                int32_t i = w * 32 + __builtin_ctz(bits);
+                if (i >= n_vocab)
+                    break;
+                if (best < 0 || logits[i] > logits[best] ||
+                    (isnan(logits[best]) && !isnan(logits[i])))
+                    best = i;
+            }
         return best;
     }
 
     /* the chain over the allowed ids only: the others are not candidates */
     struct cand *c = s->cands;
     int n_c = 0;
-    for (int i = 0; i < n_vocab; i++)
-        if (allowed_id(allowed, i))
+    if (!allowed) {
+        for (int i = 0; i < n_vocab; i++)
             c[n_c++] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
+    } else {
+        for (int32_t w = 0; w * 32 < n_vocab; w++)
+            for (uint32_t bits = allowed[w]; bits; bits &= bits - 1) {
+                int32_t i = w * 32 + __builtin_ctz(bits);
+                if (i >= n_vocab)
+                    break;
+                c[n_c++] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
+            }
+    }
     if (n_c == 0)
         return -1;
     /* The chain's candidates are c[0, n) in logit order.  Without top-k
@@ -248,11 +337,14 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
      * bits of a double). */
     int n = n_c, sorted;
     if (s->p.top_k > 0 && s->p.top_k < n_c)
-        sorted = n = keep_top(c, n_c, s->p.top_k); /* the k best, sorted */
+        sorted = n = keep_top(s, c, n_c, s->p.top_k); /* the k best, sorted */
     else
-        sorted = keep_top(c, n_c, n_c < SORTED_HEAD ? n_c : SORTED_HEAD);
-    if (isinf(c[0].logit))
-        return c[0].id; /* +inf wins outright; all -inf leaves nothing to weigh */
+        sorted = keep_top(s, c, n_c, n_c < SORTED_HEAD ? n_c : SORTED_HEAD);
+    if (isinf(c[0].logit)) { /* +inf wins outright; all -inf leaves nothing to weigh */
+        s->last.ok = true;
+        s->last.fixed = c[0].id;
+        return c[0].id;
+    }
 
     /* top-p and min-p on the probabilities at temperature 1 (the fixed order). */
     float mx = c[0].logit;
@@ -282,14 +374,19 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
     double inv_t = 1.0 / s->p.temperature, sum = 0.0;
     for (int i = 0; i < n; i++)
         sum += exp(((double)c[i].logit - mx) * inv_t);
-    double u = next_unit(s->rng) * sum, cum = 0.0;
-    for (int i = 0; i < n; i++) {
-        sorted = sorted_to(c, n, sorted, i);
-        cum += exp(((double)c[i].logit - mx) * inv_t);
-        if (u < cum)
-            return c[i].id;
-    }
-    return c[n - 1].id; /* the loop sorted through it */
+    s->last.n = n;
+    s->last.sorted = sorted;
+    s->last.mx = mx;
+    s->last.inv_t = inv_t;
+    s->last.sum = sum;
+    s->last.fixed = -1;
+    s->last.ok = true;
+    return draw_weighed(s);
+}
+
+int32_t elm_sampler_redraw(elm_sampler *s)
+{
+    return s && s->last.ok ? draw_weighed(s) : -1;
 }
 
 int elm_sampler_top_ids(elm_sampler *s, const float *logits, int n_vocab, int k, int32_t *ids)
@@ -297,9 +394,21 @@ int elm_sampler_top_ids(elm_sampler *s, const float *logits, int n_vocab, int k,
     if (!s || !logits || n_vocab <= 0 || k <= 0 || !reserve(s, n_vocab))
         return 0;
     struct cand *c = s->cands;
+    if (k <= SCAN_TOP) { /* straight from the logits, no candidate array */
+        int m = 0;
+        for (int i = 0; i < n_vocab; i++) {
+            float v = isnan(logits[i]) ? -INFINITY : logits[i];
+            if (m == k && !(v > s->head[k - 1].logit))
+                continue; /* ids rise: an equal logit comes after the k-th */
+            m = scan_insert(s->head, m, k, (struct cand){v, i});
+        }
+        for (int i = 0; i < m; i++)
+            ids[i] = s->head[i].id;
+        return m;
+    }
     for (int i = 0; i < n_vocab; i++)
         c[i] = (struct cand){isnan(logits[i]) ? -INFINITY : logits[i], i};
-    int n = keep_top(c, n_vocab, k < n_vocab ? k : n_vocab);
+    int n = keep_top(s, c, n_vocab, k < n_vocab ? k : n_vocab);
     for (int i = 0; i < n; i++)
         ids[i] = c[i].id;
     return n;

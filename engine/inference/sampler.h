@@ -16,6 +16,12 @@ void elm_sampler_penalize(elm_sampler *s, float *logits, int n_vocab, const int3
  * others removed first.  -1 when allowed holds no id. */
 int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
                          const uint32_t *allowed);
+/* Another draw from what the last elm_sampler_draw weighed (its logits,
+ * mask and chain; one unit of the generator, as a draw): where a draw is
+ * refused and drawn again from the same logits, the weighing (an exp of
+ * every candidate) is not done again.  -1 when the last draw was greedy,
+ * or there was none. */
+int32_t elm_sampler_redraw(elm_sampler *s);
 /* Is "draw over every id; when the id is not allowed, draw again over the
  * allowed ones" a draw of the allowed distribution?  True for greedy and
  * for plain temperature (no top-k, top-p or min-p: they cut by rank or by

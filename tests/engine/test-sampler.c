@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine/elm.h"
+#include "engine/inference/sampler.h"
 #include "tests/lib/tap.h"
 
 #define V 8
@@ -83,11 +84,13 @@ static double ref_unit(uint64_t *s)
     return (double)(r >> 11) * 0x1p-53;
 }
 
-static int32_t ref_draw(uint64_t *rng, const float *logits, int nv, float temp, int top_k,
-                        float top_p, float min_p, struct ref_cand *c)
+static int32_t ref_draw(uint64_t *rng, const float *logits, int n_ids, float temp, int top_k,
+                        float top_p, float min_p, const uint32_t *allowed, struct ref_cand *c)
 {
-    for (int i = 0; i < nv; i++)
-        c[i] = (struct ref_cand){logits[i], i};
+    int nv = 0; /* the candidates: the allowed ids (all without a mask) */
+    for (int i = 0; i < n_ids; i++)
+        if (!allowed || (allowed[i / 32] >> (i % 32) & 1))
+            c[nv++] = (struct ref_cand){logits[i], i};
     qsort(c, (size_t)nv, sizeof *c, ref_order);
     int n = top_k > 0 && top_k < nv ? top_k : nv;
     double mx = c[0].logit, total = 0.0;
@@ -123,12 +126,19 @@ static int32_t ref_draw(uint64_t *rng, const float *logits, int nv, float temp, 
 }
 
 /* n draws from a 32,000-id vocabulary (a flat tail: the draw often passes
- * the sorted head) by the sampler and by the definition; how many agree. */
-static int agree_with_definition(float temp, int top_k, float top_p, float min_p, int n)
+ * the sorted head) by the sampler and by the definition; how many agree.
+ * masked: the draws over a random third of the ids (a grammar's mask). */
+static int agree_with_definition(float temp, int top_k, float top_p, float min_p, int n,
+                                 bool masked)
 {
     enum { NV = 32000 };
     float *logits = malloc(NV * sizeof *logits), *buf = malloc(NV * sizeof *buf);
     struct ref_cand *c = malloc(NV * sizeof *c);
+    static uint32_t mask[NV / 32];
+    uint64_t mseed = 5;
+    for (int i = 0; i < NV / 32; i++)
+        mask[i] = ((uint32_t)ref_splitmix(&mseed) & (uint32_t)ref_splitmix(&mseed)) |
+                  ((uint32_t)ref_splitmix(&mseed) & (uint32_t)ref_splitmix(&mseed) & 0x55555555u);
     uint64_t seed = 7, rng[4], lseed = 99;
     for (int i = 0; i < 4; i++)
         rng[i] = ref_splitmix(&seed);
@@ -139,8 +149,14 @@ static int agree_with_definition(float temp, int top_k, float top_p, float min_p
             logits[i] = (float)(ref_splitmix(&lseed) >> 40) * 0x1p-24f * 4.0f +
                         (i % 997 == t % 997 ? 6.0f : 0.0f);
         memcpy(buf, logits, NV * sizeof *buf);
-        int32_t got = elm_sampler_sample(s, buf, NV, NULL, 0);
-        same += got == ref_draw(rng, logits, NV, temp, top_k, top_p, min_p, c);
+        int32_t got = masked ? elm_sampler_draw(s, buf, NV, mask)
+                             : elm_sampler_sample(s, buf, NV, NULL, 0);
+        same += got == ref_draw(rng, logits, NV, temp, top_k, top_p, min_p,
+                                masked ? mask : NULL, c);
+        /* a redraw (a refused draw's next try) is another draw of the same */
+        got = elm_sampler_redraw(s);
+        same += got == ref_draw(rng, logits, NV, temp, top_k, top_p, min_p,
+                                masked ? mask : NULL, c);
     }
     elm_sampler_free(s);
     free(logits);
@@ -269,12 +285,59 @@ int main(void)
     } chains[] = {{1.0f, 1.0f, 0.0f, 0}, {0.7f, 0.9f, 0.0f, 0},  {1.0f, 0.999f, 0.0f, 0},
                   {0.8f, 1.0f, 0.01f, 0}, {1.0f, 0.95f, 0.0f, 40}, {1.5f, 1.0f, 0.0f, 500}};
     for (size_t i = 0; i < sizeof chains / sizeof chains[0]; i++) {
-        int n = 100, agree = agree_with_definition(chains[i].temp, chains[i].top_k,
-                                                  chains[i].top_p, chains[i].min_p, n);
-        is_int(agree, n, "32,000 ids, temperature %.1f top-k %d top-p %.3f min-p %.2f: %d of %d "
-                        "draws are the definition's",
-               (double)chains[i].temp, chains[i].top_k, (double)chains[i].top_p,
-               (double)chains[i].min_p, agree, n);
+        for (int masked = 0; masked < 2; masked++) {
+            int n = 100, agree = agree_with_definition(chains[i].temp, chains[i].top_k,
+                                                      chains[i].top_p, chains[i].min_p, n, masked);
+            is_int(agree, 2 * n, "32,000 ids%s, temperature %.1f top-k %d top-p %.3f min-p %.2f: "
+                                "%d of %d draws and redraws are the definition's",
+                   masked ? " (a mask of about a third)" : "", (double)chains[i].temp,
+                   chains[i].top_k, (double)chains[i].top_p, (double)chains[i].min_p, agree, 2 * n);
+        }
+    }
+
+    /* the k best ids (the grammar's look down the logit order) are the
+     * definition's first k: ties by lower id, NaN last, on both paths (a
+     * pass for k <= 256, a quickselect above) */
+    {
+        enum { NV = 32000 };
+        float *lg = malloc(NV * sizeof *lg);
+        struct ref_cand *c = malloc(NV * sizeof *c);
+        int32_t *ids = malloc(NV * sizeof *ids);
+        elm_sampler *s = make(0.0f, 0, 1.0f, 0.0f, 1.0f, -1, 1);
+        uint64_t seed = 3;
+        static const int ks[] = {1, 8, 64, 256, 257, 1000, NV, NV + 5};
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0] && lg && c && ids && s; ki++) {
+            for (int i = 0; i < NV; i++) /* 16 levels: ties everywhere; some NaN */
+                lg[i] = i % 101 == 7 ? NAN : (float)(ref_splitmix(&seed) >> 60);
+            for (int i = 0; i < NV; i++)
+                c[i] = (struct ref_cand){isnan(lg[i]) ? -INFINITY : lg[i], i};
+            qsort(c, NV, sizeof *c, ref_order);
+            int got = elm_sampler_top_ids(s, lg, NV, ks[ki], ids), want = ks[ki] < NV ? ks[ki] : NV;
+            int equal = got == want;
+            for (int i = 0; equal && i < want; i++)
+                equal = ids[i] == c[i].id;
+            ok(equal, "the %d best of 32,000 ids with ties and NaN: the definition's order (%d ids)",
+               ks[ki], got);
+        }
+        elm_sampler_free(s);
+        free(lg);
+        free(c);
+        free(ids);
+    }
+
+    /* greedy under a mask: the best allowed id, ties to the lower */
+    {
+        elm_sampler *gm = make(0.0f, 0, 1.0f, 0.0f, 1.0f, -1, 1);
+        float lg[70];
+        for (int i = 0; i < 70; i++)
+            lg[i] = (float)(i % 5);
+        uint32_t m[3] = {0, 1u << 3 | 1u << 8, 1u << 2 | 1u << 3}; /* ids 35, 40, 66, 67 */
+        is_int(elm_sampler_draw(gm, lg, 70, m), 67, "greedy under a mask: the best allowed id");
+        m[2] = 0;
+        is_int(elm_sampler_draw(gm, lg, 70, m), 35, "greedy under a mask: equal logits, lower id");
+        m[1] = 0;
+        is_int(elm_sampler_draw(gm, lg, 70, m), -1, "greedy under an empty mask: -1");
+        elm_sampler_free(gm);
     }
     return done_testing();
 }
