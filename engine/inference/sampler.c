@@ -22,13 +22,13 @@ struct elm_sampler {
     struct elm_sampler_params p;
     uint64_t rng[4];        /* xoshiro256** */
     struct cand *cands;     /* [cap] */
+    double *wt;             /* [cap] weights of cands, moved with them */
     struct cand head[SCAN_TOP]; /* the best so far of a one-pass selection */
     struct {                    /* the last temperature draw's weighing, for redraws */
         bool ok;
         int32_t fixed;          /* >= 0: the only possible id (an infinite logit) */
-        int n, sorted;
-        float mx;
-        double inv_t, sum;
+        int n, sorted;          /* candidates c[0, n), of them c[0, sorted) sorted */
+        double sum;             /* of their weights wt[0, n) */
     } last;
     unsigned char *seen;    /* [cap] penalty marks */
     int cap;
@@ -96,6 +96,7 @@ void elm_sampler_free(elm_sampler *s)
     if (!s)
         return;
     free(s->cands);
+    free(s->wt);
     free(s->seen);
     free(s);
 }
@@ -222,14 +223,74 @@ static int keep_top(elm_sampler *s, struct cand *c, int n, int k)
 /* How many of the best candidates a draw without top-k sorts first. */
 #define SORTED_HEAD 64
 
-/* c[0, sorted) is sorted and holds the best of c[0, n): sort the rest
- * once i reaches it; the new count of sorted candidates. */
-static int sorted_to(struct cand *c, int n, int sorted, int i)
+static void swap_cands(struct cand *c, double *wt, int i, int j)
 {
-    if (i < sorted)
-        return sorted;
-    qsort(c + sorted, (size_t)(n - sorted), sizeof *c, by_logit);
-    return n;
+    struct cand t = c[i];
+    c[i] = c[j];
+    c[j] = t;
+    double w = wt[i];
+    wt[i] = wt[j];
+    wt[j] = w;
+}
+
+/* Does a running weight of cum pass target?  A draw's: target < cum (the
+ * first candidate whose running weight exceeds the unit); top-p's:
+ * target <= cum (the first at which the mass reaches p). */
+static bool passes(double cum, double target, bool strict)
+{
+    return strict ? target < cum : target <= cum;
+}
+
+/* The candidate of c[lo, hi) (after c[0, lo) in the chain's order, their
+ * weights' sum cum) at which the running weight in the chain's order first
+ * passes target, without sorting c[lo, hi): split around a pivot, add the
+ * better side's weights, go on in the side that holds it (quickselect's
+ * steps: ~2 (hi - lo) looks, where a sort of 32,000 candidates cost ~3 ms).
+ * On return c[lo, i) are all before c[i] in the chain's order and c[i + 1,
+ * hi) after it; wt moves with c.  The sums add in another order than a
+ * walk in the chain's order would: a double's last bits. */
+static int find_running(struct cand *c, double *wt, int lo, int hi, double cum, double target,
+                        bool strict)
+{
+    while (hi - lo > 16) {
+        struct cand a = c[lo], b = c[lo + (hi - lo) / 2], z = c[hi - 1], p;
+        if (before(a, b))
+            p = before(b, z) ? b : before(a, z) ? z : a;
+        else
+            p = before(a, z) ? a : before(b, z) ? z : b;
+        int w = lo, at = -1;
+        double sum = 0.0;
+        for (int i = lo; i < hi; i++) {
+            if (before(c[i], p)) {
+                sum += wt[i];
+                swap_cands(c, wt, i, w);
+                if (at == w)
+                    at = i; /* the pivot was moved out of the way */
+                w++;
+            } else if (c[i].id == p.id) {
+                at = i;
+            }
+        }
+        if (w > lo && passes(cum + sum, target, strict)) {
+            hi = w;
+            continue;
+        }
+        cum += sum; /* past the better side: then the pivot, the best of the rest */
+        swap_cands(c, wt, w, at);
+        cum += wt[w];
+        if (passes(cum, target, strict))
+            return w;
+        lo = w + 1;
+    }
+    for (int i = lo + 1; i < hi; i++) /* a few left: in the chain's order */
+        for (int j = i; j > lo && before(c[j], c[j - 1]); j--)
+            swap_cands(c, wt, j, j - 1);
+    for (int i = lo; i < hi; i++) {
+        cum += wt[i];
+        if (passes(cum, target, strict))
+            return i;
+    }
+    return hi - 1; /* rounding left the target just out of reach: the last */
 }
 
 static bool reserve(elm_sampler *s, int n_vocab)
@@ -239,10 +300,13 @@ static bool reserve(elm_sampler *s, int n_vocab)
     struct cand *c = realloc(s->cands, (size_t)n_vocab * sizeof *c);
     if (c)
         s->cands = c;
+    double *wt = realloc(s->wt, (size_t)n_vocab * sizeof *wt);
+    if (wt)
+        s->wt = wt;
     unsigned char *seen = realloc(s->seen, (size_t)n_vocab);
     if (seen)
         s->seen = seen;
-    if (!c || !seen)
+    if (!c || !wt || !seen)
         return false;
     s->cap = n_vocab;
     return true;
@@ -278,16 +342,16 @@ static int32_t draw_weighed(elm_sampler *s)
     if (s->last.fixed >= 0)
         return s->last.fixed;
     const struct cand *c = s->cands;
-    int n = s->last.n;
-    double mx = s->last.mx, inv_t = s->last.inv_t;
+    int n = s->last.n, head = s->last.sorted < n ? s->last.sorted : n;
     double u = next_unit(s->rng) * s->last.sum, cum = 0.0;
-    for (int i = 0; i < n; i++) {
-        s->last.sorted = sorted_to(s->cands, n, s->last.sorted, i);
-        cum += exp(((double)c[i].logit - mx) * inv_t);
+    for (int i = 0; i < head; i++) {
+        cum += s->wt[i];
         if (u < cum)
             return c[i].id;
     }
-    return c[n - 1].id; /* the loop sorted through it */
+    if (head == n)
+        return c[n - 1].id;
+    return c[find_running(s->cands, s->wt, head, n, cum, u, true)].id;
 }
 
 int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
@@ -330,10 +394,10 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
     if (n_c == 0)
         return -1;
     /* The chain's candidates are c[0, n) in logit order.  Without top-k
-     * only the best SORTED_HEAD are sorted first: top-p, min-p and the
-     * draw rarely read past it, and a sort of the whole vocabulary cost
-     * ~2 ms a token; sorted_to() sorts the rest when one does.  The order is
-     * the same; sums over the unsorted part add in another order (the last
+     * only the best SORTED_HEAD are sorted: top-p, min-p and the draw
+     * rarely read past them, and a sort of the whole vocabulary cost ~2 ms
+     * a token; past them find_running() finds the candidate without a
+     * sort.  Sums over the unsorted part add in another order (the last
      * bits of a double). */
     int n = n_c, sorted;
     if (s->p.top_k > 0 && s->p.top_k < n_c)
@@ -348,36 +412,42 @@ int32_t elm_sampler_draw(elm_sampler *s, const float *logits, int n_vocab,
 
     /* top-p and min-p on the probabilities at temperature 1 (the fixed order). */
     float mx = c[0].logit;
+    double *wt = s->wt;
     if (s->p.top_p < 1.0f) {
         double total = 0.0;
         for (int i = 0; i < n; i++)
-            total += exp((double)c[i].logit - mx);
-        double cum = 0.0;
-        for (int i = 0; i < n; i++) {
-            sorted = sorted_to(c, n, sorted, i);
-            cum += exp((double)c[i].logit - mx) / total;
-            if (cum >= s->p.top_p) {
-                n = i + 1;
+            total += wt[i] = exp((double)c[i].logit - mx);
+        double target = (double)s->p.top_p * total, cum = 0.0;
+        int i = 0;
+        for (; i < sorted && i < n; i++) {
+            cum += wt[i];
+            if (cum >= target)
                 break;
-            }
         }
+        if (i < n && i >= sorted)
+            i = find_running(c, wt, sorted, n, cum, target, false);
+        n = i < n ? i + 1 : n;
     }
     if (s->p.min_p > 0.0f) {
         /* p_i >= min_p * p_max  <=>  logit_i >= max + log(min_p) */
         double cut = mx + log((double)s->p.min_p);
         int keep = 1;
-        while (keep < n && (sorted = sorted_to(c, n, sorted, keep), c[keep].logit >= cut))
+        while (keep < n && keep < sorted && c[keep].logit >= cut)
             keep++;
+        if (keep == sorted) /* past the sorted head: every candidate at or over the cut */
+            for (int i = sorted; i < n; i++)
+                if (c[i].logit >= cut) {
+                    swap_cands(c, wt, i, keep);
+                    keep++;
+                }
         n = keep;
     }
 
     double inv_t = 1.0 / s->p.temperature, sum = 0.0;
     for (int i = 0; i < n; i++)
-        sum += exp(((double)c[i].logit - mx) * inv_t);
+        sum += wt[i] = exp(((double)c[i].logit - mx) * inv_t);
     s->last.n = n;
     s->last.sorted = sorted;
-    s->last.mx = mx;
-    s->last.inv_t = inv_t;
     s->last.sum = sum;
     s->last.fixed = -1;
     s->last.ok = true;
