@@ -154,6 +154,35 @@ static void matching(void)
         is_int(fit(g, "zzzz"), ELM_GRAMMAR_NO, "{2,3}: four is too many");
         elm_grammar_free(g);
     }
+    /* characters whose every completion a class takes whole keep no bits
+     * (matcher.c's PARTIAL_ANY): UTF-8 is still checked byte by byte, and a
+     * class that takes part of a block keeps them */
+    g = parse("root ::= \"A\" [^\"]* | \"=\" [^\\u4e00]* | \"~\" [\\u4e00-\\u9fff]*\n", err,
+              sizeof err);
+    if (ok(g != NULL, "classes over whole and part blocks parse (%s)", g ? "" : err)) {
+        static const struct {
+            const char *text;
+            enum elm_grammar_fit want;
+            const char *what;
+        } utf8[] = {
+            {"A\xe4\xb8\xad\xf0\x9f\x98\x80", ELM_GRAMMAR_MATCH, "[^\"]: 中 and an emoji"},
+            {"A\xe4\xb8", ELM_GRAMMAR_PREFIX, "[^\"]: two bytes of three"},
+            {"A\xe4\xb8z", ELM_GRAMMAR_NO, "[^\"]: an ASCII byte inside a character"},
+            {"A\xe4\xb8\xad\xad", ELM_GRAMMAR_NO, "[^\"]: a continuation byte too many"},
+            {"A\xe0\x80\x80", ELM_GRAMMAR_NO, "[^\"]: an overlong encoding"},
+            {"A\xed\xa0\x80", ELM_GRAMMAR_NO, "[^\"]: a surrogate"},
+            {"A\xf4\x90\x80\x80", ELM_GRAMMAR_NO, "[^\"]: past U+10FFFF"},
+            {"A\xc0\x80", ELM_GRAMMAR_NO, "[^\"]: C0"},
+            {"=\xe4\xb8\x80", ELM_GRAMMAR_NO, "[^一]: 一 refused after a shared prefix"},
+            {"=\xe4\xb8\x81\xe4\xb8\xad", ELM_GRAMMAR_MATCH, "[^一]: 丁中"},
+            {"~\xe4\xb8\x80\xe9\xbe\xa5", ELM_GRAMMAR_MATCH, "[一-鿿]: 一 and U+9FA5"},
+            {"~\xe3\x80\x80", ELM_GRAMMAR_NO, "[一-鿿]: U+3000 (E3: no completion inside)"},
+            {"~\xea\xb0\x80", ELM_GRAMMAR_NO, "[一-鿿]: U+AC00"},
+        };
+        for (size_t i = 0; i < sizeof utf8 / sizeof utf8[0]; i++)
+            is_int(fit(g, utf8[i].text), utf8[i].want, "%s", utf8[i].what);
+        elm_grammar_free(g);
+    }
     /* state explosion ends with LIMIT, never a hang: 2^n ways to parse */
     g = parse("root ::= x*\nx ::= \"a\" | \"a\" \"a\" | \"a\" y\ny ::= \"a\"? \"a\"?  \"a\"? "
               "\"a\"? \"a\"? \"a\"? \"a\"? \"a\"? \"a\"? \"a\"? \"a\"? \"a\"?\n",
