@@ -384,8 +384,9 @@ uint32_t gmatcher_start(gmatcher *m)
     return intern(m, m->scratch, m->n_scratch, 0, 0, 0);
 }
 
-/* The stacks of set s after code point cp. */
-static uint32_t step_char(gmatcher *m, const struct gst *st, uint32_t cp)
+/* The stacks of set s after code point cp, or after any character when
+ * every stack is known to take it (a PARTIAL_ANY state completed). */
+static uint32_t step_stacks(gmatcher *m, const struct gst *st, bool any, uint32_t cp)
 {
     const elm_grammar *g = m->g;
     uint32_t off = st->off, n = st->n;
@@ -395,7 +396,7 @@ static uint32_t step_char(gmatcher *m, const struct gst *st, uint32_t cp)
         if (id == 0)
             continue;
         uint32_t pos = m->nodes[id].pos;
-        if (!gcharset_has(g, &g->cs[g->el[pos].arg], cp))
+        if (!any && !gcharset_has(g, &g->cs[g->el[pos].arg], cp))
             continue;
         uint32_t next = cons(m, pos + 1, m->nodes[id].parent);
         if (next == GSTATE_DEAD || !gather(m, next))
@@ -405,6 +406,18 @@ static uint32_t step_char(gmatcher *m, const struct gst *st, uint32_t cp)
         return GSTATE_DEAD;
     qsort(m->scratch, m->n_scratch, sizeof *m->scratch, cmp_u32);
     return intern(m, m->scratch, m->n_scratch, 0, 0, 0);
+}
+
+/* st's stacks, unchanged, with another unfinished character. */
+static uint32_t same_stacks(gmatcher *m, const struct gst *st, uint32_t partial, uint8_t need,
+                            uint8_t len)
+{
+    /* copy: intern may move m->sets */
+    uint32_t n = st->n;
+    if (!grow((void **)&m->scratch, &m->cap_scratch, n ? n : 1, sizeof *m->scratch))
+        return fail(m, NO_MEMORY);
+    memcpy(m->scratch, m->sets + st->off, n * sizeof *m->scratch);
+    return intern(m, m->scratch, n, partial, need, len);
 }
 
 /* Can some stack of st take a character in [lo, hi]? */
@@ -421,10 +434,12 @@ static bool can_take(const gmatcher *m, const struct gst *st, uint32_t lo, uint3
 
 static const uint32_t min_of_len[5] = {0, 0, 0x80, 0x800, 0x10000};
 
+/* partial_any's answer where some stack takes part of the range */
+#define BITS_MATTER (UINT32_MAX - 1)
+
 /* The state of st's stacks that take every character in [lo, hi] (a
  * range of valid characters), unfinished by need bytes: PARTIAL_ANY when
- * every other stack takes none of them, else UINT32_MAX - 1 (the
- * character's bits matter). */
+ * every other stack takes none of them, else BITS_MATTER. */
 static uint32_t partial_any(gmatcher *m, const struct gst *st, uint32_t lo, uint32_t hi,
                             uint8_t need, uint8_t len)
 {
@@ -440,7 +455,7 @@ static uint32_t partial_any(gmatcher *m, const struct gst *st, uint32_t lo, uint
         if (gcharset_covers(g, cs, lo, hi))
             m->scratch[n++] = id; /* in order: the set stays sorted */
         else if (gcharset_meets(g, cs, lo, hi))
-            return UINT32_MAX - 1;
+            return BITS_MATTER;
     }
     if (n == 0)
         return GSTATE_DEAD;
@@ -455,7 +470,7 @@ static uint32_t step_partial(gmatcher *m, uint32_t state, uint32_t v, uint8_t ne
     uint32_t lo = v << (6 * need), hi = lo | ((1u << (6 * need)) - 1);
     if (lo >= min_of_len[len] && hi <= 0x10FFFF && (hi < 0xD800 || lo > 0xDFFF)) {
         uint32_t any = partial_any(m, &st, lo, hi, need, len);
-        if (any != UINT32_MAX - 1)
+        if (any != BITS_MATTER)
             return any;
     }
     if (hi < min_of_len[len] || lo > 0x10FFFF)
@@ -469,36 +484,16 @@ static uint32_t step_partial(gmatcher *m, uint32_t state, uint32_t v, uint8_t ne
     bool above = hi > 0xDFFF && can_take(m, &st, lo > 0xE000 ? lo : 0xE000, hi);
     if (!below && !above)
         return GSTATE_DEAD;
-    /* copy: intern may move m->sets */
-    uint32_t n = st.n;
-    if (!grow((void **)&m->scratch, &m->cap_scratch, n ? n : 1, sizeof *m->scratch))
-        return fail(m, NO_MEMORY);
-    memcpy(m->scratch, m->sets + st.off, n * sizeof *m->scratch);
-    return intern(m, m->scratch, n, v, need, len);
+    return same_stacks(m, &st, v, need, len);
 }
 
 /* A PARTIAL_ANY state's next continuation byte: every stack takes the
  * character, whichever it is. */
 static uint32_t step_any(gmatcher *m, const struct gst *st)
 {
-    if (st->need > 1) {
-        uint32_t n = st->n;
-        if (!grow((void **)&m->scratch, &m->cap_scratch, n, sizeof *m->scratch))
-            return fail(m, NO_MEMORY);
-        memcpy(m->scratch, m->sets + st->off, n * sizeof *m->scratch);
-        return intern(m, m->scratch, n, PARTIAL_ANY, (uint8_t)(st->need - 1), st->len);
-    }
-    new_stamp(m);
-    for (uint32_t i = 0; i < st->n; i++) {
-        uint32_t id = m->sets[st->off + i];
-        uint32_t next = cons(m, m->nodes[id].pos + 1, m->nodes[id].parent);
-        if (next == GSTATE_DEAD || !gather(m, next))
-            return GSTATE_DEAD;
-    }
-    if (m->n_scratch == 0)
-        return GSTATE_DEAD;
-    qsort(m->scratch, m->n_scratch, sizeof *m->scratch, cmp_u32);
-    return intern(m, m->scratch, m->n_scratch, 0, 0, 0);
+    if (st->need > 1)
+        return same_stacks(m, st, PARTIAL_ANY, (uint8_t)(st->need - 1), st->len);
+    return step_stacks(m, st, true, 0);
 }
 
 static uint32_t compute_step(gmatcher *m, uint32_t state, unsigned char b)
@@ -514,10 +509,10 @@ static uint32_t compute_step(gmatcher *m, uint32_t state, unsigned char b)
             return step_partial(m, state, v, (uint8_t)(st.need - 1), st.len);
         if (v < min_of_len[st.len] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
             return GSTATE_DEAD;
-        return step_char(m, &st, v);
+        return step_stacks(m, &st, false, v);
     }
     if (b < 0x80)
-        return step_char(m, &st, b);
+        return step_stacks(m, &st, false, b);
     if (b >= 0xC2 && b <= 0xDF)
         return step_partial(m, state, b & 0x1Fu, 1, 2);
     if (b >= 0xE0 && b <= 0xEF)
@@ -540,19 +535,16 @@ uint32_t gmatcher_advance(gmatcher *m, uint32_t state, unsigned char b)
     /* a row for each state under DENSE_STATES (1 KiB each, at its first
      * step), the hash table beyond: no table to grow (and rehash, a
      * millisecond's stall in one token) for the usual reply */
-    if (!dense && state < DENSE_STATES) {
-        dense = malloc(256 * sizeof *dense);
-        if (!dense)
-            return fail(m, NO_MEMORY);
+    if (!dense && state < DENSE_STATES && (dense = malloc(256 * sizeof *dense))) {
         for (int i = 0; i < 256; i++)
             dense[i] = DENSE_UNKNOWN;
-        st->dense = dense;
+        st->dense = dense; /* without memory for it: the table */
     }
     if (dense) {
-        uint32_t next = compute_step(m, state, b);
+        uint32_t next = compute_step(m, state, b); /* may move m->states, not the row */
         if (m->error)
             return GSTATE_DEAD;
-        m->states[state].dense[b] = next; /* compute_step may move m->states */
+        dense[b] = next;
         return next;
     }
     uint64_t key = ((uint64_t)state << 8 | b) + 1;
