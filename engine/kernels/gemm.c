@@ -251,6 +251,20 @@ static void rows_task(void *arg, long b, long e, int ith)
     }
 }
 
+/* A few tokens' products, row by row: each thread streams its own stretch
+ * of the weights (elm_threadpool_for_streams), in chunks of a 32nd of the
+ * rows so that a thread done early takes over the end of another's.  270M
+ * Q8_0 decode, 2 threads, Zen 5: 79-86 % of the read bandwidth against
+ * 74-77 % with 8 chunks handed out in turn (each a new stream to ramp up,
+ * and the threads' streams interleaved in DRAM); 16 chunks no better.
+ * Chunks of whole 16 rows keep each thread's outputs on its own cache
+ * lines. */
+static void decode_rows(struct elm_threadpool *pool, long rows, struct gemm_job *job)
+{
+    elm_threadpool_for_streams(pool, rows, elm_threadpool_chunk(pool, rows, 16, 16, 64),
+                               rows_task, job);
+}
+
 static void blis_task(void *arg, long b, long e, int ith)
 {
     const struct gemm_job *j = arg;
@@ -491,7 +505,7 @@ static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
                            i8_task, job);
         return true;
     }
-    elm_threadpool_for(pool, rows, elm_threadpool_chunk(pool, rows, 4, 16, 64), rows_task, job);
+    decode_rows(pool, rows, job);
     return true;
 }
 
@@ -504,9 +518,7 @@ void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, floa
         return;
     long rows = (long)w->rows;
     if (m < elm_gemm_min_blis_m(w->dtype)) {
-        /* Ranges of 16 rows keep each thread's outputs on its own cache lines. */
-        long chunk = elm_threadpool_chunk(pool, rows, 4, 16, 64);
-        elm_threadpool_for(pool, rows, chunk, rows_task, &job);
+        decode_rows(pool, rows, &job);
     } else if (own_wanted_now() && own_gemm(&job, pool)) {
         return;
     } else if (!elm_gemm_blis_ok()) { /* BLIS failed its check: the row kernels */

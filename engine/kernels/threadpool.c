@@ -43,6 +43,8 @@ struct elm_threadpool {
     elm_range_fn fn;
     void *arg;
     long n, chunk;
+    bool streams;              /* elm_threadpool_for_streams' job */
+    _Atomic uint64_t *stretch; /* [n_threads], a cache line each: front | end << 32 */
     _Alignas(64) _Atomic uint64_t state; /* generation | closed | active */
     _Alignas(64) atomic_long next;       /* next range to hand out */
     _Alignas(64) atomic_uint gen_word;   /* futex: low bits of the generation */
@@ -88,6 +90,43 @@ static void take_ranges(struct elm_threadpool *pool, int ith)
     }
 }
 
+/* The next chunk of a stretch, from its front (its owner) or its back (a
+ * thread that finished its own): false when it is empty. */
+static bool take_chunk(_Atomic uint64_t *st, bool front, long *c)
+{
+    uint64_t v = atomic_load(st);
+    for (;;) {
+        uint32_t f = (uint32_t)v, e = (uint32_t)(v >> 32);
+        if (f >= e)
+            return false;
+        uint64_t nv = front ? v + 1 : v - ((uint64_t)1 << 32);
+        if (atomic_compare_exchange_weak(st, &v, nv)) {
+            *c = front ? (long)f : (long)e - 1;
+            return true;
+        }
+    }
+}
+
+#define STRETCH(pool, i) (&(pool)->stretch[(size_t)(i) * (64 / sizeof(uint64_t))])
+
+static void take_stretches(struct elm_threadpool *pool, int ith)
+{
+    long n = pool->n, chunk = pool->chunk, c;
+    for (int k = 0; k < pool->n_threads; k++) {
+        int s = (ith + k) % pool->n_threads;
+        while (take_chunk(STRETCH(pool, s), k == 0, &c))
+            pool->fn(pool->arg, c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n, ith);
+    }
+}
+
+static void take_job(struct elm_threadpool *pool, int ith)
+{
+    if (pool->streams)
+        take_stretches(pool, ith);
+    else
+        take_ranges(pool, ith);
+}
+
 static void *worker_main(void *p)
 {
     struct worker *w = p;
@@ -122,7 +161,7 @@ static void *worker_main(void *p)
         }
         if (!joined)
             continue;
-        take_ranges(pool, w->ith);
+        take_job(pool, w->ith);
         uint64_t after = atomic_fetch_sub(&pool->state, 1) - 1;
         if ((after & ACTIVE_MASK) == 0 && (after & CLOSED) && atomic_load(&pool->caller_sleeps)) {
             atomic_fetch_add(&pool->done_word, 1);
@@ -141,6 +180,7 @@ void elm_threadpool_free(struct elm_threadpool *pool)
     for (int i = 0; i < pool->n_started; i++)
         pthread_join(pool->workers[i].thread, NULL);
     free(pool->workers);
+    free(pool->stretch);
     free(pool);
 }
 
@@ -160,6 +200,11 @@ elm_status elm_threadpool_new(int n_threads, struct elm_threadpool **out)
     atomic_init(&pool->caller_sleeps, false);
     atomic_init(&pool->stop, false);
     if (n_threads > 1) {
+        pool->stretch = aligned_alloc(64, (size_t)n_threads * 64);
+        if (!pool->stretch) {
+            elm_threadpool_free(pool);
+            return ELM_E_NOMEM;
+        }
         pool->workers = calloc((size_t)n_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
             elm_threadpool_free(pool);
@@ -185,8 +230,8 @@ int elm_threadpool_size(const struct elm_threadpool *pool)
     return pool->n_threads;
 }
 
-void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_range_fn fn,
-                        void *arg)
+static void run_job(struct elm_threadpool *pool, long n, long chunk, elm_range_fn fn, void *arg,
+                    bool streams)
 {
     if (n <= 0)
         return;
@@ -200,7 +245,16 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
     pool->arg = arg;
     pool->n = n;
     pool->chunk = chunk;
+    pool->streams = streams;
     atomic_store(&pool->next, 0);
+    if (streams) {
+        long chunks = (n + chunk - 1) / chunk;
+        for (int i = 0; i < pool->n_threads; i++) {
+            uint64_t f = (uint64_t)(chunks * i / pool->n_threads);
+            uint64_t e = (uint64_t)(chunks * (i + 1) / pool->n_threads);
+            atomic_store(STRETCH(pool, i), f | e << 32);
+        }
+    }
     /* Publish: new generation, open, nobody inside yet. */
     uint64_t gen = (atomic_load(&pool->state) >> GEN_SHIFT) + 1;
     atomic_store(&pool->state, (gen & 0xffffffffu) << GEN_SHIFT);
@@ -217,7 +271,7 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
         elm_word_wake(&pool->gen_word);
     }
 
-    take_ranges(pool, 0);
+    take_job(pool, 0);
 
     uint64_t s = atomic_fetch_or(&pool->state, CLOSED) | CLOSED;
     struct spin sp;
@@ -248,3 +302,15 @@ long elm_threadpool_chunk(const struct elm_threadpool *pool, long n, int per_thr
     return c > 0 ? c : align;
 }
 
+
+void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_range_fn fn,
+                        void *arg)
+{
+    run_job(pool, n, chunk, fn, arg, false);
+}
+
+void elm_threadpool_for_streams(struct elm_threadpool *pool, long n, long chunk,
+                                elm_range_fn fn, void *arg)
+{
+    run_job(pool, n, chunk, fn, arg, true);
+}

@@ -15,19 +15,35 @@
 #include "engine/kernels/threadpool.h"
 #include "tests/lib/tap.h"
 
+typedef void (*for_fn)(struct elm_threadpool *, long, long, elm_range_fn, void *);
+
 struct job {
     atomic_int *hits; /* [n]: how often each item ran */
     atomic_int bad_ith;
     int n_threads;
+    /* streams: each thread's ranges within its own stretch come in order */
+    long n, chunk;
+    long last_own[8]; /* per thread: the end of its last range in its stretch */
+    atomic_int out_of_order;
 };
 
 static void mark(void *arg, long begin, long end, int ith)
 {
     struct job *j = arg;
-    if (ith < 0 || ith >= j->n_threads)
+    if (ith < 0 || ith >= j->n_threads) {
         atomic_fetch_add(&j->bad_ith, 1);
+        return;
+    }
     for (long i = begin; i < end; i++)
         atomic_fetch_add(&j->hits[i], 1);
+    /* only this thread writes last_own[ith] */
+    long chunks = (j->n + j->chunk - 1) / j->chunk;
+    long lo = chunks * ith / j->n_threads * j->chunk, hi = chunks * (ith + 1) / j->n_threads * j->chunk;
+    if (begin >= lo && begin < hi) {
+        if (begin < j->last_own[ith])
+            atomic_fetch_add(&j->out_of_order, 1);
+        j->last_own[ith] = end;
+    }
 }
 
 static double now(void)
@@ -45,20 +61,38 @@ static double cpu_seconds(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-/* Run `jobs` jobs of n items; true when every item ran once per job. */
-static bool run_jobs(struct elm_threadpool *pool, int jobs, long n, long chunk)
+/* Run `jobs` jobs of n items with `run`; true when every item ran once per
+ * job (and, for streams, each thread met its own stretch front to back). */
+static bool run_jobs_with(for_fn run, struct elm_threadpool *pool, int jobs, long n, long chunk)
 {
-    struct job j = {.hits = calloc((size_t)n, sizeof *j.hits), .n_threads = elm_threadpool_size(pool)};
+    struct job j = {.hits = calloc((size_t)n, sizeof *j.hits), .n_threads = elm_threadpool_size(pool),
+                    .n = n, .chunk = chunk};
     if (!j.hits)
         bail_out("out of memory");
     atomic_init(&j.bad_ith, 0);
-    for (int k = 0; k < jobs; k++)
-        elm_threadpool_for(pool, n, chunk, mark, &j);
+    atomic_init(&j.out_of_order, 0);
+    for (int k = 0; k < jobs; k++) {
+        for (int t = 0; t < 8; t++)
+            j.last_own[t] = 0;
+        run(pool, n, chunk, mark, &j);
+    }
     bool good = atomic_load(&j.bad_ith) == 0;
+    if (run == elm_threadpool_for_streams)
+        good = good && atomic_load(&j.out_of_order) == 0;
     for (long i = 0; i < n; i++)
         good = good && atomic_load(&j.hits[i]) == jobs;
     free(j.hits);
     return good;
+}
+
+static bool run_jobs(struct elm_threadpool *pool, int jobs, long n, long chunk)
+{
+    return run_jobs_with(elm_threadpool_for, pool, jobs, n, chunk);
+}
+
+static bool run_streams(struct elm_threadpool *pool, int jobs, long n, long chunk)
+{
+    return run_jobs_with(elm_threadpool_for_streams, pool, jobs, n, chunk);
 }
 
 /* Sleep for seconds (the idle time is what is measured here). */
@@ -86,6 +120,16 @@ int main(void)
         /* Past the spin: every worker is asleep, the next jobs must wake them. */
         idle(0.05);
         ok(run_jobs(pool, 3, 1000, 10), "%d threads: jobs after the workers slept", nt);
+        /* Streams: own stretch first, in order, then the others' ends. */
+        ok(run_streams(pool, 2000, 37, 1), "%d threads, streams: 2000 jobs of 37 ranges, each item "
+           "once, each stretch met in order by its owner", nt);
+        ok(run_streams(pool, 50, 100000, 1000), "%d threads, streams: 50 jobs of 100 ranges", nt);
+        ok(run_streams(pool, 500, 3, 1), "%d threads, streams: fewer ranges than threads", nt);
+        ok(run_streams(pool, 500, 1001, 64), "%d threads, streams: a last range cut short", nt);
+        idle(0.05);
+        ok(run_streams(pool, 3, 1000, 10),
+           "%d threads, streams: after the workers slept (the caller takes over their stretches)",
+           nt);
         elm_threadpool_free(pool);
     }
 
