@@ -65,6 +65,7 @@ static bool one_reply(elm_ctx *ctx, const int32_t *prompt, int n_prompt, float *
         gs->checks += res.grammar.checks;
         gs->masks += res.grammar.masks;
         gs->walks += res.grammar.walks;
+        gs->few += res.grammar.few;
         gs->seconds += res.grammar.seconds;
         gs->complete += res.grammar.complete;
     }
@@ -95,9 +96,9 @@ bool bench_grammar(elm_ctx *ctx, const elm_tokenizer *tok, const elm_grammar *gr
     bool good = true;
     if (!json)
         printf("\ngrammar: %s, replies of up to %d tokens, %d runs each way (after a warm-up)\n"
-               "%-30s %9s %9s %7s %9s %8s %8s %8s %8s %7s\n",
+               "%-30s %9s %9s %7s %9s %8s %8s %8s %8s %7s %7s\n",
                name, n_gen, reps, "sampling", "plain t/s", "gram t/s", "cost", "gram us", "p50 us",
-               "p99 us", "checks", "masks", "walks");
+               "p99 us", "checks", "masks", "walks", "few");
     for (size_t k = 0; k < sizeof modes / sizeof *modes && good; k++) {
         const struct mode *m = &modes[k];
         struct tally plain = {0, 0}, con = {0, 0};
@@ -117,6 +118,7 @@ bool bench_grammar(elm_ctx *ctx, const elm_tokenizer *tok, const elm_grammar *gr
             plain.seconds += p1.seconds, plain.tokens += p1.tokens;
             con.seconds += c1.seconds, con.tokens += c1.tokens;
             gs.checks += g1.checks, gs.masks += g1.masks, gs.walks += g1.walks;
+            gs.few += g1.few;
             gs.seconds += g1.seconds, gs.complete += g1.complete;
             n_times += nt;
         }
@@ -132,19 +134,22 @@ bool bench_grammar(elm_ctx *ctx, const elm_tokenizer *tok, const elm_grammar *gr
             printf("{\"test\":\"grammar\",\"grammar\":\"%s\",\"sampling\":\"%s\",\"plain_tps\":%.2f,"
                    "\"grammar_tps\":%.2f,\"cost_pct\":%.2f,\"grammar_us_mean\":%.2f,"
                    "\"grammar_us_p50\":%.2f,\"grammar_us_p99\":%.2f,\"checks\":%ld,\"masks\":%ld,"
-                   "\"walks\":%ld,\"tokens\":%ld,\"complete\":%d}\n",
+                   "\"walks\":%ld,\"few\":%ld,\"tokens\":%ld,\"complete\":%d}\n",
                    name, m->name, tps_plain, tps_con, cost, mean, p50, p99, gs.checks, gs.masks,
-                   gs.walks, con.tokens, (int)gs.complete);
+                   gs.walks, gs.few, con.tokens, (int)gs.complete);
         else
-            printf("%-30s %9.2f %9.2f %6.1f%% %9.1f %8.1f %8.1f %8ld %8ld %7ld\n", m->name,
-                   tps_plain, tps_con, cost, mean, p50, p99, gs.checks, gs.masks, gs.walks);
+            printf("%-30s %9.2f %9.2f %6.1f%% %9.1f %8.1f %8.1f %8ld %8ld %7ld %7ld\n", m->name,
+                   tps_plain, tps_con, cost, mean, p50, p99, gs.checks, gs.masks, gs.walks,
+                   gs.few);
         fflush(stdout);
     }
     if (good && !json)
         printf("cost: how much slower the constrained decode is (tokens/s; plain replies are\n"
                "n tokens, constrained ones end where the value does).  gram us: time in the\n"
                "grammar per sampled token.  checks: single-id checks; masks: full masks (walks:\n"
-               "of them, walks of the token trie; the rest came from the cache).\n");
+               "of them, walks of the token trie; the rest came from the cache).  few: tokens\n"
+               "where few ids were allowed (drawn over them alone; a plain step's LM head\n"
+               "computed only their rows, so a constrained decode can be the faster one).\n");
     free(times);
     free(prompt);
     return good;

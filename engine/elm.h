@@ -328,6 +328,8 @@ struct elm_grammar_stats {
     long checks;   /* single-id checks */
     long masks;    /* full masks (walks of the token trie, or cached) */
     long walks;    /* of them, trie walks */
+    long few;      /* steps where few ids were allowed: the draw over them
+                    * alone, and a plain step's LM head of their rows only */
     double seconds; /* in the grammar */
     int n_times;   /* grammar_us entries filled */
 };

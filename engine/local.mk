@@ -102,5 +102,6 @@ engine_libelm_a_SOURCES += \
 	engine/grammar/matcher.c \
 	engine/grammar/tokens.c engine/grammar/tokens.h \
 	engine/inference/constrain.c engine/inference/constrain.h \
+	engine/inference/decode_few.h \
 	engine/grammar/json_schema.c \
 	engine/inference/sampler.h

@@ -156,8 +156,9 @@ print('| llama.cpp | %9.1f | %10.1f | %4.1f%% | %19s | %21s | %3s | %3s |'
       % (lp_tps, ls_tps, cost(lp_tps, ls_tps), '%d/%d' % (lp_tok, ls_tok),
          'sampling %.0f (plain %.0f)' % (ls_samp, lp_samp), '', ''))
 print()
-print('elmchat: %d single-id checks, %d full masks (%d trie walks); the value complete in %d of '
-      '%d replies' % (g['checks'], g['masks'], g['walks'], g.get('complete', 0), reps))
+print('elmchat: %d single-id checks, %d full masks (%d trie walks), %d tokens drawn among few '
+      'allowed ids (LM head of their rows only); the value complete in %d of %d replies'
+      % (g['checks'], g['masks'], g['walks'], g.get('few', 0), g.get('complete', 0), reps))
 print('llama.cpp: its sampling time per token (us) in the grammar column; tokens: eval runs')
 ratio = g['grammar_tps'] / ls_tps if ls_tps > 0 else float('nan')
 print('goals (issue 47): cost under 5%%: %.1f%%; p99 under 1 ms: %.0f us; '

@@ -72,6 +72,9 @@ uint32_t gmatcher_advance(gmatcher *m, uint32_t state, unsigned char b);
 uint32_t gmatcher_advance_bytes(gmatcher *m, uint32_t state, const void *bytes, size_t n);
 /* May the text end here (a complete match, no partial UTF-8)? */
 bool gmatcher_accepting(const gmatcher *m, uint32_t state);
+/* How many ASCII bytes may come next (*non_ascii: and some character past
+ * ASCII)?  -1 when dead or in the middle of a character. */
+int gmatcher_first_bytes(const gmatcher *m, uint32_t state, bool *non_ascii);
 /* Is the text in the middle of a UTF-8 character? */
 bool gmatcher_partial(const gmatcher *m, uint32_t state);
 /* Non-NULL after a limit was hit (the states exploded, memory ran out). */

@@ -33,6 +33,7 @@ struct gst {
     uint64_t ascii[2];   /* the ASCII bytes some stack takes (none inside a
                           * character): every other ASCII byte is refused
                           * without a step (most of a trie walk's bytes) */
+    bool non_ascii;      /* some stack takes a character past ASCII */
     uint32_t *dense;     /* [256] its transitions once known (a trie walk's
                           * inner loop), DENSE_UNKNOWN until computed */
 };
@@ -285,7 +286,7 @@ static uint32_t intern(gmatcher *m, const uint32_t *v, uint32_t n, uint32_t part
     /* v may be m->scratch: copy before anything moves */
     memcpy(m->sets + m->n_sets, v, n * sizeof *v);
     uint32_t id = m->n_states++;
-    m->states[id] = (struct gst){m->n_sets, n, partial, need, len, h, {0, 0}, NULL};
+    m->states[id] = (struct gst){m->n_sets, n, partial, need, len, h, {0, 0}, false, NULL};
     for (uint32_t i = 0; need == 0 && i < n; i++) {
         uint32_t node = m->sets[m->n_sets + i];
         if (node == 0)
@@ -293,6 +294,8 @@ static uint32_t intern(gmatcher *m, const uint32_t *v, uint32_t n, uint32_t part
         const struct gcharset *cs = &m->g->cs[m->g->el[m->nodes[node].pos].arg];
         m->states[id].ascii[0] |= cs->ascii[0];
         m->states[id].ascii[1] |= cs->ascii[1];
+        if (!m->states[id].non_ascii && gcharset_meets(m->g, cs, 0x80, 0x10FFFF))
+            m->states[id].non_ascii = true;
     }
     m->n_sets += n;
     m->state_tab[j] = id + 1;
@@ -571,6 +574,15 @@ bool gmatcher_accepting(const gmatcher *m, uint32_t state)
         return false;
     const struct gst *st = &m->states[state];
     return st->need == 0 && st->n > 0 && m->sets[st->off] == 0;
+}
+
+int gmatcher_first_bytes(const gmatcher *m, uint32_t state, bool *non_ascii)
+{
+    if (state == GSTATE_DEAD || m->states[state].need > 0)
+        return -1;
+    const struct gst *st = &m->states[state];
+    *non_ascii = st->non_ascii;
+    return __builtin_popcountll(st->ascii[0]) + __builtin_popcountll(st->ascii[1]);
 }
 
 bool gmatcher_partial(const gmatcher *m, uint32_t state)

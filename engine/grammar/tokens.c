@@ -387,6 +387,20 @@ const uint32_t *gtokens_mask(struct gtokens *t, int *n_allowed)
     return slot->bits;
 }
 
+const uint32_t *gtokens_few(struct gtokens *t, int max_first_bytes, int max_ids, int *n_allowed)
+{
+    bool non_ascii = false;
+    int first = gmatcher_first_bytes(t->m, t->state, &non_ascii);
+    if (first < 0 || non_ascii || first > max_first_bytes)
+        return NULL;
+    int n = 0;
+    const uint32_t *mask = gtokens_mask(t, &n);
+    if (!mask || n > max_ids)
+        return NULL;
+    *n_allowed = n;
+    return mask;
+}
+
 bool gtokens_take(struct gtokens *t, int32_t id)
 {
     if (is_end_id(t, id))

@@ -23,6 +23,11 @@ bool gtokens_allows(struct gtokens *t, int32_t id);
 /* Every id that may come next, as bits (bit id % 32 of word id / 32; valid
  * until the next call); *n_allowed their count.  NULL on a matching error. */
 const uint32_t *gtokens_mask(struct gtokens *t, int *n_allowed);
+/* gtokens_mask where few ids may come next, known without a walk of the
+ * whole vocabulary: at most max_first_bytes ASCII bytes and no other
+ * character may come next, and the walk found at most max_ids ids.  NULL
+ * otherwise (many, unknown cheaply, or an error: gtokens_error says). */
+const uint32_t *gtokens_few(struct gtokens *t, int max_first_bytes, int max_ids, int *n_allowed);
 /* Take id (allowed or not: false when the grammar refuses it). */
 bool gtokens_take(struct gtokens *t, int32_t id);
 /* How many of ids[0..n) are allowed one after the other from here

@@ -25,6 +25,11 @@ void constrain_free(struct constrain *c);
  * place) and take it. */
 int32_t constrain_sample(struct constrain *c, elm_sampler *smp, float *logits, int n_vocab,
                          const int32_t *history, int n_history);
+/* Where the grammar allows few ids next (known without a walk of the
+ * whole vocabulary): their count and the ids (ascending) in *ids, valid
+ * until the next call; the next constrain_sample draws over them alone and
+ * needs only their logits.  0: many, or not known cheaply. */
+int constrain_few_next(struct constrain *c, const int32_t **ids);
 /* How many drafts of ids[0..n) the grammar allows from here. */
 int constrain_drafts(struct constrain *c, const int32_t *ids, int n);
 /* Take an id not sampled by constrain_sample (a test script's). */

@@ -110,6 +110,7 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     if (!c)
         return elm_set_error(err, err_size, ELM_E_NOMEM, "%s: out of memory", in->name);
     c->model = model;
+    c->few_at = -1;
     c->n_ctx = params->n_ctx > 0 ? params->n_ctx : in->n_ctx_train;
     c->n_threads = params->n_threads > 0 ? params->n_threads : model->n_threads;
     c->n_batch = c->n_ctx < N_BATCH ? c->n_ctx : N_BATCH;

@@ -55,6 +55,9 @@ struct elm_ctx {
     size_t attn_stride;  /* floats, a multiple of 16 */
     float *attn_part;    /* key-split partials: [nq x ATTN_BQ x (hd + 2)] per ATTN_KS keys */
     bool profiling;      /* elm_ctx_set_profiling: forward.c times its phases */
+    /* elm_decode_few's last token: n_past after it while h still holds its
+     * normed state (elm_decode_head_rest can finish its logits), else -1 */
+    int few_at;
     struct elm_ctx_stats stats;
 };
 

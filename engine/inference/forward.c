@@ -10,6 +10,7 @@
 
 #include "engine/base/platform.h"
 #include "engine/inference/ctx.h"
+#include "engine/inference/decode_few.h"
 #include "engine/kernels/gemm.h"
 #include "engine/kernels/kernels.h"
 #include "engine/kernels/blocks.h"
@@ -366,10 +367,40 @@ static void layer(struct elm_ctx *c, int li, int n, int pos0)
     matmul(c, li, c->ffn, 2L * l->ff, n, &l->proj2, c->x, d, true);
 }
 
-/* n <= n_batch tokens at positions pos0..; logits for the last token, or a
- * row per token when all. */
+/* The rows of the LM head a head asks for: every one, or a list. */
+struct head {
+    const int32_t *ids; /* NULL: every row */
+    int n_ids;
+};
+
+/* The last token's logits from its normed state in c->h. */
+static void head_rows(struct elm_ctx *c, float *logits, const struct head *hd)
+{
+    const struct elm_model *m = c->model;
+    const struct elm_model_info *in = &m->info;
+    if (!hd->ids) {
+        matmul(c, -1, c->h, in->model_dim, 1, &m->embed, logits, in->n_vocab, false);
+        return;
+    }
+    double t0 = prof_start(c);
+    for (int i = 0; i < in->n_vocab; i++)
+        logits[i] = -INFINITY;
+    elm_gemm_rows_of(c->h, &m->embed, hd->ids, hd->n_ids, logits, c->pool, &c->tile);
+    if (c->profiling) {
+        double s = elm_now_seconds() - t0, flops = 2.0 * hd->n_ids * (double)in->model_dim;
+        c->stats.matrix_s += s;
+        c->stats.head_s += s;
+        c->stats.matrix_flops += flops;
+        c->stats.head_flops += flops;
+        c->stats.matrix_weight_bytes +=
+            (double)elm_row_size(m->embed.dtype, m->embed.cols) * (double)hd->n_ids;
+    }
+}
+
+/* n <= n_batch tokens at positions pos0..; logits for the last token (the
+ * rows hd asks for), or a row per token when all. */
 static elm_status chunk(struct elm_ctx *c, const int32_t *tokens, int n, int pos0, float *logits,
-                        bool all)
+                        bool all, const struct head *hd)
 {
     const struct elm_model *m = c->model;
     const struct elm_model_info *in = &m->info;
@@ -393,15 +424,47 @@ static elm_status chunk(struct elm_ctx *c, const int32_t *tokens, int n, int pos
     } else {
         norm_rows(c, c->x + (size_t)(n - 1) * d, c->h, m->final_norm, 1);
         prof_lap(c, t, &c->stats.norm_s);
-        matmul(c, -1, c->h, d, 1, &m->embed, logits, in->n_vocab, false);
+        head_rows(c, logits, hd);
     }
     return ELM_OK;
 }
 
+static elm_status decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
+                         unsigned flags, const struct head *hd);
+
 elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits, unsigned flags)
+{
+    return decode(ctx, tokens, n, logits, flags, &(struct head){NULL, 0});
+}
+
+elm_status elm_decode_few(elm_ctx *ctx, int32_t token, float *logits, const int32_t *ids,
+                          int n_ids)
+{
+    if (!ids || n_ids <= 0 || !logits)
+        return ELM_E_INVALID;
+    for (int i = 0; i < n_ids; i++)
+        if (ids[i] < 0 || ids[i] >= ctx->model->info.n_vocab || (i > 0 && ids[i] <= ids[i - 1]))
+            return ELM_E_INVALID;
+    elm_status st = decode(ctx, &token, 1, logits, 0, &(struct head){ids, n_ids});
+    if (st == ELM_OK)
+        ctx->few_at = ctx->n_past;
+    return st;
+}
+
+elm_status elm_decode_head_rest(elm_ctx *ctx, float *logits)
+{
+    if (!ctx || !logits || ctx->few_at != ctx->n_past)
+        return ELM_E_INVALID;
+    head_rows(ctx, logits, &(struct head){NULL, 0});
+    return ELM_OK;
+}
+
+static elm_status decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
+                         unsigned flags, const struct head *hd)
 {
     if (!ctx || !tokens || n <= 0)
         return ELM_E_INVALID;
+    ctx->few_at = -1;
     const struct elm_model_info *in = &ctx->model->info;
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= in->n_vocab)
@@ -418,7 +481,7 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
             out = logits + (size_t)done * (size_t)in->n_vocab;
         else if (logits && last)
             out = logits;
-        elm_status st = chunk(ctx, tokens + done, k, ctx->n_past + done, out, all);
+        elm_status st = chunk(ctx, tokens + done, k, ctx->n_past + done, out, all, hd);
         if (st)
             return st; /* n_past unchanged: rows past it are never read */
         done += k;

@@ -10,6 +10,7 @@
 #include "engine/base/platform.h"
 #include "engine/base/error.h"
 #include "engine/inference/constrain.h"
+#include "engine/inference/decode_few.h"
 #include "engine/elm.h"
 #include "engine/inference/draft.h"
 #include "engine/inference/lookup.h"
@@ -73,7 +74,22 @@ struct pass {
     int32_t ids[ELM_LOOKUP_K_MAX + 1];
     struct queued q[ELM_LOOKUP_K_MAX + 1];
     int n_q, at_q;
+    /* a plain step's logits of these ids only (constrain_few_next), the
+     * others -INFINITY; n_few 0: every logit */
+    const int32_t *few;
+    int n_few;
 };
+
+/* Are the logits the step computed finite? */
+static bool step_finite(const float *logits, int n_vocab, const struct pass *ps)
+{
+    if (ps->n_few == 0)
+        return all_finite(logits, n_vocab);
+    for (int i = 0; i < ps->n_few; i++)
+        if (!isfinite(logits[ps->few[i]]))
+            return false;
+    return true;
+}
 
 /* Feed id (at the cache's end), with a lookup draft when there is one:
  * returns the status; on return `logits` are those after the cache's last
@@ -84,6 +100,7 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
                        struct elm_lookup *lookup, struct elm_lookup *drafting, struct pass *ps)
 {
     ps->n_q = ps->at_q = 0;
+    ps->n_few = 0;
     int base = elm_ctx_n_past(ctx), n_ctx = elm_ctx_n_ctx(ctx);
     int k = 0;
     int room = n_ctx - base - 1;
@@ -126,7 +143,14 @@ static elm_status feed(elm_ctx *ctx, int32_t id, float *logits, float *scratch, 
         k = constrain_drafts(gc, ps->ids + 1, k);
     if (k == 0) {
         t0 = elm_now_seconds();
-        elm_status st = elm_decode(ctx, &id, 1, logits, 0);
+        const int32_t *few = NULL;
+        int n_few = gc ? constrain_few_next(gc, &few) : 0;
+        elm_status st = n_few > 0 ? elm_decode_few(ctx, id, logits, few, n_few)
+                                  : elm_decode(ctx, &id, 1, logits, 0);
+        if (st == ELM_OK) {
+            ps->few = few;
+            ps->n_few = n_few;
+        }
         if (st == ELM_OK && ps->rows) {
             double t = elm_now_seconds() - t0;
             elm_lookup_plain(lookup, t);
@@ -231,6 +255,7 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
                 elm_ctx_truncate(ctx, ps.q[ps.at_q].pos);
                 memcpy(logits, ps.rows + (size_t)(ps.q[ps.at_q].row - 1) * (size_t)n_vocab,
                        (size_t)n_vocab * sizeof *logits);
+                ps.n_few = 0; /* every logit again */
             }
             break;
         }
@@ -239,7 +264,7 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
         if (qd) {
             id = qd->id;
         } else {
-            if (!all_finite(logits, n_vocab)) {
+            if (!step_finite(logits, n_vocab, &ps)) {
                 res->reason = ELM_STOP_ERROR;
                 st = elm_set_error(err, err_size, ELM_E_INVALID,
                                    "%s computes NaN or infinite logits: its weights are damaged "
@@ -306,6 +331,7 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
                 elm_ctx_truncate(ctx, qd->pos);
                 memcpy(logits, ps.rows + (size_t)(qd->row - 1) * (size_t)n_vocab,
                        (size_t)n_vocab * sizeof *logits);
+                ps.n_few = 0; /* every logit again */
             }
             break;
         }
@@ -335,6 +361,12 @@ elm_status elm_generate(elm_ctx *ctx, float *logits, const struct elm_generate_p
         /* the end: a partial stop string is just text */
         if (held.n > 0)
             report(p, -1, held.buf, held.n);
+    }
+    /* the last step computed only the ids the grammar allowed: the cache's
+     * logits are kept whole (a later call goes on from them) */
+    if (ps.n_few > 0 && elm_decode_head_rest(ctx, logits) != ELM_OK && st == ELM_OK) {
+        res->reason = ELM_STOP_ERROR;
+        st = elm_set_error(err, err_size, ELM_E_INVALID, "the last logits were lost");
     }
 out:
     if (gc)

@@ -349,12 +349,14 @@ elm_status elm_state_load(elm_ctx *ctx, const char *path, char *err, size_t err_
     if (okay) {
         memcpy(ctx->tokens, head + heads, (size_t)h.n_past * 4);
         ctx->n_past = (int)h.n_past;
+        ctx->few_at = -1;
     } else {
         /* the file was checked a moment ago: an I/O error, and the rows
          * read so far have replaced the cache's */
         st = elm_set_error(err, err_size, ELM_E_IO, "%s: %s (the cache is emptied)", path,
                            errno ? strerror(errno) : "short read");
         ctx->n_past = 0;
+        ctx->few_at = -1;
     }
     free(head);
     close(fd);

@@ -509,6 +509,43 @@ static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
     return true;
 }
 
+/* elm_gemm_rows_of: runs of consecutive listed rows, a range of the list a
+ * task. */
+struct rows_of_job {
+    struct gemm_job *job;
+    const int32_t *rows;
+};
+
+static void rows_of_task(void *arg, long b, long e, int ith)
+{
+    const struct rows_of_job *r = arg;
+    for (long i = b; i < e;) {
+        long j = i + 1;
+        while (j < e && r->rows[j] == r->rows[j - 1] + 1)
+            j++;
+        rows_task(r->job, r->rows[i], r->rows[j - 1] + 1, ith);
+        i = j;
+    }
+}
+
+void elm_gemm_rows_of(const float *a, const struct elm_matrix *w, const int32_t *rows, int n_rows,
+                      float *c, struct elm_threadpool *pool, struct elm_gemm_tile *tile)
+{
+    struct gemm_job job = {.a = a, .lda = (long)w->cols, .m = 1, .w = w, .c = c,
+                           .ldc = (long)w->rows, .tile = tile};
+    /* one token's activations rounded once, as quant_gemm does for decode
+     * (without memory for them each run rounds its own, as rows_task does) */
+    size_t qbytes = elm_dtype_is_quant(w->dtype) ? elm_quant_act_bytes(w, 1) : 0;
+    if (qbytes && (tile->qact = grow(tile->qact, &tile->qact_bytes, qbytes)) &&
+        (tile->qa = grow(tile->qa, &tile->qa_bytes, sizeof *tile->qa))) {
+        round_task(&job, 0, 1, 0);
+        job.qa = tile->qa;
+    }
+    struct rows_of_job r = {.job = &job, .rows = rows};
+    elm_threadpool_for(pool, n_rows, elm_threadpool_chunk(pool, n_rows, 1, 1, 64), rows_of_task,
+                       &r);
+}
+
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
               bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile)
 {

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/kernels/matrix.h"
 
@@ -65,6 +66,13 @@ void elm_gemm_tile_free(struct elm_gemm_tile *tile);
  * ELM_GEMM=blis, BLIS. */
 void elm_gemm(const float *a, long lda, long m, const struct elm_matrix *w, float *c, long ldc,
               bool accumulate, struct elm_threadpool *pool, struct elm_gemm_tile *tile);
+
+/* One token's products with the listed rows of W only (ascending ids):
+ * c[rows[i]] = A[W.cols] . W[rows[i]], the bits elm_gemm gives them; the
+ * other entries of c are not written.  An LM head where a grammar allows
+ * few ids next. */
+void elm_gemm_rows_of(const float *a, const struct elm_matrix *w, const int32_t *rows, int n_rows,
+                      float *c, struct elm_threadpool *pool, struct elm_gemm_tile *tile);
 
 /* "own" or "blis": which GEMM runs batches from elm_gemm_min_blis_m tokens
  * (ELM_GEMM=own|blis in the environment forces one). */

@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "engine/elm.h"
+#include "engine/grammar/tokens.h"
 #include "engine/inference/lookup.h"
+#include "engine/inference/sampler.h"
 #include "tests/lib/tap.h"
 
 enum { N_PROMPT = 9, N_GEN = 16 };
@@ -165,6 +167,71 @@ static void test_ids_and_logits(void)
     elm_ctx_free(f);
     elm_ctx_free(c);
     free(logits);
+}
+
+/* A grammar that allows few ids at each step: every draw is over them
+ * alone and each plain step's LM head computes only their rows.  The ids
+ * equal a loop written out with every logit and the full mask; the logits
+ * left are whole again, bit for bit those of that loop. */
+static void test_few_rows(void)
+{
+    static const char gbnf[] = "root ::= [a-e]+\n";
+    char err[ELM_ERR_MAX];
+    elm_grammar *g = NULL;
+    if (elm_grammar_parse(gbnf, sizeof gbnf - 1, &g, err, sizeof err) != ELM_OK)
+        bail_out("grammar: %s", err);
+    const elm_tokenizer *tok = elm_model_tokenizer(model);
+
+    struct seen s;
+    struct elm_generate_params p = params(&s, N_GEN);
+    p.grammar = g;
+    struct elm_generate_result res;
+    float *logits = malloc((size_t)n_vocab * sizeof *logits);
+    elm_ctx *c = prefilled(0, logits);
+    elm_status st = elm_generate(c, logits, &p, &res, err, sizeof err);
+    ok(st == ELM_OK && res.n_generated == N_GEN, "[a-e]+: %d ids (%s)", res.n_generated,
+       st == ELM_OK ? "ok" : err);
+    is_int(res.grammar.few, N_GEN, "each drawn among the few ids allowed");
+
+    /* the loop by hand: every logit, the full mask, greedy over it */
+    float *ref = malloc((size_t)n_vocab * sizeof *ref);
+    float *scratch = malloc((size_t)n_vocab * sizeof *scratch);
+    elm_ctx *r = prefilled(0, ref);
+    struct gtokens *t = gtokens_new(g, tok, NULL, 0);
+    struct elm_sampler_params sp = elm_sampler_default_params();
+    sp.temperature = 0;
+    sp.repeat_penalty = 1.3f;
+    elm_sampler *smp = elm_sampler_new(&sp);
+    int32_t want[N_GEN];
+    int min_allowed = n_vocab, max_allowed = 0;
+    for (int i = 0; i < N_GEN; i++) {
+        memcpy(scratch, ref, (size_t)n_vocab * sizeof *ref);
+        elm_sampler_penalize(smp, scratch, n_vocab, elm_ctx_tokens(r), elm_ctx_n_past(r));
+        int n = 0;
+        const uint32_t *mask = gtokens_mask(t, &n);
+        if (!mask)
+            bail_out("gtokens_mask failed");
+        min_allowed = n < min_allowed ? n : min_allowed;
+        max_allowed = n > max_allowed ? n : max_allowed;
+        want[i] = elm_sampler_draw(smp, scratch, n_vocab, mask);
+        gtokens_take(t, want[i]);
+        if (i + 1 < N_GEN && elm_decode(r, &want[i], 1, ref, 0) != ELM_OK)
+            bail_out("decode failed");
+    }
+    diag("ids allowed at a step: %d to %d of %d", min_allowed, max_allowed, n_vocab);
+    ok(min_allowed > 1 && max_allowed < n_vocab / 4, "a choice at each step, among few ids");
+    ok(s.n_ids == N_GEN && memcmp(s.ids, want, sizeof want) == 0,
+       "the ids equal the loop with every logit and the full mask");
+    ok(memcmp(logits, ref, (size_t)n_vocab * sizeof *ref) == 0,
+       "the logits left are whole: those of the cache's last token, bit-identical");
+    elm_sampler_free(smp);
+    gtokens_free(t);
+    elm_ctx_free(r);
+    elm_ctx_free(c);
+    free(scratch);
+    free(ref);
+    free(logits);
+    elm_grammar_free(g);
 }
 
 /* Prompt lookup: with drafts from a source that repeats the reply (as a
@@ -721,6 +788,7 @@ int main(void)
     n_vocab = elm_model_get_info(model)->n_vocab;
     plan_lazy();
     test_ids_and_logits();
+    test_few_rows();
     test_stop_strings();
     test_other_reasons();
     test_lookup("f32");

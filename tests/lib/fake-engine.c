@@ -20,6 +20,7 @@
 #include "engine/elm.h"
 #include "tests/lib/fake-engine.h"
 #include "engine/inference/constrain.h"
+#include "engine/inference/decode_few.h"
 
 struct elm_model {
     struct elm_model_info info;
@@ -38,6 +39,7 @@ struct elm_ctx {
     int32_t *tokens;
     elm_abort_cb abort_cb;
     void *abort_user;
+    int few_at; /* elm_ctx_truncate's (ctx_accessors.inc) */
 };
 
 struct elm_sampler {
@@ -167,6 +169,7 @@ elm_status elm_ctx_new(const elm_model *model, const struct elm_ctx_params *para
     if (!c)
         return ELM_E_NOMEM;
     c->model = model;
+    c->few_at = -1;
     c->n_ctx = params->n_ctx > 0 ? params->n_ctx : model->info.n_ctx_train;
     c->tokens = calloc((size_t)c->n_ctx, sizeof *c->tokens);
     if (!c->tokens) {
@@ -208,6 +211,7 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
         sleep_us(m->us * n);
     }
     memcpy(ctx->tokens + ctx->n_past, tokens, (size_t)n * sizeof *tokens);
+    ctx->few_at = -1;
     int base = ctx->n_past;
     ctx->n_past += n;
     if (logits) {
@@ -221,6 +225,20 @@ elm_status elm_decode(elm_ctx *ctx, const int32_t *tokens, int n, float *logits,
         }
     }
     return ELM_OK;
+}
+
+/* Never called: the stand-in has no grammars (constrain_few_next is 0). */
+elm_status elm_decode_few(elm_ctx *ctx, int32_t token, float *logits, const int32_t *ids,
+                          int n_ids)
+{
+    (void)ctx, (void)token, (void)logits, (void)ids, (void)n_ids;
+    return ELM_E_INVALID;
+}
+
+elm_status elm_decode_head_rest(elm_ctx *ctx, float *logits)
+{
+    (void)ctx, (void)logits;
+    return ELM_E_INVALID;
 }
 
 #include "engine/inference/ctx_accessors.inc"
@@ -414,6 +432,13 @@ int32_t constrain_sample(struct constrain *c, elm_sampler *smp, float *logits, i
 {
     (void)c;
     return elm_sampler_sample(smp, logits, n_vocab, history, n_history);
+}
+
+int constrain_few_next(struct constrain *c, const int32_t **ids)
+{
+    (void)c;
+    (void)ids;
+    return 0;
 }
 
 int constrain_drafts(struct constrain *c, const int32_t *ids, int n)
