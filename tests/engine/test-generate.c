@@ -247,9 +247,20 @@ static void test_lookup(const char *type)
     struct elm_generate_result ra, rb;
     elm_status st;
     int past_a, past_b;
-    for (int sampled = 0; sampled < 2; sampled++) {
+    /* and under a grammar that allows few ids a step: their draws, and the
+     * plain steps' LM head of their rows only, are those of drafts
+     * verified on every logit */
+    static const char gbnf[] = "root ::= [a-e]+\n";
+    char err[ELM_ERR_MAX];
+    elm_grammar *g = NULL;
+    if (elm_grammar_parse(gbnf, sizeof gbnf - 1, &g, err, sizeof err) != ELM_OK)
+        bail_out("grammar: %s", err);
+    for (int round = 0; round < 4; round++) {
+        int sampled = round & 1;
+        const elm_grammar *grammar = round >= 2 ? g : NULL;
         struct elm_generate_params pa = params(&a, N);
         pa.lookup = false;
+        pa.grammar = grammar;
         if (sampled) {
             pa.sampler.temperature = 0.9f;
             pa.sampler.seed = 5;
@@ -262,14 +273,16 @@ static void test_lookup(const char *type)
         struct elm_generate_params pb = params(&b, N);
         pb.lookup_extra = src;
         pb.n_lookup_extra = 8 + a.n_ids;
+        pb.grammar = grammar;
         if (sampled) {
             pb.sampler.temperature = 0.9f;
             pb.sampler.seed = 5;
         }
         run(&pb, &b, 0, &rb, &st, &past_b);
         char how[96];
-        snprintf(how, sizeof how, "%s, %s", type,
-                 sampled ? "sampled (temperature 0.9, seed 5)" : "greedy");
+        snprintf(how, sizeof how, "%s, %s%s", type,
+                 sampled ? "sampled (temperature 0.9, seed 5)" : "greedy",
+                 grammar ? ", grammar [a-e]+" : "");
         ok(a.n_ids == N && b.n_ids == N && memcmp(a.ids, b.ids, sizeof a.ids[0] * N) == 0 &&
                a.n_text == b.n_text && memcmp(a.text, b.text, a.n_text) == 0,
            "%s: the same %d ids and text with lookup drafts", how, N);
@@ -277,7 +290,13 @@ static void test_lookup(const char *type)
            "%s: the drafts were used: %d of %d accepted in %d passes", how, rb.lookup.accepted,
            rb.lookup.drafted, rb.lookup.passes);
         is_int(past_b, past_a, "%s: the cache ends where it does without them", how);
+        if (grammar)
+            /* a pass also draws after its last draft: one more draw than ids */
+            ok(ra.grammar.few == N && rb.grammar.few >= N,
+               "%s: every id drawn among the few allowed (%ld, %ld)", how, ra.grammar.few,
+               rb.grammar.few);
     }
+    elm_grammar_free(g);
     /* A cancel after 11 ids: the drafts verified beyond them leave the cache. */
     struct elm_generate_params pa = params(&a, N);
     pa.lookup = false;
