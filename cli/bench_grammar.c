@@ -67,7 +67,7 @@ static bool one_reply(elm_ctx *ctx, const int32_t *prompt, int n_prompt, float *
         gs->walks += res.grammar.walks;
         gs->few += res.grammar.few;
         gs->seconds += res.grammar.seconds;
-        gs->complete += res.grammar.complete;
+        gs->complete = res.grammar.complete;
     }
     return true;
 }
@@ -103,7 +103,7 @@ bool bench_grammar(elm_ctx *ctx, const elm_tokenizer *tok, const elm_grammar *gr
         const struct mode *m = &modes[k];
         struct tally plain = {0, 0}, con = {0, 0};
         struct elm_grammar_stats gs = {0};
-        int n_times = 0;
+        int n_times = 0, n_complete = 0; /* replies whose value was whole */
         for (int r = 0; r <= reps && good; r++) {
             struct tally p1 = {0, 0}, c1 = {0, 0};
             struct elm_grammar_stats g1 = {0};
@@ -119,7 +119,8 @@ bool bench_grammar(elm_ctx *ctx, const elm_tokenizer *tok, const elm_grammar *gr
             con.seconds += c1.seconds, con.tokens += c1.tokens;
             gs.checks += g1.checks, gs.masks += g1.masks, gs.walks += g1.walks;
             gs.few += g1.few;
-            gs.seconds += g1.seconds, gs.complete += g1.complete;
+            gs.seconds += g1.seconds;
+            n_complete += g1.complete;
             n_times += nt;
         }
         if (!good)
@@ -136,7 +137,7 @@ bool bench_grammar(elm_ctx *ctx, const elm_tokenizer *tok, const elm_grammar *gr
                    "\"grammar_us_p50\":%.2f,\"grammar_us_p99\":%.2f,\"checks\":%ld,\"masks\":%ld,"
                    "\"walks\":%ld,\"few\":%ld,\"tokens\":%ld,\"complete\":%d}\n",
                    name, m->name, tps_plain, tps_con, cost, mean, p50, p99, gs.checks, gs.masks,
-                   gs.walks, gs.few, con.tokens, (int)gs.complete);
+                   gs.walks, gs.few, con.tokens, n_complete);
         else
             printf("%-30s %9.2f %9.2f %6.1f%% %9.1f %8.1f %8.1f %8ld %8ld %7ld %7ld\n", m->name,
                    tps_plain, tps_con, cost, mean, p50, p99, gs.checks, gs.masks, gs.walks,
