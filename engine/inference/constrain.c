@@ -51,8 +51,8 @@ struct constrain {
     bool few_known;           /* few_mask is this state's (until an id is taken) */
     const uint32_t *few_mask; /* gtokens_few's mask here, NULL: many ids */
     int n_few_mask;
-    int32_t *few;             /* [n_few] its ids, for constrain_few_next */
-    int n_few, cap_few;
+    int32_t *few;             /* [n_few_mask] its ids, for constrain_few_next */
+    int cap_few;
     double few_seconds;       /* their walk, counted with the next sample's time */
     long few_steps;           /* draws over few allowed ids */
 };
@@ -270,15 +270,15 @@ int constrain_few_next(struct constrain *c, const int32_t **ids)
         c->few = f;
         c->cap_few = n;
     }
-    c->n_few = 0;
+    int k = 0;
     if (mask) {
         for (int w = 0; w < c->words; w++)
             for (uint32_t bits = mask[w]; bits; bits &= bits - 1)
-                c->few[c->n_few++] = w * 32 + __builtin_ctz(bits);
+                c->few[k++] = w * 32 + __builtin_ctz(bits);
     }
     c->few_seconds += thread_cpu_seconds() - t0;
     *ids = c->few;
-    return c->n_few;
+    return k;
 }
 
 int constrain_drafts(struct constrain *c, const int32_t *ids, int n)

@@ -265,19 +265,17 @@ static void prof_lap(struct elm_ctx *c, double t0, double *acc)
 
 /* ---------------------------------------------------------------- layers */
 
-/* C[m, W.rows] (+)= A[m, W.cols] x W^T, for layer li (-1: the LM head). */
-static void matmul(struct elm_ctx *c, int li, const float *a, long lda, int m,
-                   const struct elm_matrix *w, float *out, long ldc, bool accumulate)
+/* Profiling: a product of m tokens with `rows` rows of w, started at t0. */
+static void count_matrix(struct elm_ctx *c, int li, double t0, int m, const struct elm_matrix *w,
+                         int64_t rows)
 {
-    double t0 = prof_start(c);
-    elm_gemm(a, lda, m, w, out, ldc, accumulate, c->pool, &c->tile);
     if (!c->profiling)
         return;
     struct elm_ctx_stats *st = &c->stats;
-    double s = elm_now_seconds() - t0, flops = 2.0 * m * (double)w->rows * (double)w->cols;
+    double s = elm_now_seconds() - t0, flops = 2.0 * m * (double)rows * (double)w->cols;
     st->matrix_s += s;
     st->matrix_flops += flops;
-    st->matrix_weight_bytes += (double)elm_row_size(w->dtype, w->cols) * (double)w->rows;
+    st->matrix_weight_bytes += (double)elm_row_size(w->dtype, w->cols) * (double)rows;
     if (li < 0) {
         st->head_s += s;
         st->head_flops += flops;
@@ -285,6 +283,15 @@ static void matmul(struct elm_ctx *c, int li, const float *a, long lda, int m,
         st->layer_matrix_s[li] += s;
         st->layer_matrix_flops[li] += flops;
     }
+}
+
+/* C[m, W.rows] (+)= A[m, W.cols] x W^T, for layer li (-1: the LM head). */
+static void matmul(struct elm_ctx *c, int li, const float *a, long lda, int m,
+                   const struct elm_matrix *w, float *out, long ldc, bool accumulate)
+{
+    double t0 = prof_start(c);
+    elm_gemm(a, lda, m, w, out, ldc, accumulate, c->pool, &c->tile);
+    count_matrix(c, li, t0, m, w, w->rows);
 }
 
 static void norm_rows(struct elm_ctx *c, const float *src, float *dst, const float *w, int n)
@@ -386,15 +393,7 @@ static void head_rows(struct elm_ctx *c, float *logits, const struct head *hd)
     for (int i = 0; i < in->n_vocab; i++)
         logits[i] = -INFINITY;
     elm_gemm_rows_of(c->h, &m->embed, hd->ids, hd->n_ids, logits, c->pool, &c->tile);
-    if (c->profiling) {
-        double s = elm_now_seconds() - t0, flops = 2.0 * hd->n_ids * (double)in->model_dim;
-        c->stats.matrix_s += s;
-        c->stats.head_s += s;
-        c->stats.matrix_flops += flops;
-        c->stats.head_flops += flops;
-        c->stats.matrix_weight_bytes +=
-            (double)elm_row_size(m->embed.dtype, m->embed.cols) * (double)hd->n_ids;
-    }
+    count_matrix(c, -1, t0, 1, &m->embed, hd->n_ids);
 }
 
 /* n <= n_batch tokens at positions pos0..; logits for the last token (the

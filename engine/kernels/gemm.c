@@ -256,7 +256,7 @@ static void rows_task(void *arg, long b, long e, int ith)
  * rows so that a thread done early takes over the end of another's.  270M
  * Q8_0 decode, 2 threads, Zen 5: 79-86 % of the read bandwidth against
  * 74-77 % with 8 chunks handed out in turn (each a new stream to ramp up,
- * and the threads' streams interleaved in DRAM); 16 chunks no better.
+ * and the threads' streams interleaved in DRAM); 64 or 128 no better.
  * Chunks of whole 16 rows keep each thread's outputs on its own cache
  * lines. */
 static void decode_rows(struct elm_threadpool *pool, long rows, struct gemm_job *job)
@@ -471,6 +471,24 @@ static void i8_task(void *arg, long b, long e, int ith)
     elm_gemm_i8_rows(j->tile->i8a, j->m, j->w, b, e, j->c, j->ldc, j->accumulate, wp);
 }
 
+/* The product's activations rounded to int8 once, into the tile (threads
+ * split the tokens), job->qa set; false without memory for them. */
+static bool round_once(struct gemm_job *job, struct elm_threadpool *pool)
+{
+    struct elm_gemm_tile *tile = job->tile;
+    long m = job->m;
+    size_t qbytes = elm_quant_act_bytes(job->w, (int)m);
+    if (!qbytes || !(tile->qact = grow(tile->qact, &tile->qact_bytes, qbytes)) ||
+        !(tile->qa = grow(tile->qa, &tile->qa_bytes, (size_t)m * sizeof *tile->qa)))
+        return false;
+    if (m <= ELM_QUANT_MAX_M)
+        round_task(job, 0, m, 0);
+    else
+        elm_threadpool_for(pool, m, elm_threadpool_chunk(pool, m, 2, 1, 16), round_task, job);
+    job->qa = tile->qa;
+    return true;
+}
+
 /* Quantized weights meet int8 activations at every batch size, as in
  * llama.cpp: the activations are rounded once per product (threads split
  * the tokens), then the row kernels (small batches: blocks of rows stay in
@@ -486,15 +504,8 @@ static bool quant_gemm(struct gemm_job *job, struct elm_threadpool *pool)
     bool gemm = m >= I8_GEMM_MIN_M && elm_gemm_i8_available(w->dtype, k);
     if (m >= I8_GEMM_MIN_M && !gemm)
         return false; /* the portable set: widened weights and BLIS beat its int8 rows */
-    size_t qbytes = elm_quant_act_bytes(w, (int)m);
-    if (!qbytes || !(tile->qact = grow(tile->qact, &tile->qact_bytes, qbytes)) ||
-        !(tile->qa = grow(tile->qa, &tile->qa_bytes, (size_t)m * sizeof *tile->qa)))
+    if (!round_once(job, pool))
         return false;
-    if (m <= ELM_QUANT_MAX_M)
-        round_task(job, 0, m, 0);
-    else
-        elm_threadpool_for(pool, m, elm_threadpool_chunk(pool, m, 2, 1, 16), round_task, job);
-    job->qa = tile->qa;
     size_t wneed = elm_gemm_i8_wpack_bytes(w->dtype, k);
     if (gemm && wneed <= tile->floats * sizeof(float) &&
         (tile->i8a = grow(tile->i8a, &tile->i8a_bytes, elm_gemm_i8_apack_bytes(w->dtype, m, k)))) {
@@ -533,14 +544,10 @@ void elm_gemm_rows_of(const float *a, const struct elm_matrix *w, const int32_t 
 {
     struct gemm_job job = {.a = a, .lda = (long)w->cols, .m = 1, .w = w, .c = c,
                            .ldc = (long)w->rows, .tile = tile};
-    /* one token's activations rounded once, as quant_gemm does for decode
-     * (without memory for them each run rounds its own, as rows_task does) */
-    size_t qbytes = elm_dtype_is_quant(w->dtype) ? elm_quant_act_bytes(w, 1) : 0;
-    if (qbytes && (tile->qact = grow(tile->qact, &tile->qact_bytes, qbytes)) &&
-        (tile->qa = grow(tile->qa, &tile->qa_bytes, sizeof *tile->qa))) {
-        round_task(&job, 0, 1, 0);
-        job.qa = tile->qa;
-    }
+    /* the activations rounded once, as quant_gemm does for decode (without
+     * memory for them each run rounds its own, as rows_task does) */
+    if (elm_dtype_is_quant(w->dtype))
+        (void)round_once(&job, pool);
     struct rows_of_job r = {.job = &job, .rows = rows};
     elm_threadpool_for(pool, n_rows, elm_threadpool_chunk(pool, n_rows, 1, 1, 64), rows_of_task,
                        &r);

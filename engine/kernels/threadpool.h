@@ -32,8 +32,9 @@ void elm_threadpool_for(struct elm_threadpool *pool, long n, long chunk, elm_ran
 
 /* The same, but each thread first takes the chunks of its own stretch in
  * order, front to back (thread i of T: chunks [C i / T, C (i + 1) / T) of
- * the C chunks), then helps the others from the backs of theirs: one unbroken stream of addresses per
- * thread where the work is a pass over memory (decode's rows). */
+ * the C chunks), then helps the others from the backs of theirs: one
+ * unbroken stream of addresses per thread where the work is a pass over
+ * memory (decode's rows). */
 void elm_threadpool_for_streams(struct elm_threadpool *pool, long n, long chunk,
                                 elm_range_fn fn, void *arg);
 
