@@ -82,9 +82,12 @@ if [ -d "$top_srcdir/models/guide-large-instruct" ]; then
     ui_keys 'What does the word good mean?' Enter
     ok 'ui_wait "[guide-large-instruct · " 60' "the next reply's status line names it"
 fi
-# /format json with max-tokens 3: the cut value is said (as the TUI does)
-ui_keys '/format json' Enter
-ok 'ui_wait "the replies follow it" 10' "/format json"
+# A schema with a required field and max-tokens 3: the cut value is said (as
+# the TUI does).  Not /format json: there a 3-token reply can be a whole value
+# ("1.1", as the large model answers), and nothing was cut.
+printf '%s\n' '{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}' >"$UI_DIR/word.json"
+ui_keys "/format schema $UI_DIR/word.json" Enter
+ok 'ui_wait "the replies follow it" 10' "/format schema FILE"
 ui_keys '/set max-tokens 3' Enter
 ui_keys 'answer in JSON' Enter
 ok 'ui_until "ui_screen | tr -d \"\\n\" | grep -qF \"cut before the JSON value was complete (max tokens 3)\"" 60' \
